@@ -1,0 +1,22 @@
+import { invalidArgument } from "../errors.ts";
+
+/**
+ * Parses a legacy string disk id (v1alpha1–v1beta2 `diskID` / `disk_id`) as a decimal uint32.
+ * Upstream wraps values ≥ 2³² silently; we refuse them. Failure: InvalidArgument naming the field.
+ */
+export function parseDiskId(value: string, field: string): number {
+  if (!/^\d{1,10}$/.test(value) || Number(value) > 0xffffffff) {
+    throw invalidArgument(`Failed to convert ${field} to uint32: ${JSON.stringify(value)} is not a disk number`);
+  }
+  return Number(value);
+}
+
+/** Renders a map keyed by disk number as the legacy string-keyed object. */
+export function stringKeys<T, R>(map: Map<number, T>, convert: (value: T) => R): Record<string, R> {
+  return Object.fromEntries([...map].map(([key, value]) => [String(key), convert(value)]));
+}
+
+/** Renders a map keyed by disk number as a protobuf-es uint32-keyed map object. */
+export function numberKeys<T, R>(map: Map<number, T>, convert: (value: T) => R): Record<number, R> {
+  return Object.fromEntries([...map].map(([key, value]) => [key, convert(value)]));
+}

@@ -1,0 +1,38 @@
+import type { FlagSpec } from "./go-flags.ts";
+
+/** klog flags upstream accepts that we take for compatibility but do not act on. */
+export const ignoredKlogFlags: FlagSpec[] = [
+  { name: "vmodule", kind: "string", default: "", usage: "accepted for klog compatibility; no effect" },
+  { name: "log_dir", kind: "string", default: "", usage: "accepted for klog compatibility; no effect (use -log_file)" },
+  { name: "log_file_max_size", kind: "int", default: 1800, usage: "accepted for klog compatibility; no effect" },
+  { name: "stderrthreshold", kind: "string", default: "2", usage: "accepted for klog compatibility; no effect" },
+  { name: "alsologtostderrthreshold", kind: "string", default: "", usage: "accepted for klog compatibility; no effect" },
+  { name: "legacy_stderr_threshold_behavior", kind: "bool", default: true, usage: "accepted for klog compatibility; no effect" },
+  { name: "skip_headers", kind: "bool", default: false, usage: "accepted for klog compatibility; no effect" },
+  { name: "skip_log_headers", kind: "bool", default: false, usage: "accepted for klog compatibility; no effect" },
+  { name: "add_dir_header", kind: "bool", default: false, usage: "accepted for klog compatibility; no effect" },
+  { name: "one_output", kind: "bool", default: false, usage: "accepted for klog compatibility; no effect" },
+  { name: "log_backtrace_at", kind: "string", default: "", usage: "accepted for klog compatibility; no effect" },
+];
+
+/** The daemon's flags: upstream's names and defaults, plus -socket-dir for Linux. */
+export function serverFlags(platform: NodeJS.Platform, defaultSocketDir: string): FlagSpec[] {
+  return [
+    {
+      name: "kubelet-path",
+      kind: "string",
+      default: platform === "win32" ? "C:\\var\\lib\\kubelet" : "/var/lib/kubelet",
+      usage: "Prefix path of the kubelet directory in the host file system",
+    },
+    { name: "working-dir", kind: "stringList", usage: "Additional directory paths (repeatable) that filesystem and SMB calls may use" },
+    { name: "windows-service", kind: "bool", default: false, usage: "Run as a Windows service (Service Control Manager)" },
+    { name: "require-privacy", kind: "bool", default: true, usage: "SMB global mappings require privacy (encryption)" },
+    { name: "metrics-bind-address", kind: "string", default: "", usage: "host:port to serve Prometheus metrics on at /metrics; empty disables metrics" },
+    { name: "socket-dir", kind: "string", default: defaultSocketDir, usage: "Linux: directory of the endpoints' Unix sockets" },
+    { name: "v", kind: "int", default: 0, usage: "number for the log level verbosity" },
+    { name: "log_file", kind: "string", default: "", usage: "If non-empty, use this log file (with -logtostderr=false)" },
+    { name: "logtostderr", kind: "bool", default: true, usage: "log to standard error instead of files" },
+    { name: "alsologtostderr", kind: "bool", default: false, usage: "log to standard error as well as files" },
+    ...ignoredKlogFlags,
+  ];
+}

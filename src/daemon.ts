@@ -1,0 +1,71 @@
+import type * as http from "node:http";
+import type { DescMethod } from "@bufbuild/protobuf";
+import { buildEndpoints, createServices, type ProxyConfig, type Services } from "./compose.ts";
+import { serveEndpoints, type ServingEndpoints } from "./rpc/serve-endpoints.ts";
+import type { CallObserver } from "./rpc/grpc-service.ts";
+import { createGrpcMetrics, serveMetrics, type GrpcMetrics } from "./metrics/grpc-metrics.ts";
+import { Code, codeName } from "./errors.ts";
+import { formatRequest, type Logger } from "./log/klog.ts";
+
+export interface Daemon {
+  services: Services;
+  /** Socket paths or pipe names served, one per group/version. */
+  addresses: string[];
+  /** The bound metrics address when -metrics-bind-address is set. */
+  metricsAddress?: string;
+  /** Stops serving: listeners closed, connections ended, sockets removed. Idempotent. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts every endpoint (and the metrics endpoint when asked). Fails without leaving anything
+ * listening when any endpoint cannot be served (e.g. another csi-proxy already serves it).
+ */
+export async function startDaemon(config: ProxyConfig, options: { logger: Logger; metricsBindAddress?: string }): Promise<Daemon> {
+  const { logger } = options;
+  const services = await createServices(config);
+  const metrics = options.metricsBindAddress ? createGrpcMetrics() : undefined;
+  let metricsServer: http.Server | undefined;
+  let serving: ServingEndpoints | undefined;
+  try {
+    if (metrics && options.metricsBindAddress) metricsServer = await serveMetrics(options.metricsBindAddress, metrics.registry);
+    serving = await serveEndpoints(buildEndpoints(services, config), { observer: callObserver(logger, metrics), platform: config.platform });
+  } catch (err) {
+    metricsServer?.close();
+    throw err;
+  }
+  const bound = metricsServer?.address();
+  return {
+    services,
+    addresses: serving.addresses,
+    metricsAddress: bound && typeof bound === "object" ? `${bound.address}:${bound.port}` : undefined,
+    stop: async () => {
+      await serving.stop();
+      await new Promise<void>((resolve) => (metricsServer ? metricsServer.close(() => resolve()) : resolve()));
+      metricsServer?.closeAllConnections();
+    },
+  };
+}
+
+/**
+ * Logs one line per RPC at V(2) (method, status code, duration; the request, secrets redacted, at
+ * V(4)), every Internal/Unknown failure as an error, and feeds the gRPC metrics.
+ */
+function callObserver(logger: Logger, metrics: GrpcMetrics | undefined): CallObserver {
+  return {
+    start(method: DescMethod, request: unknown) {
+      const name = `/${method.parent.typeName}/${method.name}`;
+      const t0 = process.hrtime.bigint();
+      const record = metrics?.startCall(method.parent.typeName, method.name);
+      const v4 = logger.v(4);
+      if (v4.enabled) v4.info(`${name} request=${formatRequest(request)}`);
+      return (code, error) => {
+        record?.(code);
+        const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+        const line = `${name} code=${codeName(code)} duration=${ms.toFixed(3)}ms${error ? ` error=${JSON.stringify(error.message)}` : ""}`;
+        if (code === Code.Internal || code === Code.Unknown) logger.error(`${line}${error?.cause ? ` cause=${String(error.cause)}` : ""}`);
+        else logger.v(2).info(line);
+      };
+    },
+  };
+}

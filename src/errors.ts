@@ -1,0 +1,56 @@
+/**
+ * gRPC status codes, numbered as on the wire. Defined here so that group services and host code
+ * can choose a code where a problem is detected without depending on a gRPC library.
+ */
+export const Code = {
+  OK: 0,
+  Cancelled: 1,
+  Unknown: 2,
+  InvalidArgument: 3,
+  DeadlineExceeded: 4,
+  NotFound: 5,
+  AlreadyExists: 6,
+  PermissionDenied: 7,
+  ResourceExhausted: 8,
+  FailedPrecondition: 9,
+  Aborted: 10,
+  OutOfRange: 11,
+  Unimplemented: 12,
+  Internal: 13,
+  Unavailable: 14,
+  DataLoss: 15,
+  Unauthenticated: 16,
+} as const;
+export type Code = (typeof Code)[keyof typeof Code];
+
+/** grpc-go's `codes.Code.String()` names, as Prometheus labels and logs print them. */
+export const codeName = (code: number): string =>
+  (Object.keys(Code) as (keyof typeof Code)[]).find((k) => Code[k] === code) ?? `Code(${code})`;
+
+/**
+ * The one error type of the project: a message for the caller plus the gRPC code chosen where the
+ * problem was detected. The RPC boundary turns it into a gRPC status as is; anything else thrown
+ * becomes Internal there.
+ */
+export class CsiProxyError extends Error {
+  override name = "CsiProxyError";
+  readonly code: Code;
+  constructor(code: Code, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+  }
+  /** Turns any thrown value into a CsiProxyError, keeping coded errors and the original as cause. */
+  static from(reason: unknown, code: Code = Code.Internal): CsiProxyError {
+    if (reason instanceof CsiProxyError) return reason;
+    const message = reason instanceof Error ? reason.message : String(reason);
+    return new CsiProxyError(code, message, { cause: reason });
+  }
+}
+
+export const invalidArgument = (message: string) => new CsiProxyError(Code.InvalidArgument, message);
+export const notFound = (message: string) => new CsiProxyError(Code.NotFound, message);
+export const alreadyExists = (message: string) => new CsiProxyError(Code.AlreadyExists, message);
+export const failedPrecondition = (message: string) => new CsiProxyError(Code.FailedPrecondition, message);
+export const permissionDenied = (message: string) => new CsiProxyError(Code.PermissionDenied, message);
+export const unimplemented = (message: string) => new CsiProxyError(Code.Unimplemented, message);
+export const internal = (message: string, cause?: unknown) => new CsiProxyError(Code.Internal, message, { cause });

@@ -1,0 +1,35 @@
+import type { GroupAdapters } from "../../api/adapters.ts";
+import type { FilesystemService } from "./types.ts";
+
+/**
+ * v1alpha1/v1beta1: LinkPath and IsMountPoint are CreateSymlink and IsSymlink under old names;
+ * the PathContext field is ignored and the legacy `error` response fields stay empty (errors are
+ * gRPC statuses), exactly as upstream.
+ */
+const legacy = (fs: FilesystemService) => ({
+  pathExists: (req: { path: string }) => fs.pathExists({ path: req.path }),
+  mkdir: async (req: { path: string }) => (await fs.mkdir({ path: req.path }), {}),
+  rmdir: async (req: { path: string; force: boolean }) => (await fs.rmdir({ path: req.path, force: req.force }), {}),
+  linkPath: async (req: { sourcePath: string; targetPath: string }) => (await fs.createSymlink(req), {}),
+  isMountPoint: async (req: { path: string }) => ({ isMountPoint: (await fs.isSymlink({ path: req.path })).isSymlink }),
+});
+
+/** v1beta2 and v1: the current names; v2alpha1 adds RmdirContents. */
+const current = (fs: FilesystemService) => ({
+  pathExists: (req: { path: string }) => fs.pathExists({ path: req.path }),
+  mkdir: async (req: { path: string }) => (await fs.mkdir({ path: req.path }), {}),
+  rmdir: async (req: { path: string; force: boolean }) => (await fs.rmdir({ path: req.path, force: req.force }), {}),
+  createSymlink: async (req: { sourcePath: string; targetPath: string }) => (await fs.createSymlink(req), {}),
+  isSymlink: (req: { path: string }) => fs.isSymlink({ path: req.path }),
+});
+
+export const filesystemAdapters: GroupAdapters<"filesystem", FilesystemService> = {
+  v1alpha1: legacy,
+  v1beta1: legacy,
+  v1beta2: current,
+  v1: current,
+  v2alpha1: (fs) => ({
+    ...current(fs),
+    rmdirContents: async (req: { path: string }) => (await fs.rmdirContents({ path: req.path }), {}),
+  }),
+};

@@ -1,0 +1,65 @@
+import * as path from "node:path";
+import type { FilesystemService } from "./types.ts";
+import type { FilesystemHostApi } from "./host-api.ts";
+import type { PathPolicy } from "./path-policy.ts";
+import { alreadyExists, notFound, permissionDenied } from "../../errors.ts";
+
+/**
+ * The filesystem group: every path goes through the path policy first (InvalidArgument for
+ * malformed paths, PermissionDenied outside the allowed directories), then to the host.
+ * Decisions beyond upstream: IsSymlink is validated too (upstream lets it probe any path), and the
+ * allowed directories themselves cannot be removed or emptied.
+ */
+export function createFilesystemService(deps: { host: FilesystemHostApi; policy: PathPolicy; platform: "linux" | "win32" }): FilesystemService {
+  const { host, policy } = deps;
+  const join = deps.platform === "win32" ? path.win32.join : path.posix.join;
+
+  /** Destructive operations never act on an allowed directory itself. */
+  function refuseRoot(resolved: string, what: string) {
+    if (policy.isAllowedRoot(resolved)) throw permissionDenied(`refusing to ${what} ${resolved}: it is an allowed directory itself`);
+  }
+
+  return {
+    async pathExists({ path: p }) {
+      const checked = await policy.check(p);
+      return { exists: (await host.lstat(checked)) !== null };
+    },
+
+    async mkdir({ path: p }) {
+      const checked = await policy.check(p, { followFinal: true });
+      const kind = await host.lstat(checked);
+      if (kind !== null && kind !== "directory") throw alreadyExists(`mkdir ${p}: exists and is not a directory`);
+      if (kind === null) await host.mkdirAll(checked);
+    },
+
+    async rmdir({ path: p, force }) {
+      const checked = await policy.check(p);
+      refuseRoot(checked, "remove");
+      if (force) return host.removeAll(checked);
+      if ((await host.lstat(checked)) === null) throw notFound(`rmdir ${p}: no such directory`);
+      await host.removeDir(checked);
+    },
+
+    async rmdirContents({ path: p }) {
+      const checked = await policy.check(p, { followFinal: true });
+      const kind = await host.lstat(checked);
+      if (kind === null) throw notFound(`rmdir contents ${p}: no such directory`);
+      for (const name of await host.readDir(checked)) await host.removeAll(join(checked, name));
+    },
+
+    async createSymlink({ sourcePath, targetPath }) {
+      const link = await policy.check(targetPath);
+      const target = await policy.check(sourcePath, { followFinal: true });
+      if ((await host.lstat(link)) !== null) throw alreadyExists(`create symlink ${targetPath}: path already exists`);
+      await host.symlink(target, link);
+    },
+
+    async isSymlink({ path: p }) {
+      const checked = await policy.check(p);
+      const kind = await host.lstat(checked);
+      if (kind === null) throw notFound(`is symlink ${p}: no such file or directory`);
+      if (kind === "symlink") return { isSymlink: await host.linkTargetExists(checked) };
+      return { isSymlink: kind === "directory" && (await host.isMountPoint(checked)) };
+    },
+  };
+}

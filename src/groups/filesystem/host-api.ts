@@ -1,0 +1,29 @@
+/** What is at a path, without following a final symlink. */
+export type EntryKind = "file" | "directory" | "symlink" | "other";
+
+/**
+ * Host operations of the filesystem group. Implementations are pass-through: no validation, no
+ * decisions (those live in filesystem-service.ts). Paths are absolute and already checked.
+ * Errors carry codes: missing path NotFound, existing AlreadyExists, non-empty FailedPrecondition,
+ * access PermissionDenied.
+ */
+export interface FilesystemHostApi {
+  /** Kind of the entry at `path`, or null when nothing is there. */
+  lstat(path: string): Promise<EntryKind | null>;
+  /** Real path (all symlinks resolved) of an existing path, or null when it does not exist. */
+  realpath(path: string): Promise<string | null>;
+  /** Creates the directory and its parents (0755); an existing directory is fine. */
+  mkdirAll(path: string): Promise<void>;
+  /** Removes one empty directory (or a symlink to one), non-recursively. */
+  removeDir(path: string): Promise<void>;
+  /** Removes `path` recursively without following symlinks; a missing path is fine. */
+  removeAll(path: string): Promise<void>;
+  /** Names of the entries of a directory. */
+  readDir(path: string): Promise<string[]>;
+  /** Creates a symlink at `linkPath` whose target is `target` (a directory link when target is a directory). */
+  symlink(target: string, linkPath: string): Promise<void>;
+  /** For a symlink: whether what it finally points to exists. */
+  linkTargetExists(path: string): Promise<boolean>;
+  /** Whether a filesystem is mounted exactly at `path` (a Windows volume mount point, a Linux mount). */
+  isMountPoint(path: string): Promise<boolean>;
+}

@@ -1,0 +1,35 @@
+export interface TargetPortal {
+  targetAddress: string;
+  /** TCP port; 0 on input means the iSCSI default 3260. */
+  targetPort: number;
+}
+
+export type AuthenticationType = "NONE" | "ONE_WAY_CHAP" | "MUTUAL_CHAP";
+
+/**
+ * Version-agnostic iSCSI API (v1alpha2). A missing target portal or address is InvalidArgument.
+ * CHAP secrets are never logged, never on a command line.
+ */
+export interface IscsiService {
+  /** Registers the portal with the initiator; idempotent. */
+  addTargetPortal(req: { targetPortal?: TargetPortal }): Promise<void>;
+  /** IQNs of the targets the (registered) portal offers. Unregistered portal: NotFound. */
+  discoverTargetPortal(req: { targetPortal?: TargetPortal }): Promise<{ iqns: string[] }>;
+  /** Unregisters the portal. Unknown portal: NotFound. */
+  removeTargetPortal(req: { targetPortal?: TargetPortal }): Promise<void>;
+  listTargetPortals(): Promise<{ targetPortals: TargetPortal[] }>;
+  /** Logs in to the target; succeeds without change when already connected. */
+  connectTarget(req: {
+    targetPortal?: TargetPortal;
+    iqn: string;
+    authType: AuthenticationType;
+    chapUsername: string;
+    chapSecret: string;
+  }): Promise<void>;
+  /** Logs out of the target; succeeds when not connected. */
+  disconnectTarget(req: { targetPortal?: TargetPortal; iqn: string }): Promise<void>;
+  /** Disk numbers (decimal strings) of the target's LUNs; empty when not connected. */
+  getTargetDisks(req: { targetPortal?: TargetPortal; iqn: string }): Promise<{ diskIds: string[] }>;
+  /** Sets the initiator's mutual CHAP secret (node-global). */
+  setMutualChapSecret(req: { mutualChapSecret: string }): Promise<void>;
+}

@@ -1,0 +1,103 @@
+import { spawn } from "node:child_process";
+import { CsiProxyError, Code } from "../../errors.ts";
+
+/** How to run one command. Arguments are an argv array: no shell is ever involved. */
+export interface RunOptions {
+  /** Extra environment variables (merged over a minimal PATH/LANG environment, not the daemon's). */
+  env?: Record<string, string>;
+  /** Written to the child's stdin, then stdin is closed. The only way secrets may reach a child. */
+  stdin?: string | Buffer;
+  /** Kills the child (SIGKILL) after this many milliseconds. Default 60 s. */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  /** Output beyond this many bytes per stream is dropped. Default 4 MiB. */
+  maxOutputBytes?: number;
+  /** Strings masked as *** in error messages (secrets that might echo back). */
+  redact?: string[];
+  /** Exit codes that count as success. Default [0]. */
+  okExitCodes?: number[];
+}
+
+export interface RunResult {
+  stdout: string;
+  stderr: string;
+  exitCode: number;
+}
+
+/**
+ * A child process that failed: non-zero exit, signal, timeout or spawn error. Carries the command
+ * (argv shown with JSON quoting, secrets masked), exit code and stderr tail. Its gRPC code is
+ * Internal unless the caller re-throws with a better one.
+ */
+export class HostCommandError extends CsiProxyError {
+  override name = "HostCommandError";
+  readonly command: string;
+  readonly exitCode: number | null;
+  readonly stderr: string;
+  readonly timedOut: boolean;
+  constructor(message: string, command: string, exitCode: number | null, stderr: string, timedOut: boolean, cause?: unknown) {
+    super(Code.Internal, message, { cause });
+    this.command = command;
+    this.exitCode = exitCode;
+    this.stderr = stderr;
+    this.timedOut = timedOut;
+  }
+}
+
+/** The environment children get: enough to find tools and print untranslated messages. */
+const baseEnv: Record<string, string> = {
+  PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+  LANG: "C",
+  LC_ALL: "C",
+};
+
+/**
+ * The only place the daemon spawns processes. `file` is a program name or absolute path, `args` an
+ * argv array passed verbatim (`shell: false`), so request data can never become shell syntax.
+ * Resolves with the output on an accepted exit code; otherwise rejects with HostCommandError.
+ */
+export function runCommand(file: string, args: readonly string[], options: RunOptions = {}): Promise<RunResult> {
+  const { timeoutMs = 60_000, maxOutputBytes = 4 * 1024 * 1024, okExitCodes = [0], redact = [] } = options;
+  const mask = (s: string) => redact.filter(Boolean).reduce((acc, secret) => acc.split(secret).join("***"), s);
+  const command = mask([file, ...args].map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : JSON.stringify(a))).join(" "));
+  return new Promise((resolve, reject) => {
+    const child = spawn(file, args, {
+      shell: false,
+      windowsHide: true,
+      env: process.platform === "win32" ? { ...process.env, ...options.env } : { ...baseEnv, ...options.env },
+      stdio: ["pipe", "pipe", "pipe"],
+      signal: options.signal,
+    });
+    const out: Buffer[] = [], err: Buffer[] = [];
+    let outBytes = 0, errBytes = 0, timedOut = false;
+    child.stdout.on("data", (b: Buffer) => {
+      if (outBytes < maxOutputBytes) out.push(b);
+      outBytes += b.length;
+    });
+    child.stderr.on("data", (b: Buffer) => {
+      if (errBytes < maxOutputBytes) err.push(b);
+      errBytes += b.length;
+    });
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill("SIGKILL");
+    }, timeoutMs);
+    child.stdin.on("error", () => {}); // a child that exits without reading stdin must not crash us
+    child.stdin.end(options.stdin ?? "");
+    child.once("error", (cause) => {
+      clearTimeout(timer);
+      const code = (cause as NodeJS.ErrnoException).code;
+      const reason = code === "ENOENT" ? `${file} is not installed` : code === "ABORT_ERR" ? "aborted" : cause.message;
+      reject(new HostCommandError(`${command}: ${reason}`, command, null, "", false, cause));
+    });
+    child.once("close", (exitCode, signal) => {
+      clearTimeout(timer);
+      const stdout = Buffer.concat(out).toString("utf8");
+      const stderr = mask(Buffer.concat(err).toString("utf8"));
+      if (exitCode !== null && okExitCodes.includes(exitCode)) return resolve({ stdout, stderr, exitCode });
+      const why = timedOut ? `timed out after ${timeoutMs} ms` : signal ? `killed by ${signal}` : `exit status ${exitCode}`;
+      const tail = (stderr.trim() || mask(stdout.trim())).slice(-2000);
+      reject(new HostCommandError(`${command}: ${why}${tail ? `: ${tail}` : ""}`, command, exitCode, stderr, timedOut));
+    });
+  });
+}

@@ -1,0 +1,44 @@
+import { readFile } from "node:fs/promises";
+
+/** One line of /proc/self/mountinfo. */
+export interface MountEntry {
+  mountId: number;
+  parentId: number;
+  /** "major:minor" of the mounted filesystem's device. */
+  device: string;
+  /** Path within the filesystem that is mounted (bind mounts: not "/"). */
+  root: string;
+  mountPoint: string;
+  fsType: string;
+  /** Mount source, e.g. /dev/loop3p1. */
+  source: string;
+}
+
+/** Undoes the kernel's octal escapes (`\040` for a space) in mountinfo paths. */
+const unescape = (s: string) => s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
+
+/** Parses mountinfo text (see proc(5)). */
+export function parseMountInfo(text: string): MountEntry[] {
+  const entries: MountEntry[] = [];
+  for (const line of text.split("\n")) {
+    if (!line) continue;
+    const fields = line.split(" ");
+    const sep = fields.indexOf("-", 6);
+    if (sep < 0) continue;
+    entries.push({
+      mountId: Number(fields[0]),
+      parentId: Number(fields[1]),
+      device: fields[2],
+      root: unescape(fields[3]),
+      mountPoint: unescape(fields[4]),
+      fsType: fields[sep + 1],
+      source: unescape(fields[sep + 2] ?? ""),
+    });
+  }
+  return entries;
+}
+
+/** The mount table of this process's mount namespace, read directly (no process spawned). */
+export async function readMountTable(): Promise<MountEntry[]> {
+  return parseMountInfo(await readFile("/proc/self/mountinfo", "utf8"));
+}

@@ -1,0 +1,75 @@
+#!/usr/bin/env node
+/**
+ * csi-proxy: serves every csi-proxy API group/version on its own endpoint until SIGINT/SIGTERM.
+ * Exit codes: 0 clean stop, 1 startup failure, 2 bad command line.
+ */
+import { parseGoFlags, formatUsage, FlagError } from "./cli/go-flags.ts";
+import { serverFlags, ignoredKlogFlags } from "./cli/server-flags.ts";
+import { createLogger } from "./log/klog.ts";
+import { defaultSocketDir } from "./api/endpoint.ts";
+import { startDaemon } from "./daemon.ts";
+import { version } from "./version.ts";
+
+async function main(argv: string[]): Promise<number> {
+  const specs = serverFlags(process.platform, defaultSocketDir());
+  let flags: Record<string, unknown>;
+  try {
+    flags = parseGoFlags(argv, specs).values;
+  } catch (err) {
+    if (!(err instanceof FlagError)) throw err;
+    if (!err.help) process.stderr.write(`${err.message}\n`);
+    process.stderr.write(formatUsage(specs, "csi-proxy"));
+    return err.help ? 0 : 2;
+  }
+  const logger = createLogger({
+    verbosity: flags["v"] as number,
+    logToStderr: flags["logtostderr"] as boolean,
+    alsoToStderr: flags["alsologtostderr"] as boolean,
+    logFile: (flags["log_file"] as string) || undefined,
+  });
+  try {
+    for (const spec of ignoredKlogFlags) {
+      if (argv.some((a) => new RegExp(`^--?${spec.name}(=|$)`).test(a))) logger.warning(`flag -${spec.name} is accepted for compatibility and has no effect`);
+    }
+    if (flags["windows-service"] && process.platform !== "win32") {
+      logger.error("-windows-service is only supported on Windows");
+      return 1;
+    }
+    const config = {
+      platform: process.platform === "win32" ? ("win32" as const) : ("linux" as const),
+      kubeletPath: flags["kubelet-path"] as string,
+      workingDirs: flags["working-dir"] as string[],
+      socketDir: flags["socket-dir"] as string,
+      requirePrivacy: flags["require-privacy"] as boolean,
+    };
+    logger.info("Starting CSI-Proxy Server ...");
+    logger.info(`Version: ${version}`);
+    logger.info(`Working directories: [${[...config.workingDirs, config.kubeletPath].join(" ")}]`);
+    logger.info(`Require privacy: ${config.requirePrivacy}`);
+    const daemon = await startDaemon(config, { logger, metricsBindAddress: (flags["metrics-bind-address"] as string) || undefined });
+    if (daemon.metricsAddress) logger.info(`Serving metrics on http://${daemon.metricsAddress}/metrics`);
+    logger.info(`Serving ${daemon.addresses.length} endpoints${config.platform === "linux" ? ` in ${config.socketDir}` : ""}`);
+    for (const address of daemon.addresses) logger.v(1).info(`Serving ${address}`);
+    const signal = await new Promise<NodeJS.Signals>((resolve) => {
+      process.once("SIGINT", resolve);
+      process.once("SIGTERM", resolve);
+    });
+    logger.info(`Received ${signal}, stopping`);
+    await daemon.stop();
+    logger.info("Stopped");
+    return 0;
+  } catch (err) {
+    logger.error(`csi-proxy failed: ${err instanceof Error ? err.message : String(err)}`);
+    return 1;
+  } finally {
+    await logger.close();
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err) => {
+    process.stderr.write(`csi-proxy: ${err?.stack ?? err}\n`);
+    process.exit(1);
+  },
+);

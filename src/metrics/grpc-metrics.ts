@@ -1,0 +1,87 @@
+import * as http from "node:http";
+import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { codeName } from "../errors.ts";
+
+/** Labels of go-grpc-middleware's Prometheus server metrics, declared alphabetically as Go prints them. */
+const labels = ["grpc_method", "grpc_service", "grpc_type"] as const;
+
+/**
+ * The Prometheus metrics upstream exposes (go-grpc-middleware providers/prometheus ServerMetrics):
+ * same names, labels, help texts and histogram buckets, so existing dashboards keep working.
+ * Series appear after the first call of a method, as upstream (not pre-initialised).
+ */
+export function createGrpcMetrics() {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const started = new Counter({
+    name: "grpc_server_started_total",
+    help: "Total number of RPCs started on the server.",
+    labelNames: labels,
+    registers: [registry],
+  });
+  const handled = new Counter({
+    name: "grpc_server_handled_total",
+    help: "Total number of RPCs completed on the server, regardless of success or failure.",
+    labelNames: ["grpc_code", ...labels],
+    registers: [registry],
+  });
+  const received = new Counter({
+    name: "grpc_server_msg_received_total",
+    help: "Total number of RPC stream messages received on the server.",
+    labelNames: labels,
+    registers: [registry],
+  });
+  const sent = new Counter({
+    name: "grpc_server_msg_sent_total",
+    help: "Total number of gRPC stream messages sent by the server.",
+    labelNames: labels,
+    registers: [registry],
+  });
+  const seconds = new Histogram({
+    name: "grpc_server_handling_seconds",
+    help: "Histogram of response latency (seconds) of gRPC that had been application-level handled by the server.",
+    labelNames: labels,
+    buckets: [0.001, 0.01, 0.1, 0.3, 0.6, 1, 3, 6, 9, 20, 30, 60, 90, 120],
+    registers: [registry],
+  });
+  return {
+    registry,
+    /** Records the start of a unary call of `/<service>/<method>`; returns the completion recorder. */
+    startCall(service: string, method: string): (code: number) => void {
+      const l = { grpc_type: "unary", grpc_service: service, grpc_method: method };
+      const t0 = process.hrtime.bigint();
+      started.inc(l);
+      received.inc(l);
+      return (code) => {
+        if (code === 0) sent.inc(l);
+        handled.inc({ ...l, grpc_code: codeName(code) });
+        seconds.observe(l, Number(process.hrtime.bigint() - t0) / 1e9);
+      };
+    },
+  };
+}
+export type GrpcMetrics = ReturnType<typeof createGrpcMetrics>;
+
+/** Serves `GET /metrics` on `host:port` (only that path, as upstream). Resolves once listening. */
+export async function serveMetrics(bindAddress: string, registry: Registry): Promise<http.Server> {
+  const match = /^(.*):(\d+)$/.exec(bindAddress);
+  if (!match) throw new Error(`invalid -metrics-bind-address ${JSON.stringify(bindAddress)}: want host:port`);
+  const host = match[1].replace(/^\[(.*)\]$/, "$1") || undefined;
+  const server = http.createServer(async (req, res) => {
+    if (req.method !== "GET" || (req.url ?? "").split("?")[0] !== "/metrics") {
+      res.writeHead(404).end("404 page not found\n");
+      return;
+    }
+    try {
+      const body = await registry.metrics();
+      res.writeHead(200, { "Content-Type": registry.contentType }).end(body);
+    } catch (err) {
+      res.writeHead(500).end(String(err));
+    }
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(Number(match[2]), host, () => resolve());
+  });
+  return server;
+}

@@ -1,0 +1,60 @@
+import * as grpc from "@grpc/grpc-js";
+import { create, fromBinary, toBinary, type DescMethod, type DescService } from "@bufbuild/protobuf";
+import type { CallContext, ServiceHandlers } from "../api/handlers.ts";
+import { CsiProxyError, Code } from "../errors.ts";
+
+/** Observes every call of a served method: logging and metrics hook in here. */
+export interface CallObserver {
+  /** Called once per call when it starts; the returned function is called with the final status code. */
+  start(method: DescMethod, request: unknown): (code: number, error?: CsiProxyError) => void;
+}
+
+/**
+ * Turns a protobuf-es service plus its handlers into a grpc-js service definition and
+ * implementation. This is the single boundary where thrown errors become gRPC statuses:
+ * a CsiProxyError keeps its code, anything else becomes Internal (and is logged by the observer).
+ */
+export function toGrpcService<S extends DescService>(
+  service: S,
+  handlers: ServiceHandlers<S>,
+  observer: CallObserver,
+): { definition: grpc.ServiceDefinition; implementation: grpc.UntypedServiceImplementation } {
+  const definition: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
+  const implementation: grpc.UntypedServiceImplementation = {};
+  for (const method of service.methods) {
+    const handler = (handlers as Record<string, (req: unknown, ctx: CallContext) => Promise<object>>)[method.localName];
+    definition[method.localName] = {
+      path: `/${service.typeName}/${method.name}`,
+      requestStream: false,
+      responseStream: false,
+      requestSerialize: (message: any) => Buffer.from(toBinary(method.input, message)),
+      requestDeserialize: (bytes: Buffer) => fromBinary(method.input, bytes),
+      responseSerialize: (message: any) => Buffer.from(toBinary(method.output, message)),
+      responseDeserialize: (bytes: Buffer) => fromBinary(method.output, bytes),
+      originalName: method.name,
+    };
+    implementation[method.localName] = (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
+      const done = observer.start(method, call.request);
+      const controller = new AbortController();
+      call.on("cancelled", () => controller.abort(new CsiProxyError(Code.Cancelled, "call cancelled by the client")));
+      handler(call.request, { signal: controller.signal }).then(
+        (response) => {
+          let message;
+          try {
+            message = create(method.output, response as never);
+          } catch (err) {
+            return fail(CsiProxyError.from(err));
+          }
+          done(Code.OK);
+          callback(null, message);
+        },
+        (err: unknown) => fail(CsiProxyError.from(err)),
+      );
+      function fail(error: CsiProxyError) {
+        done(error.code, error);
+        callback({ code: error.code as number as grpc.status, details: error.message });
+      }
+    };
+  }
+  return { definition: definition as grpc.ServiceDefinition, implementation };
+}
