@@ -11,7 +11,8 @@ import type { SmbService } from "./groups/smb/types.ts";
 import type { IscsiService } from "./groups/iscsi/types.ts";
 import type { SystemService } from "./groups/system/types.ts";
 import { createFilesystemService } from "./groups/filesystem/filesystem-service.ts";
-import { createPathPolicy } from "./groups/filesystem/path-policy.ts";
+import { createFsResolver, createPathPolicy } from "./groups/filesystem/path-policy.ts";
+import * as fsPromises from "node:fs/promises";
 import { unavailableService } from "./groups/unavailable-service.ts";
 import { filesystemAdapters } from "./groups/filesystem/adapters.ts";
 import { diskAdapters } from "./groups/disk/adapters.ts";
@@ -29,6 +30,8 @@ export interface ProxyConfig {
   socketDir: string;
   /** SMB mappings demand encryption. */
   requirePrivacy: boolean;
+  /** Linux: filesystem FormatVolume creates ("ext4" or "xfs"). Windows always formats NTFS. */
+  defaultFsType: "ext4" | "xfs";
 }
 
 /** The six version-agnostic group services: the in-process API (what HostProcess containers can call directly). */
@@ -49,7 +52,7 @@ export async function createServices(config: ProxyConfig): Promise<Services> {
   const policy = createPathPolicy({
     platform: config.platform,
     allowedDirs: [...config.workingDirs, config.kubeletPath],
-    resolve: (p) => fsHost.realpath(p),
+    resolve: createFsResolver(fsPromises, config.platform),
   });
   return {
     filesystem: createFilesystemService({ host: fsHost, policy, platform: config.platform }),

@@ -41,7 +41,12 @@ async function main(argv: string[]): Promise<number> {
       workingDirs: flags["working-dir"] as string[],
       socketDir: flags["socket-dir"] as string,
       requirePrivacy: flags["require-privacy"] as boolean,
+      defaultFsType: flags["default-fs-type"] as "ext4" | "xfs",
     };
+    if (config.defaultFsType !== "ext4" && config.defaultFsType !== "xfs") {
+      logger.error(`-default-fs-type must be ext4 or xfs, not ${JSON.stringify(config.defaultFsType)}`);
+      return 2;
+    }
     logger.info("Starting CSI-Proxy Server ...");
     logger.info(`Version: ${version}`);
     logger.info(`Working directories: [${[...config.workingDirs, config.kubeletPath].join(" ")}]`);

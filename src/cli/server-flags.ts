@@ -29,6 +29,7 @@ export function serverFlags(platform: NodeJS.Platform, defaultSocketDir: string)
     { name: "require-privacy", kind: "bool", default: true, usage: "SMB global mappings require privacy (encryption)" },
     { name: "metrics-bind-address", kind: "string", default: "", usage: "host:port to serve Prometheus metrics on at /metrics; empty disables metrics" },
     { name: "socket-dir", kind: "string", default: defaultSocketDir, usage: "Linux: directory of the endpoints' Unix sockets" },
+    { name: "default-fs-type", kind: "string", default: "ext4", usage: "Linux: filesystem FormatVolume creates (ext4 or xfs)" },
     { name: "v", kind: "int", default: 0, usage: "number for the log level verbosity" },
     { name: "log_file", kind: "string", default: "", usage: "If non-empty, use this log file (with -logtostderr=false)" },
     { name: "logtostderr", kind: "bool", default: true, usage: "log to standard error instead of files" },

@@ -15,8 +15,8 @@ export function createFilesystemService(deps: { host: FilesystemHostApi; policy:
   const join = deps.platform === "win32" ? path.win32.join : path.posix.join;
 
   /** Destructive operations never act on an allowed directory itself. */
-  function refuseRoot(resolved: string, what: string) {
-    if (policy.isAllowedRoot(resolved)) throw permissionDenied(`refusing to ${what} ${resolved}: it is an allowed directory itself`);
+  async function refuseRoot(resolved: string, what: string) {
+    if (await policy.isAllowedRoot(resolved)) throw permissionDenied(`refusing to ${what} ${resolved}: it is an allowed directory itself`);
   }
 
   return {
@@ -34,7 +34,7 @@ export function createFilesystemService(deps: { host: FilesystemHostApi; policy:
 
     async rmdir({ path: p, force }) {
       const checked = await policy.check(p);
-      refuseRoot(checked, "remove");
+      await refuseRoot(checked, "remove");
       if (force) return host.removeAll(checked);
       if ((await host.lstat(checked)) === null) throw notFound(`rmdir ${p}: no such directory`);
       await host.removeDir(checked);
@@ -42,6 +42,7 @@ export function createFilesystemService(deps: { host: FilesystemHostApi; policy:
 
     async rmdirContents({ path: p }) {
       const checked = await policy.check(p, { followFinal: true });
+      await refuseRoot(checked, "empty");
       const kind = await host.lstat(checked);
       if (kind === null) throw notFound(`rmdir contents ${p}: no such directory`);
       for (const name of await host.readDir(checked)) await host.removeAll(join(checked, name));
