@@ -37,7 +37,8 @@ export function toGrpcService<S extends DescService>(
       const done = observer.start(method, call.request);
       const controller = new AbortController();
       call.on("cancelled", () => controller.abort(new CsiProxyError(Code.Cancelled, "call cancelled by the client")));
-      handler(call.request, { signal: controller.signal }).then(
+      // Adapters may throw synchronously (e.g. a legacy id that does not parse): same path as a rejection.
+      new Promise<object>((resolve) => resolve(handler(call.request, { signal: controller.signal }))).then(
         (response) => {
           let message;
           try {

@@ -32,7 +32,7 @@ const current = (disk: DiskService) => ({
   rescan: async () => (await disk.rescan(), {}),
   listDiskIDs: async () => ({ diskIDs: numberKeys(await disk.listDiskIds(), (ids) => ({ ...ids })) }),
   getDiskStats: (req: { diskNumber: number }) => disk.getDiskStats({ diskNumber: req.diskNumber }),
-  setDiskState: async (req: { diskNumber: number; isOnline: boolean }) => (await disk.setDiskState(req), {}),
+  setDiskState: async (req: { diskNumber: number; isOnline: boolean }) => (await disk.setDiskState({ diskNumber: req.diskNumber, isOnline: req.isOnline }), {}),
   getDiskState: (req: { diskNumber: number }) => disk.getDiskState({ diskNumber: req.diskNumber }),
 });
 

@@ -10,7 +10,7 @@ const legacy = (fs: FilesystemService) => ({
   pathExists: (req: { path: string }) => fs.pathExists({ path: req.path }),
   mkdir: async (req: { path: string }) => (await fs.mkdir({ path: req.path }), {}),
   rmdir: async (req: { path: string; force: boolean }) => (await fs.rmdir({ path: req.path, force: req.force }), {}),
-  linkPath: async (req: { sourcePath: string; targetPath: string }) => (await fs.createSymlink(req), {}),
+  linkPath: async (req: { sourcePath: string; targetPath: string }) => (await fs.createSymlink({ sourcePath: req.sourcePath, targetPath: req.targetPath }), {}),
   isMountPoint: async (req: { path: string }) => ({ isMountPoint: (await fs.isSymlink({ path: req.path })).isSymlink }),
 });
 
@@ -19,7 +19,7 @@ const current = (fs: FilesystemService) => ({
   pathExists: (req: { path: string }) => fs.pathExists({ path: req.path }),
   mkdir: async (req: { path: string }) => (await fs.mkdir({ path: req.path }), {}),
   rmdir: async (req: { path: string; force: boolean }) => (await fs.rmdir({ path: req.path, force: req.force }), {}),
-  createSymlink: async (req: { sourcePath: string; targetPath: string }) => (await fs.createSymlink(req), {}),
+  createSymlink: async (req: { sourcePath: string; targetPath: string }) => (await fs.createSymlink({ sourcePath: req.sourcePath, targetPath: req.targetPath }), {}),
   isSymlink: (req: { path: string }) => fs.isSymlink({ path: req.path }),
 });
 

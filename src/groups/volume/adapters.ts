@@ -29,12 +29,12 @@ const legacyStats = (volume: VolumeService) => ({
 
 /** v1beta3 and v1: current names and shapes; v2alpha1 adds GetClosestVolumeIDFromTargetPath. */
 const current = (volume: VolumeService) => ({
-  listVolumesOnDisk: (req: { diskNumber: number; partitionNumber: number }) => volume.listVolumesOnDisk(req),
-  mountVolume: async (req: { volumeId: string; targetPath: string }) => (await volume.mountVolume(req), {}),
-  unmountVolume: async (req: { volumeId: string; targetPath: string }) => (await volume.unmountVolume(req), {}),
+  listVolumesOnDisk: (req: { diskNumber: number; partitionNumber: number }) => volume.listVolumesOnDisk({ diskNumber: req.diskNumber, partitionNumber: req.partitionNumber }),
+  mountVolume: async (req: { volumeId: string; targetPath: string }) => (await volume.mountVolume({ volumeId: req.volumeId, targetPath: req.targetPath }), {}),
+  unmountVolume: async (req: { volumeId: string; targetPath: string }) => (await volume.unmountVolume({ volumeId: req.volumeId, targetPath: req.targetPath }), {}),
   isVolumeFormatted: (req: { volumeId: string }) => volume.isVolumeFormatted({ volumeId: req.volumeId }),
   formatVolume: async (req: { volumeId: string }) => (await volume.formatVolume({ volumeId: req.volumeId }), {}),
-  resizeVolume: async (req: { volumeId: string; sizeBytes: bigint }) => (await volume.resizeVolume(req), {}),
+  resizeVolume: async (req: { volumeId: string; sizeBytes: bigint }) => (await volume.resizeVolume({ volumeId: req.volumeId, sizeBytes: req.sizeBytes }), {}),
   getVolumeStats: (req: { volumeId: string }) => volume.getVolumeStats({ volumeId: req.volumeId }),
   getDiskNumberFromVolumeID: (req: { volumeId: string }) => volume.getDiskNumberFromVolumeId({ volumeId: req.volumeId }),
   getVolumeIDFromTargetPath: (req: { targetPath: string }) => volume.getVolumeIdFromTargetPath({ targetPath: req.targetPath }),

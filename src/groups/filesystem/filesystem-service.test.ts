@@ -1,0 +1,120 @@
+import { describe, it, beforeEach } from "node:test";
+import assert from "node:assert/strict";
+import { createFilesystemService } from "./filesystem-service.ts";
+import { createPathPolicy } from "./path-policy.ts";
+import { FakeFilesystemHost } from "../../host/fake/filesystem.ts";
+import { Code, CsiProxyError } from "../../errors.ts";
+import type { FilesystemService } from "./types.ts";
+
+const K = "/var/lib/kubelet";
+
+async function rejectsWith(promise: Promise<unknown>, code: Code, pattern?: RegExp) {
+  await assert.rejects(promise, (err: unknown) => {
+    assert.ok(err instanceof CsiProxyError, `not a CsiProxyError: ${err}`);
+    assert.equal(err.code, code, `code of "${err.message}"`);
+    if (pattern) assert.match(err.message, pattern);
+    return true;
+  });
+}
+
+describe("createFilesystemService()", () => {
+  let host: FakeFilesystemHost;
+  let fs: FilesystemService;
+  beforeEach(() => {
+    host = new FakeFilesystemHost().addDir(K).addDir("/etc").addFile("/etc/passwd");
+    const policy = createPathPolicy({ platform: "linux", allowedDirs: ["/csi", K], resolve: (p) => host.realpath(p) });
+    fs = createFilesystemService({ host, policy, platform: "linux" });
+  });
+
+  it("pathExists: true for files, dirs and dangling links; false when missing", async () => {
+    host.addFile(`${K}/f`).addSymlink(`${K}/dangling`, `${K}/nowhere`);
+    assert.deepEqual(await fs.pathExists({ path: `${K}/f` }), { exists: true });
+    assert.deepEqual(await fs.pathExists({ path: `${K}/dangling` }), { exists: true });
+    assert.deepEqual(await fs.pathExists({ path: `${K}/missing` }), { exists: false });
+  });
+
+  it("refuses paths outside the allowed dirs with PermissionDenied, before touching the host", async () => {
+    for (const p of ["/etc/passwd", `${K}-x/a`, `${K}/../../etc`, "/csi2/x"]) {
+      host.calls.length = 0;
+      await rejectsWith(fs.pathExists({ path: p }), Code.PermissionDenied);
+      assert.deepEqual(host.calls, [], `host touched for ${p}`);
+    }
+  });
+
+  it("refuses malformed paths with InvalidArgument", async () => {
+    for (const p of ["", "relative/path", "a\0b", `${K}/${"x".repeat(5000)}`]) await rejectsWith(fs.mkdir({ path: p }), Code.InvalidArgument);
+  });
+
+  it("refuses a symlink inside the kubelet dir that points outside", async () => {
+    host.addSymlink(`${K}/escape`, "/etc");
+    await rejectsWith(fs.mkdir({ path: `${K}/escape/evil` }), Code.PermissionDenied, /resolved to \/etc\/evil/);
+    await rejectsWith(fs.rmdirContents({ path: `${K}/escape` }), Code.PermissionDenied);
+    assert.ok(host.entries.has("/etc/passwd"));
+  });
+
+  it("mkdir creates parents, is idempotent, and refuses an existing file", async () => {
+    await fs.mkdir({ path: `${K}/a/b/c` });
+    assert.equal(await host.lstat(`${K}/a/b/c`), "directory");
+    await fs.mkdir({ path: `${K}/a/b/c` });
+    host.addFile(`${K}/file`);
+    await rejectsWith(fs.mkdir({ path: `${K}/file` }), Code.AlreadyExists);
+  });
+
+  it("rmdir without force: NotFound when missing, FailedPrecondition when not empty", async () => {
+    host.addFile(`${K}/d/f`);
+    await rejectsWith(fs.rmdir({ path: `${K}/missing`, force: false }), Code.NotFound);
+    await rejectsWith(fs.rmdir({ path: `${K}/d`, force: false }), Code.FailedPrecondition);
+    await fs.rmdir({ path: `${K}/d`, force: true });
+    assert.equal(await host.lstat(`${K}/d`), null);
+    await fs.rmdir({ path: `${K}/d`, force: true });
+  });
+
+  it("rmdir removes a symlink itself, not its target", async () => {
+    host.addFile(`${K}/target/keep`).addSymlink(`${K}/link`, `${K}/target`);
+    await fs.rmdir({ path: `${K}/link`, force: true });
+    assert.equal(await host.lstat(`${K}/link`), null);
+    assert.equal(await host.lstat(`${K}/target/keep`), "file");
+  });
+
+  it("never removes or empties an allowed dir itself", async () => {
+    host.addFile(`${K}/pods/x`);
+    await rejectsWith(fs.rmdir({ path: K, force: true }), Code.PermissionDenied, /allowed directory/);
+    await rejectsWith(fs.rmdir({ path: `${K}/`, force: true }), Code.PermissionDenied);
+    await rejectsWith(fs.rmdirContents({ path: K }), Code.PermissionDenied);
+    assert.equal(await host.lstat(`${K}/pods/x`), "file");
+  });
+
+  it("rmdirContents empties the dir, keeps it, and removes links without following them", async () => {
+    host.addFile(`${K}/outside-target/keep`).addFile(`${K}/d/a`).addFile(`${K}/d/sub/b`).addSymlink(`${K}/d/link`, `${K}/outside-target`);
+    await fs.rmdirContents({ path: `${K}/d` });
+    assert.equal(await host.lstat(`${K}/d`), "directory");
+    assert.deepEqual(await host.readDir(`${K}/d`), []);
+    assert.equal(await host.lstat(`${K}/outside-target/keep`), "file");
+    await rejectsWith(fs.rmdirContents({ path: `${K}/missing` }), Code.NotFound);
+  });
+
+  it("createSymlink makes the link at targetPath pointing to sourcePath; both must be allowed", async () => {
+    host.addDir(`${K}/src`);
+    await fs.createSymlink({ sourcePath: `${K}/src`, targetPath: `${K}/link` });
+    assert.deepEqual(host.entries.get(`${K}/link`), { kind: "symlink", target: `${K}/src` });
+    await rejectsWith(fs.createSymlink({ sourcePath: `${K}/src`, targetPath: `${K}/link` }), Code.AlreadyExists);
+    await rejectsWith(fs.createSymlink({ sourcePath: "/etc", targetPath: `${K}/l2` }), Code.PermissionDenied);
+    await rejectsWith(fs.createSymlink({ sourcePath: `${K}/src`, targetPath: "/tmp/l3" }), Code.PermissionDenied);
+  });
+
+  it("isSymlink: link to existing → true, dangling → false, dir → false, mount → true, missing → NotFound", async () => {
+    host.addDir(`${K}/dir`).addSymlink(`${K}/good`, `${K}/dir`).addSymlink(`${K}/bad`, `${K}/gone`).addMount(`${K}/mnt`);
+    assert.deepEqual(await fs.isSymlink({ path: `${K}/good` }), { isSymlink: true });
+    assert.deepEqual(await fs.isSymlink({ path: `${K}/bad` }), { isSymlink: false });
+    assert.deepEqual(await fs.isSymlink({ path: `${K}/dir` }), { isSymlink: false });
+    assert.deepEqual(await fs.isSymlink({ path: `${K}/mnt` }), { isSymlink: true });
+    await rejectsWith(fs.isSymlink({ path: `${K}/missing` }), Code.NotFound);
+    await rejectsWith(fs.isSymlink({ path: "/etc/passwd" }), Code.PermissionDenied);
+  });
+
+  it("working dirs are allowed like the kubelet path", async () => {
+    host.addDir("/csi");
+    await fs.mkdir({ path: "/csi/x" });
+    assert.equal(await host.lstat("/csi/x"), "directory");
+  });
+});
