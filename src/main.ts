@@ -47,6 +47,11 @@ async function main(argv: string[]): Promise<number> {
       logger.error(`-default-fs-type must be ext4 or xfs, not ${JSON.stringify(config.defaultFsType)}`);
       return 2;
     }
+    // Listen for stop signals before anything is served, so an early signal still stops cleanly.
+    const stopSignal = new Promise<NodeJS.Signals>((resolve) => {
+      process.once("SIGINT", resolve);
+      process.once("SIGTERM", resolve);
+    });
     logger.info("Starting CSI-Proxy Server ...");
     logger.info(`Version: ${version}`);
     logger.info(`Working directories: [${[...config.workingDirs, config.kubeletPath].join(" ")}]`);
@@ -55,10 +60,7 @@ async function main(argv: string[]): Promise<number> {
     if (daemon.metricsAddress) logger.info(`Serving metrics on http://${daemon.metricsAddress}/metrics`);
     logger.info(`Serving ${daemon.addresses.length} endpoints${config.platform === "linux" ? ` in ${config.socketDir}` : ""}`);
     for (const address of daemon.addresses) logger.v(1).info(`Serving ${address}`);
-    const signal = await new Promise<NodeJS.Signals>((resolve) => {
-      process.once("SIGINT", resolve);
-      process.once("SIGTERM", resolve);
-    });
+    const signal = await stopSignal;
     logger.info(`Received ${signal}, stopping`);
     await daemon.stop();
     logger.info("Stopped");

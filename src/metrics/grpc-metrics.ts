@@ -48,13 +48,14 @@ export function createGrpcMetrics() {
     registry,
     /** Records the start of a unary call of `/<service>/<method>`; returns the completion recorder. */
     startCall(service: string, method: string): (code: number) => void {
-      const l = { grpc_type: "unary", grpc_service: service, grpc_method: method };
+      // Key order is exposition order: alphabetical, as Go prints labels.
+      const l = { grpc_method: method, grpc_service: service, grpc_type: "unary" };
       const t0 = process.hrtime.bigint();
       started.inc(l);
       received.inc(l);
       return (code) => {
         if (code === 0) sent.inc(l);
-        handled.inc({ ...l, grpc_code: codeName(code) });
+        handled.inc({ grpc_code: codeName(code), ...l });
         seconds.observe(l, Number(process.hrtime.bigint() - t0) / 1e9);
       };
     },
@@ -73,7 +74,8 @@ export async function serveMetrics(bindAddress: string, registry: Registry): Pro
       return;
     }
     try {
-      const body = await registry.metrics();
+      // prom-client prints `le` first; Go prints it last. Same series either way, but keep the bytes familiar.
+      const body = (await registry.metrics()).replace(/^(\w+_bucket)\{le="([^"]*)",([^}]*)\}/gm, '$1{$3,le="$2"}');
       res.writeHead(200, { "Content-Type": registry.contentType }).end(body);
     } catch (err) {
       res.writeHead(500).end(String(err));
