@@ -30,7 +30,13 @@ export interface ServingEndpoints {
  */
 export async function serveEndpoints(
   endpoints: Endpoint[],
-  options: { observer: CallObserver; platform?: NodeJS.Platform; grpcOptions?: grpc.ServerOptions },
+  options: {
+    observer: CallObserver;
+    platform?: NodeJS.Platform;
+    grpcOptions?: grpc.ServerOptions;
+    /** Windows -pipe-sddl: applied to each pipe once it listens (see listenEndpoint). */
+    secure?: (address: string) => Promise<unknown>;
+  },
 ): Promise<ServingEndpoints> {
   const started: { server: grpc.Server; listener: net.Server; sockets: Set<net.Socket>; address: string }[] = [];
   const isPipe = (options.platform ?? process.platform) === "win32";
@@ -59,7 +65,7 @@ export async function serveEndpoints(
           socket.on("error", () => socket.destroy());
           injector.injectConnection(withAuthorityCompat(socket));
         },
-        { platform: options.platform },
+        { platform: options.platform, secure: options.secure },
       );
       started.push({ server, listener, sockets, address: endpoint.address });
     }

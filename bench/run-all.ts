@@ -1,0 +1,16 @@
+// `npm run bench`: every benchmark script, one after another. Each prints its figures and its
+// ratio against a baseline measured in the same invocation.
+import { spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+
+const scripts = ["path-exists.ts", "stage-flow.ts"];
+let failed = 0;
+for (const script of scripts) {
+  const file = fileURLToPath(new URL(script, import.meta.url));
+  if (!existsSync(file)) continue;
+  console.log(`\n== ${script}`);
+  const r = spawnSync(process.execPath, [file, ...process.argv.slice(2)], { stdio: "inherit" });
+  if (r.status !== 0) failed++;
+}
+process.exit(failed ? 1 : 0);
