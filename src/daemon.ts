@@ -4,7 +4,7 @@ import { buildEndpoints, createServices, type ProxyConfig, type Services } from 
 import { serveEndpoints, type ServingEndpoints } from "./rpc/serve-endpoints.ts";
 import type { CallObserver } from "./rpc/grpc-service.ts";
 import { createGrpcMetrics, serveMetrics, type GrpcMetrics } from "./metrics/grpc-metrics.ts";
-import { Code, codeName } from "./errors.ts";
+import { Code, codeName, quote } from "./errors.ts";
 import { formatRequest, type Logger } from "./log/klog.ts";
 
 export interface Daemon {
@@ -29,7 +29,8 @@ export async function startDaemon(config: ProxyConfig, options: { logger: Logger
   let serving: ServingEndpoints | undefined;
   try {
     if (metrics && options.metricsBindAddress) metricsServer = await serveMetrics(options.metricsBindAddress, metrics.registry);
-    serving = await serveEndpoints(buildEndpoints(services, config), { observer: callObserver(logger, metrics), platform: config.platform });
+    const secure = config.platform === "win32" && config.pipeSddl ? await pipeSecurity(config.pipeSddl, logger) : undefined;
+    serving = await serveEndpoints(buildEndpoints(services, config), { observer: callObserver(logger, metrics), platform: config.platform, secure });
   } catch (err) {
     metricsServer?.close();
     throw err;
@@ -62,10 +63,20 @@ function callObserver(logger: Logger, metrics: GrpcMetrics | undefined): CallObs
       return (code, error) => {
         record?.(code);
         const ms = Number(process.hrtime.bigint() - t0) / 1e6;
-        const line = `${name} code=${codeName(code)} duration=${ms.toFixed(3)}ms${error ? ` error=${JSON.stringify(error.message)}` : ""}`;
+        const line = `${name} code=${codeName(code)} duration=${ms.toFixed(3)}ms${error ? ` error=${quote(error.message, 1024)}` : ""}`;
         if (code === Code.Internal || code === Code.Unknown) logger.error(`${line}${error?.cause ? ` cause=${String(error.cause)}` : ""}`);
         else logger.v(2).info(line);
       };
     },
+  };
+}
+
+/** Windows -pipe-sddl: validates the SDDL now and returns the per-pipe applier (src/windows/pipe-security.ts). */
+async function pipeSecurity(sddl: string, logger: Logger): Promise<(address: string) => Promise<void>> {
+  const { createPipeSecurity } = await import("./windows/pipe-security.ts");
+  const security = await createPipeSecurity(sddl);
+  return async (address) => {
+    const applied = await security.apply(address);
+    logger.v(2).info(`${address}: DACL ${applied}`);
   };
 }

@@ -47,6 +47,11 @@ export class CsiProxyError extends Error {
   }
 }
 
+/** Quotes request data for an error message, cut to `max` characters so a huge input never makes a huge status. */
+export function quote(value: string, max = 256): string {
+  return JSON.stringify(value.length > max ? `${value.slice(0, max)}…` : value);
+}
+
 export const invalidArgument = (message: string) => new CsiProxyError(Code.InvalidArgument, message);
 export const notFound = (message: string) => new CsiProxyError(Code.NotFound, message);
 export const alreadyExists = (message: string) => new CsiProxyError(Code.AlreadyExists, message);

@@ -1,4 +1,4 @@
-import { invalidArgument } from "../errors.ts";
+import { invalidArgument, quote } from "../errors.ts";
 
 /**
  * Parses a legacy string disk id (v1alpha1–v1beta2 `diskID` / `disk_id`) as a decimal uint32.
@@ -6,7 +6,7 @@ import { invalidArgument } from "../errors.ts";
  */
 export function parseDiskId(value: string, field: string): number {
   if (!/^\d{1,10}$/.test(value) || Number(value) > 0xffffffff) {
-    throw invalidArgument(`Failed to convert ${field} to uint32: ${JSON.stringify(value)} is not a disk number`);
+    throw invalidArgument(`Failed to convert ${field} to uint32: ${quote(value)} is not a disk number`);
   }
   return Number(value);
 }

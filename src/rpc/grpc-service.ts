@@ -9,6 +9,13 @@ export interface CallObserver {
   start(method: DescMethod, request: unknown): (code: number, error?: CsiProxyError) => void;
 }
 
+/** Longest status message sent: a trailer beyond the client's header-list limit kills the whole connection. */
+const MAX_STATUS_MESSAGE = 4096;
+
+function statusMessage(message: string): string {
+  return message.length <= MAX_STATUS_MESSAGE ? message : `${message.slice(0, MAX_STATUS_MESSAGE)}… (truncated)`;
+}
+
 /**
  * Turns a protobuf-es service plus its handlers into a grpc-js service definition and
  * implementation. This is the single boundary where thrown errors become gRPC statuses:
@@ -53,7 +60,7 @@ export function toGrpcService<S extends DescService>(
       );
       function fail(error: CsiProxyError) {
         done(error.code, error);
-        callback({ code: error.code as number as grpc.status, details: error.message });
+        callback({ code: error.code as number as grpc.status, details: statusMessage(error.message) });
       }
     };
   }
