@@ -7,34 +7,8 @@ import { ConnectError, Code } from "@connectrpc/connect";
 import { allEndpoints, catalog } from "../../src/api/catalog.ts";
 import { connectGroup } from "../../src/client/connect-group.ts";
 import { startDaemonProcess, type DaemonProcess } from "../helpers/daemon-process.ts";
+import { hostileStrings } from "../helpers/hostile-strings.ts";
 
-/** Strings that have broken shells, parsers, path checks and loggers somewhere. */
-export const hostileStrings = [
-  "",
-  " ",
-  "\0",
-  "../../../../etc/passwd",
-  "/etc/shadow",
-  "C:\\Windows\\System32",
-  "\\\\?\\GLOBALROOT\\Device\\Harddisk0",
-  "\\\\.\\pipe\\csi-proxy-disk-v1",
-  "\\\\server\\share\\..\\..\\x",
-  "\\\\?\\Volume{00000000-0000-0000-0000-000000000000}\\",
-  "$(touch /tmp/csi-proxy-pwned)",
-  "`touch /tmp/csi-proxy-pwned`",
-  "'; Remove-Item -Recurse C:\\ ; '",
-  "\"; rm -rf / #",
-  "a|b&c;d>e<f",
-  "%PATH%${HOME}$env:PATH",
-  "line1\nline2\r\n",
-  "\u202e\u200b\ufeff\u0301",
-  "ＣＯＮ", // full-width look-alike
-  "NUL",
-  "💾".repeat(1000),
-  "x".repeat(100_000),
-  "-rf",
-  "--help",
-];
 
 /** A request with `value` in every string field (recursively), numbers at their extremes, bools true. */
 function fill(message: DescMessage, value: string, big: boolean, depth = 0): Record<string, unknown> {
