@@ -1,0 +1,93 @@
+#!/usr/bin/env node
+/**
+ * csi-proxyctl: an operator's command line for a running csi-proxy.
+ *
+ *   csi-proxyctl [-socket-dir DIR] [-version V] <group> <Method> ['<request as proto3 JSON>']
+ *   csi-proxyctl [-socket-dir DIR] status
+ *
+ * Calls one RPC through the typed client (newest served version unless -version is given) and
+ * prints the response as proto3 JSON. `status` lists which endpoints answer.
+ * Exit codes: 0 success, 1 the RPC failed (its gRPC code and message on stderr), 2 usage errors.
+ */
+import { fromJson, toJson, type DescService, type JsonValue } from "@bufbuild/protobuf";
+import { ConnectError } from "@connectrpc/connect";
+import { parseGoFlags, formatUsage, FlagError, type FlagSpec } from "./go-flags.ts";
+import { catalog, groups, versionsOf, type Group } from "../api/catalog.ts";
+import { connectGroup } from "../client/connect-group.ts";
+import { defaultSocketDir, endpointPath } from "../api/endpoint.ts";
+import { codeName } from "../errors.ts";
+
+const specs: FlagSpec[] = [
+  { name: "socket-dir", kind: "string", default: defaultSocketDir(), usage: "Linux: the server's -socket-dir" },
+  { name: "version", kind: "string", default: "", usage: "API version to use (default: the newest served)" },
+  { name: "timeout", kind: "int", default: 60, usage: "per-call timeout in seconds" },
+];
+
+function usage(message?: string): number {
+  if (message) process.stderr.write(`${message}\n`);
+  process.stderr.write(formatUsage(specs, "csi-proxyctl"));
+  process.stderr.write(`\nUsage: csi-proxyctl [flags] <group> <Method> ['<json>'] | status\ngroups: ${groups.join(", ")}\n`);
+  return 2;
+}
+
+async function main(argv: string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseGoFlags(argv, specs);
+  } catch (err) {
+    if (err instanceof FlagError) return err.help ? (usage(), 0) : usage(err.message);
+    throw err;
+  }
+  const socketDir = parsed.values["socket-dir"] as string;
+  const [command, methodName, body] = parsed.positionals;
+  if (command === "status") return status(socketDir);
+  if (!command || !methodName) return usage("missing <group> and <Method>");
+  if (!(groups as string[]).includes(command)) return usage(`unknown group ${command}`);
+  const group = command as Group;
+  const version = parsed.values["version"] as string;
+  if (version && !(versionsOf(group) as string[]).includes(version)) return usage(`${group} has no version ${version}; it has ${versionsOf(group).join(", ")}`);
+  const conn = await connectGroup(group, { socketDir, versions: version ? [version as never] : undefined, timeoutMs: (parsed.values["timeout"] as number) * 1000 });
+  try {
+    const service = (catalog as unknown as Record<string, Record<string, DescService>>)[group][conn.version];
+    const method = service.methods.find((m) => m.name.toLowerCase() === methodName.toLowerCase());
+    if (!method) return usage(`${group} ${conn.version} has no method ${methodName}; it has ${service.methods.map((m) => m.name).join(", ")}`);
+    let request;
+    try {
+      request = fromJson(method.input, (body ? JSON.parse(body) : {}) as JsonValue);
+    } catch (err) {
+      return usage(`bad request for ${method.input.typeName}: ${(err as Error).message}`);
+    }
+    try {
+      const response = await (conn.client as Record<string, (r: unknown) => Promise<never>>)[method.localName](request);
+      process.stdout.write(`${JSON.stringify(toJson(method.output, response), null, 2)}\n`);
+      return 0;
+    } catch (err) {
+      const e = ConnectError.from(err);
+      process.stderr.write(`${group} ${conn.version} ${method.name}: ${codeName(e.code)}: ${e.rawMessage}\n`);
+      return 1;
+    }
+  } finally {
+    conn.close();
+  }
+}
+
+async function status(socketDir: string): Promise<number> {
+  let served = 0;
+  for (const group of groups) {
+    for (const version of versionsOf(group)) {
+      const ok = await connectGroup(group, { socketDir, versions: [version as never] }).then((c) => (c.close(), true), () => false);
+      if (ok) served++;
+      process.stdout.write(`${ok ? "serving" : "absent "}  ${group.padEnd(10)} ${version.padEnd(9)} ${endpointPath(group, version, { socketDir })}\n`);
+    }
+  }
+  return served ? 0 : 1;
+}
+
+process.stdout.on("error", (err: NodeJS.ErrnoException) => process.exit(err.code === "EPIPE" ? 0 : 1));
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err) => {
+    process.stderr.write(`csi-proxyctl: ${err instanceof Error ? err.message : err}\n`);
+    process.exit(1);
+  },
+);
