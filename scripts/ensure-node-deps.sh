@@ -5,5 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 stamp=node_modules/.package-lock.json
 if [ ! -f "$stamp" ] || [ package-lock.json -nt "$stamp" ] || [ ! -x node_modules/.bin/node ]; then
-  npm ci --no-audit --no-fund --loglevel=error
+  # `npm install`, not `npm ci`: the registry here lacks some optional platform binaries (e.g. buf for
+  # darwin), which `npm ci` treats as a lock mismatch; the lock file still pins every version installed.
+  npm install --no-audit --no-fund --loglevel=error
 fi
