@@ -46,7 +46,9 @@ async function main(argv: string[]): Promise<number> {
   const group = command as Group;
   const version = parsed.values["version"] as string;
   if (version && !(versionsOf(group) as string[]).includes(version)) return usage(`${group} has no version ${version}; it has ${versionsOf(group).join(", ")}`);
-  const conn = await connectGroup(group, { socketDir, versions: version ? [version as never] : undefined, timeoutMs: (parsed.values["timeout"] as number) * 1000 });
+  // The group is only known at run time, so the client is used untyped here.
+  const connect = connectGroup as (g: Group, o: object) => Promise<{ version: string; client: unknown; close(): void }>;
+  const conn = await connect(group, { socketDir, versions: version ? [version] : undefined, timeoutMs: (parsed.values["timeout"] as number) * 1000 });
   try {
     const service = (catalog as unknown as Record<string, Record<string, DescService>>)[group][conn.version];
     const method = service.methods.find((m) => m.name.toLowerCase() === methodName.toLowerCase());
@@ -75,7 +77,10 @@ async function status(socketDir: string): Promise<number> {
   let served = 0;
   for (const group of groups) {
     for (const version of versionsOf(group)) {
-      const ok = await connectGroup(group, { socketDir, versions: [version as never] }).then((c) => (c.close(), true), () => false);
+      const ok = await (connectGroup as (g: Group, o: object) => Promise<{ close(): void }>)(group, { socketDir, versions: [version] }).then(
+        (c) => (c.close(), true),
+        () => false,
+      );
       if (ok) served++;
       process.stdout.write(`${ok ? "serving" : "absent "}  ${group.padEnd(10)} ${version.padEnd(9)} ${endpointPath(group, version, { socketDir })}\n`);
     }
