@@ -14,6 +14,14 @@ import { createFilesystemService } from "./groups/filesystem/filesystem-service.
 import { createFsResolver, createPathPolicy } from "./groups/filesystem/path-policy.ts";
 import * as fsPromises from "node:fs/promises";
 import { unavailableService } from "./groups/unavailable-service.ts";
+import { createSmbService } from "./groups/smb/smb-service.ts";
+import { smbStateFile } from "./groups/smb/smb-state.ts";
+import { createIscsiService } from "./groups/iscsi/iscsi-service.ts";
+import { createSystemService } from "./groups/system/system-service.ts";
+import { createDiskService } from "./groups/disk/disk-service.ts";
+import { createVolumeService } from "./groups/volume/volume-service.ts";
+import { createKeyedMutex } from "./util/keyed-mutex.ts";
+import * as nodePath from "node:path";
 import { filesystemAdapters } from "./groups/filesystem/adapters.ts";
 import { diskAdapters } from "./groups/disk/adapters.ts";
 import { volumeAdapters } from "./groups/volume/adapters.ts";
@@ -32,6 +40,14 @@ export interface ProxyConfig {
   requirePrivacy: boolean;
   /** Linux: filesystem FormatVolume creates ("ext4" or "xfs"). Windows always formats NTFS. */
   defaultFsType: "ext4" | "xfs";
+  /** Windows: explicit DACL (SDDL) for every named pipe (-pipe-sddl); unset keeps the default pipe DACL. */
+  pipeSddl?: string;
+  /** Persistent state (-state-dir): SMB reference counts; Linux also SMB mounts and the iSCSI mutual CHAP secret. */
+  stateDir: string;
+  /** Services System StartService/StopService may act on (-allowed-service); "*" allows any. */
+  allowedServices: string[];
+  /** Where services report what they do on their own (SMB start-up reconciliation, sweeps). */
+  logger?: { info(msg: string): void; warning(msg: string): void };
 }
 
 /** The six version-agnostic group services: the in-process API (what HostProcess containers can call directly). */
@@ -46,9 +62,18 @@ export interface Services {
 
 /** Builds every group service with this platform's host layer. The only place that picks hosts. */
 export async function createServices(config: ProxyConfig): Promise<Services> {
+  if (config.platform === "win32") {
+    // Windows hosts (koffi, PowerShell worker pool) are loaded only on Windows.
+    const { createWindowsServices } = await import("./host/windows/compose-windows.ts");
+    return createWindowsServices(config);
+  }
   if (config.platform !== "linux") throw new Error(`no host layer for ${config.platform} yet`);
   const { LinuxFilesystemHost } = await import("./host/linux/filesystem.ts");
   const fsHost = new LinuxFilesystemHost();
+  const { LinuxDiskHost } = await import("./host/linux/disk.ts");
+  const { LinuxVolumeHost } = await import("./host/linux/volume.ts");
+  /** Disk and volume share one lock per disk and one offline-state file (beside the sockets: per daemon, gone at reboot). */
+  const block = { locks: createKeyedMutex(), stateFile: nodePath.join(config.socketDir, "csi-proxy-disk-state.json") };
   const policy = createPathPolicy({
     platform: config.platform,
     allowedDirs: [...config.workingDirs, config.kubeletPath],
@@ -56,11 +81,11 @@ export async function createServices(config: ProxyConfig): Promise<Services> {
   });
   return {
     filesystem: createFilesystemService({ host: fsHost, policy, platform: config.platform }),
-    disk: unavailableService<DiskService>("disk", config.platform),
-    volume: unavailableService<VolumeService>("volume", config.platform),
-    smb: unavailableService<SmbService>("smb", config.platform),
-    iscsi: unavailableService<IscsiService>("iscsi", config.platform),
-    system: unavailableService<SystemService>("system", config.platform),
+    disk: createDiskService({ host: new LinuxDiskHost(block), policy, locks: block.locks }),
+    volume: createVolumeService({ host: new LinuxVolumeHost(block), policy, defaultFsType: config.defaultFsType, locks: block.locks }),
+    smb: await createSmbService({ host: new (await import("./host/linux/smb.ts")).LinuxSmbHost(config), policy, state: smbStateFile(config.stateDir), requirePrivacy: config.requirePrivacy, platform: config.platform, log: config.logger }),
+    iscsi: createIscsiService({ host: new (await import("./host/linux/iscsi.ts")).LinuxIscsiHost(config) }),
+    system: createSystemService({ host: new (await import("./host/linux/system.ts")).LinuxSystemHost(), platform: config.platform, allowedServices: config.allowedServices }),
   };
 }
 

@@ -35,6 +35,10 @@ async function main(argv: string[]): Promise<number> {
       logger.error("-windows-service is only supported on Windows");
       return 1;
     }
+    if (flags["pipe-sddl"] && process.platform !== "win32") {
+      logger.error("-pipe-sddl is only supported on Windows");
+      return 2;
+    }
     const config = {
       platform: process.platform === "win32" ? ("win32" as const) : ("linux" as const),
       kubeletPath: flags["kubelet-path"] as string,
@@ -42,25 +46,49 @@ async function main(argv: string[]): Promise<number> {
       socketDir: flags["socket-dir"] as string,
       requirePrivacy: flags["require-privacy"] as boolean,
       defaultFsType: flags["default-fs-type"] as "ext4" | "xfs",
+      pipeSddl: (flags["pipe-sddl"] as string) || undefined,
+      stateDir: flags["state-dir"] as string,
+      allowedServices: flags["allowed-service"] as string[],
+      logger,
     };
     if (config.defaultFsType !== "ext4" && config.defaultFsType !== "xfs") {
       logger.error(`-default-fs-type must be ext4 or xfs, not ${JSON.stringify(config.defaultFsType)}`);
       return 2;
     }
-    // Listen for stop signals before anything is served, so an early signal still stops cleanly.
-    const stopSignal = new Promise<NodeJS.Signals>((resolve) => {
+    const start = async () => {
+      logger.info("Starting CSI-Proxy Server ...");
+      logger.info(`Version: ${version}`);
+      logger.info(`Working directories: [${[...config.workingDirs, config.kubeletPath].join(" ")}]`);
+      logger.info(`Require privacy: ${config.requirePrivacy}`);
+      const daemon = await startDaemon(config, { logger, metricsBindAddress: (flags["metrics-bind-address"] as string) || undefined });
+      if (daemon.metricsAddress) logger.info(`Serving metrics on http://${daemon.metricsAddress}/metrics`);
+      logger.info(`Serving ${daemon.addresses.length} endpoints${config.platform === "linux" ? ` in ${config.socketDir}` : ""}`);
+      for (const address of daemon.addresses) logger.v(1).info(`Serving ${address}`);
+      return daemon;
+    };
+    if (flags["windows-service"]) {
+      // Windows service: the SCM starts and stops serving (src/windows/service.ts).
+      const { runService } = await import("./windows/service.ts");
+      let daemon: Awaited<ReturnType<typeof startDaemon>> | undefined;
+      return await runService({
+        start: async () => {
+          daemon = await start();
+        },
+        stop: async (reason) => {
+          logger.info(`Service ${reason} requested, stopping`);
+          await daemon?.stop();
+          logger.info("Stopped");
+          await logger.flush();
+        },
+        log: (msg) => logger.v(2).info(msg),
+      });
+    }
+    const daemon = await start();
+    const signal = await new Promise<NodeJS.Signals>((resolve) => {
       process.once("SIGINT", resolve);
       process.once("SIGTERM", resolve);
+      if (process.platform === "win32") process.once("SIGBREAK", resolve);
     });
-    logger.info("Starting CSI-Proxy Server ...");
-    logger.info(`Version: ${version}`);
-    logger.info(`Working directories: [${[...config.workingDirs, config.kubeletPath].join(" ")}]`);
-    logger.info(`Require privacy: ${config.requirePrivacy}`);
-    const daemon = await startDaemon(config, { logger, metricsBindAddress: (flags["metrics-bind-address"] as string) || undefined });
-    if (daemon.metricsAddress) logger.info(`Serving metrics on http://${daemon.metricsAddress}/metrics`);
-    logger.info(`Serving ${daemon.addresses.length} endpoints${config.platform === "linux" ? ` in ${config.socketDir}` : ""}`);
-    for (const address of daemon.addresses) logger.v(1).info(`Serving ${address}`);
-    const signal = await stopSignal;
     logger.info(`Received ${signal}, stopping`);
     await daemon.stop();
     logger.info("Stopped");

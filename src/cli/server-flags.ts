@@ -27,6 +27,23 @@ export function serverFlags(platform: NodeJS.Platform, defaultSocketDir: string)
     { name: "working-dir", kind: "stringList", usage: "Additional directory paths (repeatable) that filesystem and SMB calls may use" },
     { name: "windows-service", kind: "bool", default: false, usage: "Run as a Windows service (Service Control Manager)" },
     { name: "require-privacy", kind: "bool", default: true, usage: "SMB global mappings require privacy (encryption)" },
+    {
+      name: "state-dir",
+      kind: "string",
+      default: platform === "win32" ? "C:\\ProgramData\\csi-proxy" : "/var/lib/csi-proxy",
+      usage: "Directory for persistent state (SMB mapping reference counts; Linux: SMB mounts, iSCSI mutual CHAP secret)",
+    },
+    {
+      name: "allowed-service",
+      kind: "stringList",
+      usage: "Service (repeatable) that System StartService/StopService may act on; none by default, * for any (upstream's behaviour)",
+    },
+    {
+      name: "pipe-sddl",
+      kind: "string",
+      default: "",
+      usage: "Windows: DACL in SDDL form applied to every named pipe, e.g. D:P(A;;GA;;;SY)(A;;GA;;;BA); empty keeps the default pipe DACL",
+    },
     { name: "metrics-bind-address", kind: "string", default: "", usage: "host:port to serve Prometheus metrics on at /metrics; empty disables metrics" },
     { name: "socket-dir", kind: "string", default: defaultSocketDir, usage: "Linux: directory of the endpoints' Unix sockets" },
     { name: "default-fs-type", kind: "string", default: "ext4", usage: "Linux: filesystem FormatVolume creates (ext4 or xfs)" },

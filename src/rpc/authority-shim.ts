@@ -65,7 +65,10 @@ class AuthorityShim extends Duplex {
     socket.on("data", (chunk: Buffer) => {
       if (!this.onClientBytes(chunk)) socket.pause();
     });
-    socket.on("end", () => this.push(null));
+    // A client's EOF ends the connection (HTTP/2 clients never half-close). Passing it on as a
+    // half-close lets Node 22's http2 write after its shutdown request, which trips an internal
+    // assertion in JSStreamSocket and kills the process (seen with node.exe 22 on named pipes).
+    socket.on("end", () => this.destroy());
     socket.on("error", (err) => this.destroy(err));
     socket.on("close", () => this.destroy());
   }

@@ -12,15 +12,22 @@ import { CsiProxyError, Code } from "../errors.ts";
  * created mode 0600: only the server's user can connect.
  * Named pipes: libuv creates the first instance with FILE_FLAG_FIRST_PIPE_INSTANCE, so a pipe that
  * another process owns fails with EADDRINUSE, reported as AlreadyExists.
+ * `secure` (Windows `-pipe-sddl`) runs once the endpoint listens; connections arriving before it
+ * has finished are dropped, and if it fails the listener is closed and the error thrown.
  */
 export async function listenEndpoint(
   address: string,
   onConnection: (socket: net.Socket) => void,
-  options: { platform?: NodeJS.Platform } = {},
+  options: { platform?: NodeJS.Platform; secure?: (address: string) => Promise<unknown> } = {},
 ): Promise<net.Server> {
   const isPipe = (options.platform ?? process.platform) === "win32";
   if (!isPipe) await prepareSocketPath(address);
-  const server = net.createServer({ pauseOnConnect: false }, onConnection);
+  let secured = !options.secure;
+  const server = net.createServer({ pauseOnConnect: false }, (socket) => {
+    if (secured) return onConnection(socket);
+    socket.on("error", () => {});
+    socket.destroy();
+  });
   const previousUmask = isPipe ? undefined : process.umask(0o177);
   try {
     await new Promise<void>((resolve, reject) => {
@@ -37,6 +44,15 @@ export async function listenEndpoint(
     throw CsiProxyError.from(err);
   } finally {
     if (previousUmask !== undefined) process.umask(previousUmask);
+  }
+  if (options.secure) {
+    try {
+      await options.secure(address);
+    } catch (err) {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      throw CsiProxyError.from(err);
+    }
+    secured = true;
   }
   return server;
 }

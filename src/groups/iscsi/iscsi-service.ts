@@ -1,0 +1,116 @@
+import type { IscsiService, TargetPortal } from "./types.ts";
+import type { IscsiHostApi } from "./host-api.ts";
+import { invalidArgument, notFound } from "../../errors.ts";
+import { checkChapName, checkChapSecret, checkIqn, checkPortal, samePortal } from "./validate.ts";
+
+const portalText = (p: TargetPortal) => `${p.targetAddress}:${p.targetPort}`;
+
+/**
+ * The iSCSI group (reference-behaviour.md §2.5, master's WMI-era semantics):
+ * - every request's portal is checked first (missing → InvalidArgument instead of upstream's
+ *   crash; port 0 → 3260), then the IQN and CHAP fields (validate.ts);
+ * - AddTargetPortal is a no-op for a registered portal; Discover and Remove need a registered
+ *   portal (NotFound);
+ * - Connect/Disconnect/GetTargetDisks need a target the initiator knows behind that portal
+ *   (NotFound otherwise, as upstream's "not found"); Connect succeeds without change when already
+ *   connected (even with other credentials), Disconnect when not connected, GetTargetDisks is
+ *   empty when not connected;
+ * - ONE_WAY_CHAP and MUTUAL_CHAP need a non-empty chap_secret (the initiator would fail anyway);
+ *   NONE ignores the CHAP fields. SetMutualChapSecret accepts "" (clears the secret).
+ * Calls for one portal are serialised (the initiator's database is shared state); other portals
+ * proceed in parallel.
+ */
+export function createIscsiService(deps: { host: IscsiHostApi }): IscsiService {
+  const { host } = deps;
+
+  const locks = new Map<string, Promise<unknown>>();
+  function withLock<T>(portal: TargetPortal, fn: () => Promise<T>): Promise<T> {
+    const key = portalText(portal).toLowerCase();
+    const run = (locks.get(key) ?? Promise.resolve()).then(fn, fn);
+    const tail = run.catch(() => {});
+    locks.set(key, tail);
+    void tail.then(() => {
+      if (locks.get(key) === tail) locks.delete(key);
+    });
+    return run;
+  }
+
+  async function registered(portal: TargetPortal): Promise<boolean> {
+    return (await host.listTargetPortals()).some((p) => samePortal(p, portal));
+  }
+
+  async function knownTarget(portal: TargetPortal, iqn: string) {
+    const target = await host.getTarget(portal, iqn);
+    if (!target) throw notFound(`target ${iqn} behind portal ${portalText(portal)} not found (discover the portal first)`);
+    return target;
+  }
+
+  return {
+    async addTargetPortal(req) {
+      const portal = checkPortal(req.targetPortal);
+      await withLock(portal, async () => {
+        if (!(await registered(portal))) await host.addTargetPortal(portal);
+      });
+    },
+
+    async discoverTargetPortal(req) {
+      const portal = checkPortal(req.targetPortal);
+      return withLock(portal, async () => {
+        if (!(await registered(portal))) throw notFound(`target portal ${portalText(portal)} not found`);
+        return { iqns: await host.discoverTargets(portal) };
+      });
+    },
+
+    async removeTargetPortal(req) {
+      const portal = checkPortal(req.targetPortal);
+      await withLock(portal, async () => {
+        if (!(await registered(portal))) throw notFound(`target portal ${portalText(portal)} not found`);
+        await host.removeTargetPortal(portal);
+      });
+    },
+
+    async listTargetPortals() {
+      return { targetPortals: await host.listTargetPortals() };
+    },
+
+    async connectTarget(req) {
+      const portal = checkPortal(req.targetPortal);
+      const iqn = checkIqn(req.iqn);
+      if (!["NONE", "ONE_WAY_CHAP", "MUTUAL_CHAP"].includes(req.authType)) throw invalidArgument(`invalid authentication type authType=${String(req.authType)}`);
+      let chapUsername = "";
+      let chapSecret = "";
+      if (req.authType !== "NONE") {
+        chapUsername = checkChapName(req.chapUsername, "chap_username");
+        chapSecret = checkChapSecret(req.chapSecret, "chap_secret");
+        if (chapSecret === "") throw invalidArgument(`chap_secret is required for authentication type ${req.authType}`);
+      }
+      await withLock(portal, async () => {
+        const target = await knownTarget(portal, iqn);
+        if (target.connected) return;
+        await host.connectTarget(portal, iqn, { type: req.authType, chapUsername, chapSecret });
+      });
+    },
+
+    async disconnectTarget(req) {
+      const portal = checkPortal(req.targetPortal);
+      const iqn = checkIqn(req.iqn);
+      await withLock(portal, async () => {
+        const target = await knownTarget(portal, iqn);
+        if (target.connected) await host.disconnectTarget(portal, iqn);
+      });
+    },
+
+    async getTargetDisks(req) {
+      const portal = checkPortal(req.targetPortal);
+      const iqn = checkIqn(req.iqn);
+      return withLock(portal, async () => {
+        const target = await knownTarget(portal, iqn);
+        return { diskIds: target.connected ? await host.getTargetDisks(portal, iqn) : [] };
+      });
+    },
+
+    async setMutualChapSecret(req) {
+      await host.setMutualChapSecret(checkChapSecret(req.mutualChapSecret, "mutual_chap_secret"));
+    },
+  };
+}

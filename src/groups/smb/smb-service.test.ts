@@ -1,0 +1,425 @@
+import assert from "node:assert/strict";
+import * as fs from "node:fs/promises";
+import * as os from "node:os";
+import * as path from "node:path";
+import { describe, it } from "node:test";
+import { Code, CsiProxyError, internal } from "../../errors.ts";
+import { FakeSmbHost } from "../../host/fake/smb.ts";
+import { createJsonStateFile, type JsonStateFile } from "../../state/atomic-file.ts";
+import { createPathPolicy } from "../filesystem/path-policy.ts";
+import { createSmbService, type RefCountedSmbService } from "./smb-service.ts";
+import { validateSmbState, type SmbState } from "./smb-state.ts";
+
+const KUBELET = "/var/lib/kubelet";
+const existing = new Set(["/", "/var", "/var/lib", KUBELET]);
+const linuxPolicy = () =>
+  createPathPolicy({ platform: "linux", allowedDirs: [KUBELET], resolve: async (p) => (existing.has(p) ? p : null) });
+
+/** A state file in memory: what `save` stored, as JSON text, like the real file. */
+function memoryState(initial?: SmbState): JsonStateFile<SmbState> & { text: string | null; saves: number } {
+  const mem = {
+    path: "/memory/smb-state.json",
+    text: initial ? JSON.stringify(initial) : (null as string | null),
+    saves: 0,
+    async load() {
+      return mem.text === null ? null : validateSmbState(JSON.parse(mem.text));
+    },
+    async save(value: SmbState) {
+      mem.saves++;
+      mem.text = JSON.stringify(value);
+    },
+  };
+  return mem;
+}
+
+interface Setup {
+  host: FakeSmbHost;
+  state: ReturnType<typeof memoryState>;
+  smb: RefCountedSmbService;
+  logs: string[];
+}
+
+async function setup(options: { host?: FakeSmbHost; state?: ReturnType<typeof memoryState>; requirePrivacy?: boolean } = {}): Promise<Setup> {
+  const host = options.host ?? new FakeSmbHost();
+  const state = options.state ?? memoryState();
+  const logs: string[] = [];
+  const smb = await createSmbService({
+    host,
+    policy: linuxPolicy(),
+    state,
+    requirePrivacy: options.requirePrivacy ?? true,
+    platform: "linux",
+    sweepIntervalMs: 0,
+    log: { info: (m) => logs.push(`I ${m}`), warning: (m) => logs.push(`W ${m}`) },
+  });
+  return { host, state, smb, logs };
+}
+
+const ROOT = "\\\\server\\share";
+const local = (name: string) => `${KUBELET}/plugins/smb/${name}/globalmount`;
+const req = (remotePath: string, localPath = "", username = "user", password = "Pa55-w0rd!") => ({ remotePath, localPath, username, password });
+
+async function rejectsWith(p: Promise<unknown>, code: Code, message?: RegExp | string): Promise<void> {
+  await assert.rejects(p, (e: unknown) => {
+    assert.ok(e instanceof CsiProxyError, `expected CsiProxyError, got ${String(e)}`);
+    assert.equal(e.code, code, `code of ${JSON.stringify(e.message)}`);
+    if (typeof message === "string") assert.equal(e.message, message);
+    else if (message) assert.match(e.message, message);
+    return true;
+  });
+}
+
+describe("NewSmbGlobalMapping: upstream semantics", () => {
+  it("maps the lower-cased share root and links local_path to the full remote path", async () => {
+    const { host, smb } = await setup();
+    await smb.newSmbGlobalMapping(req("//Server/Share/Sub/Dir", local("a")));
+    assert.deepEqual([...host.mappings.keys()], [ROOT]);
+    assert.equal(host.entries.get(local("a")), "\\\\Server\\Share\\Sub\\Dir\\");
+    assert.deepEqual(host.credentials, [{ root: ROOT, username: "user", password: "Pa55-w0rd!" }]);
+    assert.deepEqual(smb.references(), { [ROOT]: 1 });
+  });
+
+  it("passes -require-privacy through", async () => {
+    for (const requirePrivacy of [true, false]) {
+      const { host, smb } = await setup({ requirePrivacy });
+      await smb.newSmbGlobalMapping(req("\\\\srv\\s"));
+      assert.equal(host.mappings.get("\\\\srv\\s")?.requirePrivacy, requirePrivacy);
+    }
+  });
+
+  it("reuses a healthy mapping (the new call's credentials are ignored)", async () => {
+    const { host, smb } = await setup();
+    await smb.newSmbGlobalMapping(req("\\\\server\\share\\a", local("a")));
+    await smb.newSmbGlobalMapping(req("\\\\SERVER\\SHARE\\b", local("b"), "other", "other-password"));
+    assert.equal(host.calls.filter((c) => c.startsWith("createMapping")).length, 1);
+    assert.equal(host.mappings.get(ROOT)?.username, "user");
+    assert.deepEqual(smb.references(), { [ROOT]: 2 });
+  });
+
+  it("re-creates a mapping whose root is unreachable, one whose check throws, and one with a bad status", async () => {
+    for (const breakIt of [
+      (h: FakeSmbHost) => (h.mappings.get(ROOT)!.reachable = false),
+      (h: FakeSmbHost) => h.failures.set("isPathValid", new Error("session broken")),
+      (h: FakeSmbHost) => (h.mappings.get(ROOT)!.status = "Disconnected"),
+    ]) {
+      const { host, smb } = await setup();
+      await smb.newSmbGlobalMapping(req("\\\\server\\share\\a", local("a")));
+      breakIt(host);
+      host.calls.length = 0;
+      await smb.newSmbGlobalMapping(req("\\\\server\\share\\b", local("b"), "new-user", "new-pass"));
+      assert.deepEqual(host.calls.filter((c) => /Mapping/.test(c) && !c.startsWith("get")), [
+        `removeMapping ${ROOT}`,
+        `createMapping ${ROOT} user=new-user privacy=true`,
+      ]);
+      assert.equal(host.mappings.get(ROOT)?.status, "OK");
+      assert.deepEqual(smb.references(), { [ROOT]: 2 });
+    }
+  });
+
+  it("treats a failing mapping query as 'not mapped', as upstream", async () => {
+    const { host, smb } = await setup();
+    host.failures.set("getMapping", new Error("WMI down"));
+    await smb.newSmbGlobalMapping(req("\\\\server\\share"));
+    assert.ok(host.mappings.has(ROOT));
+  });
+
+  it("creates no link when local_path is empty", async () => {
+    const { host, smb } = await setup();
+    await smb.newSmbGlobalMapping(req("\\\\server\\share\\x"));
+    assert.equal(host.entries.size, 0);
+  });
+});
+
+describe("NewSmbGlobalMapping: refusals (no host change, no count)", () => {
+  const invalid: [string, string, RegExp | string][] = [
+    ["empty", "", "remote path is empty"],
+    ["server only", "\\\\server", "remote path (\\\\server) is invalid"],
+    ["slashes only", "///", "remote path (///) is invalid"],
+    ["newline", "\\\\server\\share\nx", /control characters/],
+    ["NUL", "\\\\server\\sh\0are", /control characters/],
+    ["bad server", "\\\\ser ver\\share", /not a host name/],
+    ["server with $()", "\\\\$(id)\\share", /not a host name/],
+    ["share with ;", "\\\\server\\sha;re", /invalid share name/],
+    ["share with |", "\\\\server\\a|b", /invalid share name/],
+    ["share ..", "\\\\server\\..", /invalid share name/],
+    ["dot-dot below share", "\\\\server\\share\\..\\..\\etc", /invalid path component/],
+    ["dot below share", "//server/share/./x", /invalid path component/],
+    ["quote in path", "\\\\server\\share\\a\"b", /invalid path component/],
+    ["too long", `\\\\server\\share\\${"a".repeat(100_000)}`, /exceeds maximum bytes: 4096/],
+  ];
+  for (const [name, remotePath, message] of invalid) {
+    it(`remote path: ${name} → InvalidArgument`, async () => {
+      const { host, smb, state } = await setup();
+      await rejectsWith(smb.newSmbGlobalMapping(req(remotePath, local("a"))), Code.InvalidArgument, message);
+      await rejectsWith(smb.removeSmbGlobalMapping({ remotePath }), Code.InvalidArgument, message);
+      assert.deepEqual(host.calls, []);
+      assert.equal(state.saves, 0);
+    });
+  }
+
+  it("local path outside the allowed dirs → PermissionDenied; relative / NUL → InvalidArgument", async () => {
+    const { host, smb } = await setup();
+    await rejectsWith(smb.newSmbGlobalMapping(req(ROOT, "/etc/evil")), Code.PermissionDenied);
+    await rejectsWith(smb.newSmbGlobalMapping(req(ROOT, `${KUBELET}/../../etc/x`)), Code.PermissionDenied);
+    await rejectsWith(smb.newSmbGlobalMapping(req(ROOT, "relative/path")), Code.InvalidArgument);
+    await rejectsWith(smb.newSmbGlobalMapping(req(ROOT, `${KUBELET}/a\0b`)), Code.InvalidArgument);
+    assert.deepEqual(host.calls, []);
+    assert.deepEqual(smb.references(), {});
+  });
+
+  it("bad credentials → InvalidArgument, and the message never contains the password", async () => {
+    const { host, smb } = await setup();
+    const secret = "s3cr3t\nline2";
+    await assert.rejects(smb.newSmbGlobalMapping(req(ROOT, "", "user", secret)), (e: CsiProxyError) => {
+      assert.equal(e.code, Code.InvalidArgument);
+      assert.ok(!e.message.includes("s3cr3t"));
+      return true;
+    });
+    await rejectsWith(smb.newSmbGlobalMapping(req(ROOT, "", "user", "a\0b")), Code.InvalidArgument);
+    await rejectsWith(smb.newSmbGlobalMapping(req(ROOT, "", "user", "x".repeat(1025))), Code.InvalidArgument, /password is longer/);
+    await rejectsWith(smb.newSmbGlobalMapping(req(ROOT, "", "us\ner", "p")), Code.InvalidArgument, /username/);
+    await rejectsWith(smb.newSmbGlobalMapping(req(ROOT, "", "u".repeat(100_000), "p")), Code.InvalidArgument, /username is longer/);
+    assert.deepEqual(host.calls, []);
+  });
+
+  it("an occupied local path → AlreadyExists, nothing mapped or counted", async () => {
+    const { host, smb } = await setup();
+    host.entries.set(local("a"), null); // a directory
+    host.entries.set(local("b"), "\\\\other\\share\\"); // a link elsewhere
+    await rejectsWith(smb.newSmbGlobalMapping(req(ROOT, local("a"))), Code.AlreadyExists, `local path ${local("a")} already exists`);
+    await rejectsWith(smb.newSmbGlobalMapping(req(ROOT, local("b"))), Code.AlreadyExists);
+    assert.equal(host.mappings.size, 0);
+    assert.deepEqual(smb.references(), {});
+  });
+
+  it("a host failure withdraws the use and removes a mapping made for it alone", async () => {
+    const { host, smb, state } = await setup();
+    host.failures.set("createDirLink", internal("symlink failed"));
+    await rejectsWith(smb.newSmbGlobalMapping(req(ROOT, local("a"))), Code.Internal, "symlink failed");
+    assert.equal(host.mappings.size, 0);
+    assert.deepEqual(smb.references(), {});
+    assert.deepEqual(JSON.parse(state.text!).roots, {});
+
+    host.failures.set("createMapping", internal("access denied by server"));
+    await rejectsWith(smb.newSmbGlobalMapping(req(ROOT, local("a"))), Code.Internal);
+    assert.deepEqual(smb.references(), {});
+  });
+
+  it("a host failure for a second user keeps the first user's mapping", async () => {
+    const { host, smb } = await setup();
+    await smb.newSmbGlobalMapping(req(ROOT, local("a")));
+    host.failures.set("createDirLink", internal("symlink failed"));
+    await rejectsWith(smb.newSmbGlobalMapping(req(ROOT, local("b"))), Code.Internal);
+    assert.ok(host.mappings.has(ROOT));
+    assert.deepEqual(smb.references(), { [ROOT]: 1 });
+  });
+});
+
+describe("reference counting", () => {
+  it("removes the mapping only when the last user releases it; then NotFound", async () => {
+    const { host, smb } = await setup();
+    await smb.newSmbGlobalMapping(req("\\\\server\\share\\a", local("a")));
+    await smb.newSmbGlobalMapping(req("\\\\server\\share\\b", local("b")));
+    await smb.newSmbGlobalMapping(req("\\\\server\\share\\c"));
+    assert.deepEqual(smb.references(), { [ROOT]: 3 });
+    await smb.removeSmbGlobalMapping({ remotePath: "\\\\server\\share\\c" });
+    await smb.removeSmbGlobalMapping({ remotePath: "\\\\server\\share\\a" });
+    assert.ok(host.mappings.has(ROOT), "still used by b");
+    assert.deepEqual(smb.references(), { [ROOT]: 1 });
+    await smb.removeSmbGlobalMapping({ remotePath: "//SERVER/share/b" });
+    assert.equal(host.mappings.size, 0);
+    await rejectsWith(
+      smb.removeSmbGlobalMapping({ remotePath: "\\\\server\\share\\b" }),
+      Code.NotFound,
+      `error remove smb mapping '${ROOT}'. err: no SMB global mapping for remote path ${ROOT}`,
+    );
+  });
+
+  it("a retried identical call with local_path does not count twice", async () => {
+    const { host, smb } = await setup();
+    for (let i = 0; i < 3; i++) await smb.newSmbGlobalMapping(req("\\\\server\\share\\a", local("a")));
+    assert.deepEqual(smb.references(), { [ROOT]: 1 });
+    assert.equal(host.calls.filter((c) => c.startsWith("createDirLink")).length, 1);
+    await smb.removeSmbGlobalMapping({ remotePath: "\\\\server\\share\\a" });
+    assert.equal(host.mappings.size, 0);
+  });
+
+  it("calls without local_path count one each (no identity to recognise a retry)", async () => {
+    const { smb } = await setup();
+    await smb.newSmbGlobalMapping(req(ROOT));
+    await smb.newSmbGlobalMapping(req(ROOT));
+    assert.deepEqual(smb.references(), { [ROOT]: 2 });
+  });
+
+  it("keeps share roots apart", async () => {
+    const { host, smb } = await setup();
+    await smb.newSmbGlobalMapping(req("\\\\server\\one\\x", local("a")));
+    await smb.newSmbGlobalMapping(req("\\\\server\\two\\x", local("b")));
+    await smb.removeSmbGlobalMapping({ remotePath: "\\\\server\\one\\x" });
+    assert.deepEqual([...host.mappings.keys()], ["\\\\server\\two"]);
+  });
+
+  it("a use whose link the driver removed first counts as the released one", async () => {
+    const { host, smb } = await setup();
+    await smb.newSmbGlobalMapping(req("\\\\server\\share\\vol", local("a")));
+    await smb.newSmbGlobalMapping(req("\\\\server\\share\\vol", local("b")));
+    host.removeLink(local("a")); // Rmdir before RemoveSmbGlobalMapping
+    await smb.removeSmbGlobalMapping({ remotePath: "\\\\server\\share\\vol" });
+    assert.deepEqual(smb.references(), { [ROOT]: 1 }, "b is still in use");
+    assert.ok(host.mappings.has(ROOT));
+  });
+
+  it("drivers that count themselves (one Remove for many volumes) do not leak the mapping", async () => {
+    const { host, smb } = await setup();
+    await smb.newSmbGlobalMapping(req("\\\\server\\share\\pvc-1", local("a")));
+    await smb.newSmbGlobalMapping(req("\\\\server\\share\\pvc-2", local("b")));
+    host.removeLink(local("a")); // volume 1 unstaged: the driver's own count was 2, no Remove
+    await smb.removeSmbGlobalMapping({ remotePath: "\\\\server\\share\\pvc-2" });
+    assert.equal(host.mappings.size, 0);
+  });
+
+  it("the sweep drops uses whose links are gone and removes a mapping left unused", async () => {
+    const { host, smb } = await setup();
+    await smb.newSmbGlobalMapping(req("\\\\server\\share\\v", local("a")));
+    await smb.newSmbGlobalMapping(req("\\\\server\\share\\v", local("b")));
+    host.removeLink(local("a"));
+    await smb.sweep();
+    assert.deepEqual(smb.references(), { [ROOT]: 1 });
+    host.removeLink(local("b"));
+    await smb.sweep();
+    assert.deepEqual(smb.references(), {});
+    assert.equal(host.mappings.size, 0);
+  });
+
+  it("removes a mapping nobody recorded (made before counting), as upstream", async () => {
+    const { host, smb } = await setup({ host: new FakeSmbHost().addMapping(ROOT) });
+    await smb.removeSmbGlobalMapping({ remotePath: "\\\\server\\share\\any" });
+    assert.equal(host.mappings.size, 0);
+  });
+
+  it("a failed teardown is finished by a retry", async () => {
+    const { host, smb, state } = await setup();
+    await smb.newSmbGlobalMapping(req(ROOT, local("a")));
+    host.failures.set("removeMapping", internal("busy"));
+    await rejectsWith(smb.removeSmbGlobalMapping({ remotePath: ROOT }), Code.Internal, "busy");
+    assert.deepEqual(JSON.parse(state.text!).roots[ROOT], { users: [], removing: true });
+    await smb.removeSmbGlobalMapping({ remotePath: ROOT });
+    assert.equal(host.mappings.size, 0);
+    assert.deepEqual(JSON.parse(state.text!).roots, {});
+  });
+
+  it("parallel calls for one root create the mapping once and count every distinct user", async () => {
+    const { host, smb } = await setup();
+    await Promise.all(Array.from({ length: 20 }, (_, i) => smb.newSmbGlobalMapping(req(`\\\\server\\share\\v${i}`, local(`p${i}`)))));
+    assert.equal(host.calls.filter((c) => c.startsWith("createMapping")).length, 1);
+    assert.deepEqual(smb.references(), { [ROOT]: 20 });
+    await Promise.all(Array.from({ length: 20 }, (_, i) => smb.removeSmbGlobalMapping({ remotePath: `\\\\server\\share\\v${i}` })));
+    assert.equal(host.mappings.size, 0);
+    assert.deepEqual(smb.references(), {});
+  });
+});
+
+describe("persistence and start-up reconciliation", () => {
+  it("recovers counts after a restart (same state file, same host)", async () => {
+    const host = new FakeSmbHost();
+    const state = memoryState();
+    const first = await setup({ host, state });
+    await first.smb.newSmbGlobalMapping(req("\\\\server\\share\\a", local("a")));
+    await first.smb.newSmbGlobalMapping(req("\\\\server\\share\\b", local("b")));
+    first.smb.close();
+
+    const second = await setup({ host, state });
+    assert.deepEqual(second.smb.references(), { [ROOT]: 2 });
+    assert.ok(second.logs.some((l) => l.includes("2 use(s) recovered, mapping present (OK)")));
+    await second.smb.newSmbGlobalMapping(req("\\\\server\\share\\a", local("a"))); // retry after restart: idempotent
+    assert.deepEqual(second.smb.references(), { [ROOT]: 2 });
+    await second.smb.removeSmbGlobalMapping({ remotePath: "\\\\server\\share\\a" });
+    assert.ok(host.mappings.has(ROOT));
+    await second.smb.removeSmbGlobalMapping({ remotePath: "\\\\server\\share\\b" });
+    assert.equal(host.mappings.size, 0);
+  });
+
+  it("after a reboot (mapping gone, links kept) the next call re-creates the mapping without counting twice", async () => {
+    const host = new FakeSmbHost();
+    const state = memoryState();
+    const first = await setup({ host, state });
+    await first.smb.newSmbGlobalMapping(req("\\\\server\\share\\a", local("a")));
+    host.mappings.clear();
+    const second = await setup({ host, state });
+    assert.ok(second.logs.some((l) => l.includes("absent until the next NewSmbGlobalMapping")));
+    await second.smb.newSmbGlobalMapping(req("\\\\server\\share\\a", local("a")));
+    assert.ok(host.mappings.has(ROOT));
+    assert.deepEqual(second.smb.references(), { [ROOT]: 1 });
+  });
+
+  it("at start drops uses whose links vanished and finishes interrupted removals", async () => {
+    const host = new FakeSmbHost().addMapping(ROOT).addMapping("\\\\server\\other");
+    host.entries.set(local("live"), "\\\\server\\share\\live\\");
+    const state = memoryState({
+      version: 1,
+      roots: {
+        [ROOT]: {
+          users: [
+            { id: `link:${local("live")}`, remotePath: "\\\\server\\share\\live", localPath: local("live"), since: "2024-01-01T00:00:00Z" },
+            { id: `link:${local("gone")}`, remotePath: "\\\\server\\share\\gone", localPath: local("gone"), since: "2024-01-01T00:00:00Z" },
+          ],
+        },
+        "\\\\server\\other": { users: [], removing: true },
+      },
+    });
+    const { smb } = await setup({ host, state });
+    assert.deepEqual(smb.references(), { [ROOT]: 1 });
+    assert.deepEqual([...host.mappings.keys()], [ROOT]);
+    assert.deepEqual(Object.keys(JSON.parse(state.text!).roots), [ROOT]);
+  });
+
+  it("an unreadable state file makes every call FailedPrecondition (never unmaps blindly)", async () => {
+    for (const text of ["{broken", '{"version": 7, "roots": {}}', '{"version":1,"roots":{"\\\\\\\\Server\\\\x":{"users":[]}}}']) {
+      const state = memoryState();
+      state.text = text;
+      const host = new FakeSmbHost().addMapping(ROOT);
+      const { smb, logs } = await setup({ host, state });
+      await rejectsWith(smb.newSmbGlobalMapping(req(ROOT)), Code.FailedPrecondition, /SMB state file \/memory\/smb-state.json is unreadable/);
+      await rejectsWith(smb.removeSmbGlobalMapping({ remotePath: ROOT }), Code.FailedPrecondition);
+      assert.ok(host.mappings.has(ROOT));
+      assert.equal(state.text, text, "the file is left for the operator");
+      assert.ok(logs.some((l) => l.startsWith("W SMB state file")));
+    }
+  });
+
+  it("writes the real state file atomically and reads it back after a restart", async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), "smb-state-"));
+    try {
+      const file = path.join(dir, "smb-mappings.json");
+      const host = new FakeSmbHost();
+      const mk = () =>
+        createSmbService({ host, policy: linuxPolicy(), state: createJsonStateFile(file, validateSmbState), requirePrivacy: true, platform: "linux", sweepIntervalMs: 0 });
+      const a = await mk();
+      await a.newSmbGlobalMapping(req("\\\\server\\share\\a", local("a"), "user", "TopSecret-123"));
+      const text = await fs.readFile(file, "utf8");
+      assert.ok(!text.includes("TopSecret-123") && !text.includes('"user"'), "no credentials in the state file");
+      assert.equal((await fs.stat(file)).mode & 0o777, 0o600);
+      const b = await mk();
+      assert.deepEqual(b.references(), { [ROOT]: 1 });
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("Windows platform", () => {
+  it("identifies local paths case-insensitively", async () => {
+    const host = new FakeSmbHost();
+    const policy = createPathPolicy({
+      platform: "win32",
+      allowedDirs: ["C:\\var\\lib\\kubelet"],
+      resolve: async (p) => (["C:\\", "C:\\var", "C:\\var\\lib", "C:\\var\\lib\\kubelet"].includes(p) ? p : null),
+    });
+    const smb = await createSmbService({ host, policy, state: memoryState(), requirePrivacy: true, platform: "win32", sweepIntervalMs: 0 });
+    await smb.newSmbGlobalMapping(req(ROOT, "C:\\var\\lib\\kubelet\\a"));
+    host.entries.set("C:\\VAR\\lib\\kubelet\\A", host.entries.get("C:\\var\\lib\\kubelet\\a")!);
+    await smb.newSmbGlobalMapping(req(ROOT, "C:\\VAR\\lib\\kubelet\\A"));
+    assert.deepEqual(smb.references(), { [ROOT]: 1 });
+    await rejectsWith(smb.newSmbGlobalMapping(req(ROOT, "C:\\var\\lib\\kubelet\\..\\x")), Code.InvalidArgument);
+  });
+});

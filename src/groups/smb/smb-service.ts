@@ -1,0 +1,338 @@
+import { randomUUID } from "node:crypto";
+import type { SmbService } from "./types.ts";
+import type { SmbHostApi } from "./host-api.ts";
+import type { PathPolicy } from "../filesystem/path-policy.ts";
+import type { JsonStateFile } from "../../state/atomic-file.ts";
+import { CsiProxyError, alreadyExists, failedPrecondition, invalidArgument, notFound } from "../../errors.ts";
+import { parseRemotePath, quoteForError } from "./remote-path.ts";
+import { emptySmbState, type SmbRootState, type SmbState, type SmbUser } from "./smb-state.ts";
+
+/** Where the service reports what it did on its own (start-up reconciliation, sweeps, rollbacks). */
+export interface SmbLog {
+  info(msg: string): void;
+  warning(msg: string): void;
+}
+
+export interface SmbServiceDeps {
+  host: SmbHostApi;
+  /** The filesystem group's policy: `local_path` must pass it (reference-behaviour.md §0.4). */
+  policy: PathPolicy;
+  /** The reference counts' file (see smb-state.ts). */
+  state: JsonStateFile<SmbState>;
+  /** `-require-privacy`: new mappings demand encryption. */
+  requirePrivacy: boolean;
+  platform: "linux" | "win32";
+  log?: SmbLog;
+  /**
+   * How often uses whose local link has disappeared are dropped and mappings left without users are
+   * removed, in milliseconds (default 5 minutes; 0 disables the timer; the sweep also runs at start
+   * and on every call for the share root concerned).
+   */
+  sweepIntervalMs?: number;
+}
+
+/** The SMB service plus what operators and tests may inspect. */
+export interface RefCountedSmbService extends SmbService {
+  /** Number of recorded uses per share root (roots without uses are absent). */
+  references(): Record<string, number>;
+  /** Runs the stale-use sweep over every share root now (what the timer does). */
+  sweep(): Promise<void>;
+  /** Stops the sweep timer. */
+  close(): void;
+}
+
+/** Longest accepted user name, in UTF-8 bytes (a UPN may be long; 1 KiB is far above real ones). */
+export const MAX_USERNAME_BYTES = 1024;
+/** Longest accepted password, in UTF-8 bytes. */
+export const MAX_PASSWORD_BYTES = 1024;
+
+/**
+ * The SMB group (reference-behaviour.md §2.4) with reference counting per share root.
+ *
+ * NewSmbGlobalMapping: `remote_path` is normalised (`/` → `\`) and reduced to its share root
+ * `\\server\share` (lower-cased); `local_path` (when given) must pass the path policy. The call is
+ * recorded as one use of the root (see smb-state.ts for how uses are identified), then a healthy
+ * host mapping is reused (the call's credentials are then ignored, as upstream), a mapping that
+ * exists but is unhealthy or whose root is unreachable is removed and re-created, a missing one is
+ * created; finally the link at `local_path` is created, pointing to the full remote path. A local
+ * path that already links to this remote path (a retried call, or the link survived a restart) is
+ * accepted without counting twice; anything else there is AlreadyExists. On failure the call's
+ * use is withdrawn again and a mapping this call created for it alone is removed.
+ *
+ * RemoveSmbGlobalMapping: releases one use of the root of `remote_path`; the host mapping is
+ * removed only when no use is left. Which use: first, uses whose local link has already been
+ * removed are dropped (stale); if one of them asked for this very remote path, that is the
+ * released use (the driver removed its link before calling). Otherwise one use with this remote
+ * path is released (uses without local path first), else one of the root's. A root without any
+ * recorded use but with a host mapping (made before reference counting, or by another tool) has
+ * the mapping removed, as upstream does; a root with neither is NotFound.
+ *
+ * Uses are kept in the state file, written atomically after every change and before the host is
+ * touched for a new use, so a crash leaves either nothing or a recorded use whose link does not
+ * exist, which the start-up sweep drops. At start the service also finishes interrupted removals.
+ * Calls for one share root are serialised; different roots proceed in parallel.
+ *
+ * Codes: malformed input InvalidArgument; local path outside the allowed dirs PermissionDenied;
+ * occupied local path AlreadyExists; unknown root NotFound; unreadable state file
+ * FailedPrecondition (every call, until the file is fixed or moved away); host failures keep
+ * the host's code. Passwords never appear in a message.
+ */
+export async function createSmbService(deps: SmbServiceDeps): Promise<RefCountedSmbService> {
+  const { host, policy, requirePrivacy, platform } = deps;
+  const log: SmbLog = deps.log ?? { info() {}, warning() {} };
+  const fold = (s: string) => (platform === "win32" ? s.toLowerCase() : s);
+
+  let state: SmbState = emptySmbState();
+  let broken: CsiProxyError | undefined;
+  try {
+    state = (await deps.state.load()) ?? emptySmbState();
+  } catch (err) {
+    broken = failedPrecondition(
+      `SMB state file ${deps.state.path} is unreadable (${err instanceof Error ? err.message : String(err)}); ` +
+        "SMB calls are refused so that no share is unmapped under its users: repair the file, or move it away to start counting afresh",
+    );
+    log.warning(broken.message);
+  }
+  const usable = () => {
+    if (broken) throw broken;
+  };
+  const save = () => deps.state.save(state);
+
+  /** Per-root serialisation. */
+  const locks = new Map<string, Promise<unknown>>();
+  function withLock<T>(root: string, fn: () => Promise<T>): Promise<T> {
+    const prev = locks.get(root) ?? Promise.resolve();
+    const run = prev.then(fn, fn);
+    const tail = run.catch(() => {});
+    locks.set(root, tail);
+    void tail.then(() => {
+      if (locks.get(root) === tail) locks.delete(root);
+    });
+    return run;
+  }
+
+  /** Link texts compared loosely: trailing separators, Windows case and `\\?\` prefix do not matter. */
+  const sameTarget = (a: string, b: string) => {
+    const norm = (s: string) => {
+      let t = s.replace(/[\\/]+$/, "");
+      if (platform === "win32") t = t.replace(/^\\\\\?\\/, "").toLowerCase();
+      return t;
+    };
+    return norm(a) === norm(b);
+  };
+
+  /** A use is stale when its local link is gone or no longer points to its remote path. Unknown → live. */
+  async function isStale(user: SmbUser): Promise<boolean> {
+    if (user.localPath === undefined) return false;
+    try {
+      const entry = await host.readDirLink(user.localPath);
+      return entry === null || entry.target === null || !sameTarget(entry.target, host.linkTargetFor(user.remotePath));
+    } catch {
+      return false;
+    }
+  }
+
+  /** Drops the stale uses of `root`; returns them. Does not save. */
+  async function pruneStale(root: string): Promise<SmbUser[]> {
+    const rs = state.roots[root];
+    if (!rs) return [];
+    const stale: SmbUser[] = [];
+    for (const user of [...rs.users]) if (await isStale(user)) stale.push(user);
+    if (stale.length) {
+      rs.users = rs.users.filter((u) => !stale.includes(u));
+      log.info(`SMB ${root}: dropped ${stale.length} use(s) whose local link is gone: ${stale.map((u) => u.localPath).join(", ")}`);
+    }
+    return stale;
+  }
+
+  /** Removes the host mapping of a root that has no use left, and the root's record. */
+  async function tearDown(root: string): Promise<void> {
+    const rs = state.roots[root] ?? (state.roots[root] = { users: [] });
+    rs.removing = true;
+    await save();
+    const mapping = await host.getMapping(root).catch(() => null);
+    if (mapping) await host.removeMapping(root);
+    delete state.roots[root];
+    await save();
+    log.info(`SMB ${root}: last use released, mapping ${mapping ? "removed" : "was already gone"}`);
+  }
+
+  /** Reuses a healthy mapping, re-creates a broken one, creates a missing one. Returns whether it created. */
+  async function ensureMapping(root: string, username: string, password: string): Promise<boolean> {
+    const mapping = await host.getMapping(root).catch(() => null); // upstream: a query error means "not mapped"
+    if (mapping) {
+      if (mapping.status === "OK") {
+        let valid = false;
+        try {
+          valid = await host.isPathValid(root);
+        } catch (err) {
+          log.warning(`SMB ${root}: reachability check failed: ${err instanceof Error ? err.message : String(err)}`);
+        }
+        if (valid) return false;
+        log.info(`SMB ${root}: mapping is not reachable, re-creating it`);
+      } else {
+        log.info(`SMB ${root}: mapping status is ${JSON.stringify(mapping.status)}, re-creating it`);
+      }
+      await host.removeMapping(root);
+    }
+    await host.createMapping(root, username, password, requirePrivacy);
+    return true;
+  }
+
+  /** Sweep of one root: drop stale uses; a root left without uses loses its mapping. */
+  async function sweepRoot(root: string): Promise<void> {
+    const rs = state.roots[root];
+    if (!rs) return;
+    const stale = await pruneStale(root);
+    if (rs.users.length === 0) await tearDown(root);
+    else if (stale.length) await save();
+  }
+
+  async function sweepAll(): Promise<void> {
+    if (broken) return;
+    for (const root of Object.keys(state.roots)) {
+      await withLock(root, () => sweepRoot(root)).catch((err) => {
+        log.warning(`SMB ${root}: sweep failed: ${err instanceof Error ? err.message : String(err)}`);
+      });
+    }
+  }
+
+  // Start-up reconciliation against the host: finish interrupted removals, drop uses whose links
+  // vanished, and report roots whose mapping is gone (after a reboot; the next NewSmbGlobalMapping
+  // for them re-creates it with that call's credentials).
+  await sweepAll();
+  if (!broken) {
+    for (const [root, rs] of Object.entries(state.roots)) {
+      const mapping = await host.getMapping(root).catch(() => null);
+      log.info(`SMB ${root}: ${rs.users.length} use(s) recovered, mapping ${mapping ? `present (${mapping.status})` : "absent until the next NewSmbGlobalMapping for it"}`);
+    }
+  }
+
+  const interval = deps.sweepIntervalMs ?? 5 * 60_000;
+  const timer = interval > 0 ? setInterval(() => void sweepAll(), interval) : undefined;
+  timer?.unref();
+
+  return {
+    async newSmbGlobalMapping(req) {
+      const rp = parseRemotePath(req.remotePath);
+      validateCredentials(req.username, req.password);
+      const link = req.localPath === "" ? undefined : await policy.check(req.localPath);
+      usable();
+      return withLock(rp.root, async () => {
+        const stale = await pruneStale(rp.root);
+        const rs: SmbRootState = state.roots[rp.root] ?? (state.roots[rp.root] = { users: [] });
+        let existingLink = false;
+        if (link !== undefined) {
+          const entry = await host.readDirLink(link);
+          if (entry !== null) {
+            if (entry.target === null || !sameTarget(entry.target, host.linkTargetFor(rp.remotePath))) {
+              if (stale.length) await save();
+              throw alreadyExists(`local path ${req.localPath} already exists`);
+            }
+            existingLink = true; // a retried call, or a link that outlived a restart: same destination
+          }
+        }
+        const id = link !== undefined ? `link:${fold(link)}` : `call:${randomUUID()}`;
+        let user = rs.users.find((u) => u.id === id);
+        const added = user === undefined;
+        if (user === undefined) {
+          user = { id, remotePath: rp.remotePath, since: new Date().toISOString(), ...(link !== undefined ? { localPath: link } : {}) };
+          rs.users.push(user);
+        } else {
+          user.remotePath = rp.remotePath;
+        }
+        delete rs.removing;
+        await save(); // recorded before the host is touched: a crash leaves a use the sweep can judge
+        let created = false;
+        try {
+          created = await ensureMapping(rp.root, req.username, req.password);
+          if (link !== undefined && !existingLink) await host.createDirLink(link, rp.remotePath);
+        } catch (err) {
+          if (added) {
+            rs.users = rs.users.filter((u) => u !== user);
+            if (rs.users.length === 0) {
+              if (created) {
+                await host.removeMapping(rp.root).catch((e) => log.warning(`SMB ${rp.root}: rollback failed: ${e instanceof Error ? e.message : String(e)}`));
+              }
+              delete state.roots[rp.root];
+            }
+            await save().catch((e) => log.warning(`SMB state: save failed: ${e instanceof Error ? e.message : String(e)}`));
+          }
+          throw err;
+        }
+      });
+    },
+
+    async removeSmbGlobalMapping(req) {
+      const rp = parseRemotePath(req.remotePath);
+      usable();
+      return withLock(rp.root, async () => {
+        const rs = state.roots[rp.root];
+        const stale = await pruneStale(rp.root);
+        if (!rs || (rs.users.length === 0 && stale.length === 0 && !rs.removing)) {
+          // No recorded use: a mapping made before counting started or by another tool. Upstream removes it.
+          const mapping = await host.getMapping(rp.root).catch(() => null);
+          if (!mapping) {
+            if (rs) {
+              delete state.roots[rp.root];
+              await save();
+            }
+            throw notFound(`error remove smb mapping '${rp.root}'. err: no SMB global mapping for remote path ${rp.root}`);
+          }
+          await host.removeMapping(rp.root);
+          if (rs) {
+            delete state.roots[rp.root];
+            await save();
+          }
+          log.info(`SMB ${rp.root}: removed a mapping that had no recorded use`);
+          return;
+        }
+        const same = (u: SmbUser) => u.remotePath.toLowerCase() === rp.remotePath.toLowerCase(); // SMB paths are case-insensitive
+        if (!stale.some(same) && rs.users.length > 0) {
+          const order = [
+            (u: SmbUser) => same(u) && u.localPath === undefined,
+            same,
+            (u: SmbUser) => u.localPath === undefined,
+            () => true,
+          ];
+          for (const pick of order) {
+            const candidates = rs.users.filter(pick);
+            if (candidates.length) {
+              const released = candidates[candidates.length - 1];
+              rs.users = rs.users.filter((u) => u !== released);
+              break;
+            }
+          }
+        }
+        if (rs.users.length > 0) {
+          await save();
+          log.info(`SMB ${rp.root}: use released, ${rs.users.length} left; mapping kept`);
+          return;
+        }
+        await tearDown(rp.root);
+      });
+    },
+
+    references() {
+      return Object.fromEntries(Object.entries(state.roots).filter(([, rs]) => rs.users.length > 0).map(([root, rs]) => [root, rs.users.length]));
+    },
+    sweep: sweepAll,
+    close() {
+      if (timer) clearInterval(timer);
+    },
+  };
+}
+
+const CONTROL = /[\x00-\x1f\x7f]/;
+
+/**
+ * User name: at most {@link MAX_USERNAME_BYTES}, no control characters. Password: at most
+ * {@link MAX_PASSWORD_BYTES}, no NUL, CR or LF (no credential store or credentials file can hold
+ * them). Messages never include the password.
+ */
+function validateCredentials(username: string, password: string): void {
+  if (Buffer.byteLength(username, "utf8") > MAX_USERNAME_BYTES) throw invalidArgument(`username is longer than ${MAX_USERNAME_BYTES} bytes`);
+  if (CONTROL.test(username)) throw invalidArgument(`username ${quoteForError(username)} contains control characters`);
+  if (Buffer.byteLength(password, "utf8") > MAX_PASSWORD_BYTES) throw invalidArgument(`password is longer than ${MAX_PASSWORD_BYTES} bytes`);
+  if (/[\0\r\n]/.test(password)) throw invalidArgument("password contains a NUL, CR or LF character");
+}

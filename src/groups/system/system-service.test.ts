@@ -1,0 +1,143 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { Code, CsiProxyError } from "../../errors.ts";
+import { FakeSystemHost } from "../../host/fake/system.ts";
+import { createSystemService } from "./system-service.ts";
+import { ServiceStatus, StartType } from "./types.ts";
+
+const setup = (allowedServices: string[] = [], platform: "linux" | "win32" = "linux", host = new FakeSystemHost()) => ({
+  host,
+  system: createSystemService({ host, platform, allowedServices, pollIntervalMs: 1, waitTimeoutMs: 50 }),
+});
+
+async function rejectsWith(p: Promise<unknown>, code: Code, message?: RegExp | string): Promise<void> {
+  await assert.rejects(p, (e: unknown) => {
+    assert.ok(e instanceof CsiProxyError, `expected CsiProxyError, got ${String(e)}`);
+    assert.equal(e.code, code, `code of ${JSON.stringify(e.message)}`);
+    if (typeof message === "string") assert.equal(e.message, message);
+    else if (message) assert.match(e.message, message);
+    return true;
+  });
+}
+
+describe("GetBIOSSerialNumber", () => {
+  it("returns the trimmed serial; no SMBIOS → FailedPrecondition; empty → NotFound", async () => {
+    const { host, system } = setup();
+    host.biosSerial = "  VMware-42 1a 2b  \n";
+    assert.deepEqual(await system.getBIOSSerialNumber(), { serialNumber: "VMware-42 1a 2b" });
+    host.biosSerial = null;
+    await rejectsWith(system.getBIOSSerialNumber(), Code.FailedPrecondition, /no SMBIOS\/DMI data/);
+    host.biosSerial = " \n";
+    await rejectsWith(system.getBIOSSerialNumber(), Code.NotFound, "the BIOS serial number is empty");
+  });
+});
+
+describe("GetService", () => {
+  it("reports the service, is not restricted by the allow-list, and is NotFound (upstream text) when unknown", async () => {
+    const { host, system } = setup([]);
+    host.addService("ssh", { displayName: "OpenSSH server", startType: StartType.Automatic, status: ServiceStatus.Running });
+    assert.deepEqual(await system.getService({ name: "ssh" }), { displayName: "OpenSSH server", startType: StartType.Automatic, status: ServiceStatus.Running });
+    await rejectsWith(system.getService({ name: "nope" }), Code.NotFound, "failed to get service nope. error: failed to query service nope: not found");
+  });
+});
+
+describe("service names (InvalidArgument before anything else)", () => {
+  const hostile = ["", "../etc/passwd", "a/b", "a\\b", "x;reboot", "$(id)", "`id`", "a b", "a|b", "a&b", "%PATH%", "a\nb", "a\0b", "-h", "--help",
+    "ssh\u2215x", "ｓｓｈ", "a".repeat(100_000), "'quoted'", '"dq"'];
+  for (const platform of ["linux", "win32"] as const) {
+    it(`${platform}: rejects hostile names for every RPC`, async () => {
+      const { host, system } = setup(["*"], platform);
+      for (const name of hostile) {
+        if (platform === "win32" && ["x;reboot", "$(id)", "a b", "a|b", "a&b", "%PATH%", "-h", "--help", "ssh\u2215x", "ｓｓｈ"].includes(name)) continue; // legal SCM names: data only
+        await rejectsWith(system.getService({ name }), Code.InvalidArgument, name === "" ? "service name is required" : /invalid service name/);
+        await rejectsWith(system.startService({ name }), Code.InvalidArgument);
+        await rejectsWith(system.stopService({ name, force: true }), Code.InvalidArgument);
+      }
+      assert.deepEqual(host.calls, []);
+    });
+  }
+  it("win32: names SCM accepts are looked up as data (NotFound), never interpreted", async () => {
+    const { host, system } = setup(["*"], "win32");
+    for (const name of ["x;reboot", "$(id)", "a|b", "%PATH%", "-h"]) await rejectsWith(system.getService({ name }), Code.NotFound);
+    assert.ok(host.calls.includes("getService $(id)"));
+  });
+  it("linux: systemd names with @, dots and a .service suffix are accepted", async () => {
+    const { host, system } = setup();
+    host.addService("getty@tty1.service");
+    await system.getService({ name: "getty@tty1.service" });
+  });
+});
+
+describe("StartService / StopService allow-list", () => {
+  it("empty allow-list: PermissionDenied before any lookup", async () => {
+    const { host, system } = setup([]);
+    host.addService("ssh");
+    await rejectsWith(system.startService({ name: "ssh" }), Code.PermissionDenied, /starting service ssh is not allowed: it is not listed in -allowed-service/);
+    await rejectsWith(system.stopService({ name: "ssh", force: false }), Code.PermissionDenied, /stopping service ssh/);
+    assert.deepEqual(host.calls, []);
+  });
+  it("only listed services; * allows any; .service suffix (linux) and case (win32) do not matter", async () => {
+    const linux = setup(["ssh.service"]);
+    linux.host.addService("ssh").addService("cron");
+    await linux.system.startService({ name: "ssh" });
+    await rejectsWith(linux.system.startService({ name: "cron" }), Code.PermissionDenied);
+    const win = setup(["MSiSCSI"], "win32");
+    win.host.addService("msiscsi");
+    await win.system.startService({ name: "msiscsi" });
+    const any = setup(["*"]);
+    any.host.addService("cron");
+    await any.system.startService({ name: "cron" });
+  });
+});
+
+describe("StartService", () => {
+  it("starts, waits until Running, and is a no-op when already running", async () => {
+    const { host, system } = setup(["svc"]);
+    host.addService("svc", { pendingPolls: 3 });
+    await system.startService({ name: "svc" });
+    assert.equal(host.services.get("svc")!.status, ServiceStatus.Running);
+    host.calls.length = 0;
+    await system.startService({ name: "svc" });
+    assert.deepEqual(host.calls, ["getService svc"]);
+  });
+  it("times out with upstream's text when the service never runs; unknown → NotFound", async () => {
+    const { host, system } = setup(["*"]);
+    host.addService("slow", { pendingPolls: Infinity });
+    await rejectsWith(system.startService({ name: "slow" }), Code.DeadlineExceeded, "timed out waiting for service slow to become running");
+    await rejectsWith(system.startService({ name: "ghost" }), Code.NotFound);
+  });
+});
+
+describe("StopService", () => {
+  const tree = () => {
+    const host = new FakeSystemHost()
+      .addService("base", { status: ServiceStatus.Running, dependents: ["mid", "idle"] })
+      .addService("mid", { status: ServiceStatus.Running, dependents: ["top"] })
+      .addService("top", { status: ServiceStatus.Running })
+      .addService("idle", { status: ServiceStatus.Stopped });
+    return host;
+  };
+
+  it("no-op when stopped; stops and waits otherwise", async () => {
+    const { host, system } = setup(["*"], "linux", tree());
+    await system.stopService({ name: "idle", force: false });
+    assert.ok(!host.calls.some((c) => c.startsWith("stopService")));
+    await system.stopService({ name: "top", force: false });
+    assert.equal(host.services.get("top")!.status, ServiceStatus.Stopped);
+  });
+
+  it("running dependents: FailedPrecondition without force; with force stopped deepest first", async () => {
+    const { host, system } = setup(["*"], "linux", tree());
+    await rejectsWith(system.stopService({ name: "base", force: false }), Code.FailedPrecondition, /running dependent services \(mid, top\)/);
+    assert.equal(host.services.get("base")!.status, ServiceStatus.Running);
+    await system.stopService({ name: "base", force: true });
+    assert.deepEqual(host.calls.filter((c) => c.startsWith("stopService")), ["stopService top", "stopService mid", "stopService base"]);
+    for (const name of ["base", "mid", "top"]) assert.equal(host.services.get(name)!.status, ServiceStatus.Stopped);
+  });
+
+  it("force needs every running dependent on the allow-list", async () => {
+    const { host, system } = setup(["base", "mid"], "linux", tree());
+    await rejectsWith(system.stopService({ name: "base", force: true }), Code.PermissionDenied, /dependent service top, which is not listed/);
+    assert.ok(!host.calls.some((c) => c.startsWith("stopService")));
+  });
+});

@@ -1,0 +1,103 @@
+import { describe, test, after } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { closeSync, ftruncateSync, mkdtempSync, openSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
+import { guidToString, readPartitionTable } from "./partition-table.ts";
+import { capabilityNames, decodeDev, parseBlkidExport } from "./block-host.ts";
+
+const dir = mkdtempSync(path.join(tmpdir(), "csi-pt-"));
+after(() => rmSync(dir, { recursive: true, force: true }));
+const MiB = 1024 * 1024;
+
+/** A sparse image file partitioned by sfdisk (works on plain files, no root needed). */
+function image(name: string, sizeMiB: number, script: string): string {
+  const file = path.join(dir, name);
+  const fd = openSync(file, "w");
+  ftruncateSync(fd, sizeMiB * MiB);
+  closeSync(fd);
+  execFileSync("sfdisk", ["--quiet", file], { input: script });
+  return file;
+}
+
+const sfdiskJson = (file: string) =>
+  JSON.parse(execFileSync("sfdisk", ["--json", file], { encoding: "utf8" })).partitiontable as {
+    label: string;
+    id: string;
+    partitions: { start: number; size: number; type: string; uuid?: string }[];
+  };
+
+const haveSfdisk = (() => {
+  try {
+    execFileSync("sfdisk", ["--version"], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+describe("partition tables read from the device", { skip: haveSfdisk ? false : "sfdisk not installed (scripts/install-linux-tools.sh)" }, () => {
+  test("GPT: entries, PARTUUIDs and types as sfdisk wrote them; backup header at the end", async () => {
+    const file = image("gpt.img", 64, "label: gpt\nsize=10MiB, type=0fc63daf-8483-4772-8e79-3d69d8477de4\ntype=e3c9e316-0b5c-4db8-817d-f92df00215ae\n");
+    const table = await readPartitionTable(file, 512, BigInt(64 * MiB));
+    const want = sfdiskJson(file);
+    assert.equal(table?.type, "gpt");
+    assert.deepEqual(
+      table!.entries.map((e) => ({ start: Number(e.startSectors), size: Number(e.sizeSectors), uuid: e.uuid, type: e.typeId })),
+      want.partitions.map((p) => ({ start: p.start, size: p.size, uuid: p.uuid!.toLowerCase(), type: p.type.toLowerCase() })),
+    );
+    assert.equal(table!.backupAtEnd, true);
+    assert.equal(table!.trailerSectors, 33n);
+    assert.equal(table!.lastUsableSectors, BigInt(64 * 2048 - 34));
+  });
+
+  test("GPT on a grown disk: the backup header is no longer at the end", async () => {
+    const file = image("grown.img", 32, "label: gpt\ntype=0fc63daf-8483-4772-8e79-3d69d8477de4\n");
+    const table = await readPartitionTable(file, 512, BigInt(64 * MiB));
+    assert.equal(table!.backupAtEnd, false);
+  });
+
+  test("MBR: PARTUUID = <disk signature>-<nn>, type as 0x..", async () => {
+    const file = image("mbr.img", 32, "label: dos\nlabel-id: 0x0badcafe\nsize=8MiB, type=83\ntype=7\n");
+    const table = await readPartitionTable(file, 512, BigInt(32 * MiB));
+    assert.equal(table?.type, "dos");
+    assert.deepEqual(
+      table!.entries.map((e) => [e.number, e.uuid, e.typeId]),
+      [
+        [1, "0badcafe-01", "0x83"],
+        [2, "0badcafe-02", "0x7"],
+      ],
+    );
+  });
+
+  test("a plain filesystem image is no partition table", async () => {
+    const file = path.join(dir, "fs.img");
+    const fd = openSync(file, "w");
+    ftruncateSync(fd, 16 * MiB);
+    closeSync(fd);
+    execFileSync("mkfs.ext4", ["-q", "-F", file]);
+    assert.equal(await readPartitionTable(file, 512, BigInt(16 * MiB)), null);
+  });
+});
+
+describe("small parsers", () => {
+  test("GUIDs: mixed-endian on disk", () => {
+    const bytes = Uint8Array.from([0xaf, 0x3d, 0xc6, 0x0f, 0x83, 0x84, 0x72, 0x47, 0x8e, 0x79, 0x3d, 0x69, 0xd8, 0x47, 0x7d, 0xe4]);
+    assert.equal(guidToString(bytes), "0fc63daf-8483-4772-8e79-3d69d8477de4");
+  });
+  test("capabilities from a CapEff mask", () => {
+    const caps = capabilityNames("000001fffeffffff");
+    assert.equal(caps.has("CAP_SYS_ADMIN"), true);
+    assert.equal(caps.has("CAP_SYS_RESOURCE"), false);
+    assert.equal(capabilityNames("0").size, 0);
+  });
+  test("dev_t decoding (glibc encoding)", () => {
+    assert.deepEqual(decodeDev(0x0703n), { major: 7, minor: 3 });
+    assert.deepEqual(decodeDev((259n << 8n) | 0n), { major: 259, minor: 0 });
+    assert.deepEqual(decodeDev(0x10300n | (0x1n << 20n)), { major: 259, minor: 256 });
+  });
+  test("blkid export output", () => {
+    assert.deepEqual(parseBlkidExport("DEVNAME=/dev/x\nTYPE=ext4\nUSAGE=filesystem\n"), { DEVNAME: "/dev/x", TYPE: "ext4", USAGE: "filesystem" });
+  });
+});

@@ -1,0 +1,112 @@
+/**
+ * Reads GPT and MBR partition tables straight from a block device (two or three reads, no process),
+ * for what sysfs does not tell: PARTUUIDs, partition types and the GPT backup-header position.
+ * The parser is a pure function of the bytes; only {@link readPartitionTable} does I/O.
+ */
+import { open } from "node:fs/promises";
+import type { PartitionTable } from "../../groups/disk/host-api.ts";
+
+/** A GUID as stored on disk (first three fields little-endian) → canonical lower-case text. */
+export function guidToString(b: Uint8Array): string {
+  const hex = (from: number, to: number, reverse: boolean) => {
+    const bytes = Array.from(b.subarray(from, to));
+    return (reverse ? bytes.reverse() : bytes).map((x) => x.toString(16).padStart(2, "0")).join("");
+  };
+  return `${hex(0, 4, true)}-${hex(4, 6, true)}-${hex(6, 8, true)}-${hex(8, 10, false)}-${hex(10, 16, false)}`;
+}
+
+const isZero = (b: Uint8Array) => b.every((x) => x === 0);
+
+/**
+ * Reads `length` bytes at `offset` of the device; shorter reads (end of device) give shorter buffers.
+ */
+export type ReadAt = (offset: bigint, length: number) => Promise<Uint8Array>;
+
+/**
+ * Parses the partition table of a device of `sizeBytes` with `lbs`-byte logical blocks. GPT when LBA 1
+ * holds a GPT header ("EFI PART"), else MBR when sector 0 ends in 55AA and its four entries look like
+ * partition entries; null otherwise. Sizes in the result are 512-byte units.
+ */
+export async function parsePartitionTable(read: ReadAt, lbs: number, sizeBytes: bigint): Promise<PartitionTable | null> {
+  const unit = BigInt(lbs / 512);
+  const header = await read(BigInt(lbs), Math.min(lbs, 512));
+  if (header.length >= 92 && Buffer.from(header.subarray(0, 8)).toString("latin1") === "EFI PART") {
+    const view = new DataView(header.buffer, header.byteOffset, header.byteLength);
+    const alternateLba = view.getBigUint64(32, true);
+    const lastUsableLba = view.getBigUint64(48, true);
+    const entriesLba = view.getBigUint64(72, true);
+    const count = view.getUint32(80, true);
+    const entrySize = view.getUint32(84, true);
+    if (entrySize < 128 || count > 4096) return null;
+    const raw = await read(entriesLba * BigInt(lbs), count * entrySize);
+    const entries: PartitionTable["entries"] = [];
+    for (let i = 0; i < count && (i + 1) * entrySize <= raw.length; i++) {
+      const e = raw.subarray(i * entrySize, (i + 1) * entrySize);
+      const type = e.subarray(0, 16);
+      if (isZero(type)) continue;
+      const ev = new DataView(e.buffer, e.byteOffset, e.byteLength);
+      const first = ev.getBigUint64(32, true);
+      const last = ev.getBigUint64(40, true);
+      entries.push({
+        number: i + 1,
+        startSectors: first * unit,
+        sizeSectors: (last - first + 1n) * unit,
+        uuid: guidToString(e.subarray(16, 32)),
+        typeId: guidToString(type),
+      });
+    }
+    const entryLbas = BigInt(Math.ceil((count * entrySize) / lbs));
+    return {
+      type: "gpt",
+      entries,
+      lastUsableSectors: (lastUsableLba + 1n) * unit - 1n,
+      backupAtEnd: alternateLba === sizeBytes / BigInt(lbs) - 1n,
+      trailerSectors: (1n + entryLbas) * unit,
+    };
+  }
+  const mbr = await read(0n, 512);
+  if (mbr.length < 512 || mbr[510] !== 0x55 || mbr[511] !== 0xaa) return null;
+  const view = new DataView(mbr.buffer, mbr.byteOffset, mbr.byteLength);
+  const signature = view.getUint32(440, true).toString(16).padStart(8, "0");
+  const entries: PartitionTable["entries"] = [];
+  for (let i = 0; i < 4; i++) {
+    const off = 446 + i * 16;
+    const boot = mbr[off];
+    if (boot !== 0 && boot !== 0x80) return null; // not a partition table (a FAT boot sector, say)
+    const type = mbr[off + 4];
+    if (type === 0) continue;
+    if (type === 0xee) return null; // protective MBR without a readable GPT
+    entries.push({
+      number: i + 1,
+      startSectors: BigInt(view.getUint32(off + 8, true)) * unit,
+      sizeSectors: BigInt(view.getUint32(off + 12, true)) * unit,
+      uuid: `${signature}-${(i + 1).toString(16).padStart(2, "0")}`,
+      typeId: `0x${type.toString(16)}`,
+    });
+  }
+  return { type: "dos", entries };
+}
+
+/** Opens the device read-only and parses its table. */
+export async function readPartitionTable(devPath: string, lbs: number, sizeBytes: bigint): Promise<PartitionTable | null> {
+  const fh = await open(devPath, "r");
+  try {
+    return await parsePartitionTable(
+      async (offset, length) => {
+        const buf = Buffer.alloc(length);
+        const { bytesRead } = await fh.read(buf, 0, length, offset);
+        return buf.subarray(0, bytesRead);
+      },
+      lbs,
+      sizeBytes,
+    );
+  } finally {
+    await fh.close();
+  }
+}
+
+/** PARTUUIDs of MBR logical partitions (5+) follow the same "<signature>-<nn>" rule as primary ones. */
+export function mbrPartUuid(table: PartitionTable & { type: "dos" }, number: number): string | null {
+  const first = table.entries[0]?.uuid ?? null;
+  return first ? `${first.slice(0, 8)}-${number.toString(16).padStart(2, "0")}` : null;
+}

@@ -1,0 +1,184 @@
+/**
+ * SMB on Linux: a share root's "global mapping" is a CIFS mount of `//server/share` in a private
+ * directory `<state-dir>/smb/mounts/<label>-<hash>`; a local link is a symlink into that mount.
+ *
+ * Credentials reach mount.cifs only through a credentials file (`credentials=<file>`): created
+ * exclusively with mode 0600 in `<state-dir>/smb/credentials` (a 0700 directory), holding
+ * `username=`, `password=` and, for `DOMAIN\user`, `domain=` lines, and deleted as soon as the
+ * mount command returns, whatever its outcome. The password is never on a command line (argv is
+ * world-readable in /proc), never in the child's environment (no `PASSWD=`), never logged.
+ * `-require-privacy` becomes the `seal` option (SMB3 encryption); an empty user name a guest mount.
+ *
+ * Pass-through per host-api.ts: no decisions beyond translating the operations.
+ */
+import * as fs from "node:fs/promises";
+import * as path from "node:path";
+import { createHash, randomBytes } from "node:crypto";
+import type { SmbHostApi } from "../../groups/smb/host-api.ts";
+import { CsiProxyError, Code } from "../../errors.ts";
+import { HostCommandError, runCommand } from "../exec/run-command.ts";
+import { readMountTable } from "./mountinfo.ts";
+import { fsError } from "../fs-error.ts";
+
+export interface LinuxSmbHostOptions {
+  /** The daemon's state directory (`-state-dir`). */
+  stateDir: string;
+  /** The mount program (default `mount`, found on the fixed system PATH). Tests substitute a recorder. */
+  mountCommand?: string;
+  /** The umount program (default `umount`). */
+  umountCommand?: string;
+  /** Upper bound for mount/umount (default 60 s) and for the reachability probe (default 10 s). */
+  timeoutMs?: number;
+  probeTimeoutMs?: number;
+}
+
+export class LinuxSmbHost implements SmbHostApi {
+  readonly #mountsDir: string;
+  readonly #credentialsDir: string;
+  readonly #mount: string;
+  readonly #umount: string;
+  readonly #timeoutMs: number;
+  readonly #probeTimeoutMs: number;
+
+  constructor(options: LinuxSmbHostOptions) {
+    this.#mountsDir = path.join(options.stateDir, "smb", "mounts");
+    this.#credentialsDir = path.join(options.stateDir, "smb", "credentials");
+    this.#mount = options.mountCommand ?? "mount";
+    this.#umount = options.umountCommand ?? "umount";
+    this.#timeoutMs = options.timeoutMs ?? 60_000;
+    this.#probeTimeoutMs = options.probeTimeoutMs ?? 10_000;
+  }
+
+  /** The private mount directory of a share root: readable label plus a hash (roots may hold any Unicode). */
+  mountDirFor(root: string): string {
+    const hash = createHash("sha256").update(root).digest("hex").slice(0, 16);
+    const label = root.replace(/^\\\\/, "").replace(/[^a-z0-9.-]+/g, "_").slice(0, 64);
+    return path.join(this.#mountsDir, `${label}-${hash}`);
+  }
+
+  async getMapping(root: string): Promise<{ status: string } | null> {
+    const dir = this.mountDirFor(root);
+    const real = await fs.realpath(dir).catch(() => null);
+    if (real === null) return null;
+    // Only this daemon mounts in its private directory, so whatever is mounted there is the mapping.
+    const entry = (await readMountTable()).find((m) => m.mountPoint === real);
+    return entry ? { status: "OK" } : null;
+  }
+
+  async createMapping(root: string, username: string, password: string, requirePrivacy: boolean): Promise<void> {
+    const dir = this.mountDirFor(root);
+    await fs.mkdir(dir, { recursive: true, mode: 0o755 }).catch((err) => {
+      throw fsError(err, "mkdir", dir);
+    });
+    const source = root.replaceAll("\\", "/");
+    const options: string[] = [];
+    let credentials: string | undefined;
+    try {
+      if (username === "") options.push("guest");
+      else {
+        credentials = await this.#writeCredentials(username, password);
+        options.push(`credentials=${credentials}`);
+      }
+      if (requirePrivacy) options.push("seal");
+      await runCommand(this.#mount, ["-t", "cifs", source, dir, "-o", options.join(",")], {
+        timeoutMs: this.#timeoutMs,
+        redact: [password],
+      }).catch((err) => {
+        throw mountError(err, source);
+      });
+    } finally {
+      if (credentials !== undefined) await fs.rm(credentials, { force: true });
+    }
+  }
+
+  /** Writes a mount.cifs credentials file (mode 0600, exclusive create) and returns its path. */
+  async #writeCredentials(username: string, password: string): Promise<string> {
+    await fs.mkdir(this.#credentialsDir, { recursive: true, mode: 0o700 });
+    await fs.chmod(this.#credentialsDir, 0o700);
+    const file = path.join(this.#credentialsDir, `cred-${randomBytes(12).toString("hex")}`);
+    const slash = username.indexOf("\\");
+    const lines =
+      slash > 0 ? [`username=${username.slice(slash + 1)}`, `password=${password}`, `domain=${username.slice(0, slash)}`] : [`username=${username}`, `password=${password}`];
+    const handle = await fs.open(file, "wx", 0o600);
+    try {
+      await handle.chmod(0o600);
+      await handle.writeFile(`${lines.join("\n")}\n`);
+    } catch (err) {
+      await handle.close();
+      await fs.rm(file, { force: true });
+      throw err;
+    }
+    await handle.close();
+    return file;
+  }
+
+  async removeMapping(root: string): Promise<void> {
+    const dir = this.mountDirFor(root);
+    try {
+      await runCommand(this.#umount, [dir], { timeoutMs: this.#timeoutMs });
+    } catch (err) {
+      const text = err instanceof HostCommandError ? err.stderr : "";
+      if (/not mounted|no mount point specified/i.test(text)) {
+        // already gone: nothing to force
+      } else if (/busy/i.test(text)) {
+        await runCommand(this.#umount, ["-l", dir], { timeoutMs: this.#timeoutMs }); // Windows removes with -Force
+      } else throw err;
+    }
+    await fs.rmdir(dir).catch(() => {});
+  }
+
+  async isPathValid(remote: string): Promise<boolean> {
+    const parts = remote.split("\\").filter(Boolean);
+    const root = `\\\\${parts[0]}\\${parts[1]}`.toLowerCase();
+    if ((await this.getMapping(root)) === null) return false;
+    // statfs goes to the server for CIFS; a child process bounds a hung mount (fs calls could block a thread forever).
+    const target = path.join(this.mountDirFor(root), ...parts.slice(2));
+    try {
+      await runCommand("stat", ["--file-system", "--format=%T", target], { timeoutMs: this.#probeTimeoutMs });
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  async createDirLink(linkPath: string, remotePath: string): Promise<void> {
+    await fs.symlink(this.linkTargetFor(remotePath), linkPath, "dir").catch((err) => {
+      throw fsError(err, "create link", linkPath);
+    });
+  }
+
+  async readDirLink(linkPath: string): Promise<{ target: string | null } | null> {
+    try {
+      const st = await fs.lstat(linkPath);
+      if (!st.isSymbolicLink()) return { target: null };
+      return { target: await fs.readlink(linkPath) };
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === "ENOENT" || code === "ENOTDIR") return null;
+      throw fsError(err, "read link", linkPath);
+    }
+  }
+
+  linkTargetFor(remotePath: string): string {
+    const parts = remotePath.split("\\").filter(Boolean);
+    const root = `\\\\${parts[0]}\\${parts[1]}`.toLowerCase();
+    return path.join(this.mountDirFor(root), ...parts.slice(2));
+  }
+}
+
+/** mount(8)/mount.cifs failures with a code a driver can act on; the text names the share, never a credential. */
+function mountError(err: unknown, source: string): CsiProxyError {
+  if (!(err instanceof HostCommandError)) return CsiProxyError.from(err);
+  const text = err.stderr;
+  const errno = /mount error\((\d+)\)/.exec(text)?.[1];
+  let code: Code = Code.Internal;
+  let hint = "";
+  if (/unknown filesystem type|No such device/i.test(text) || errno === "19") {
+    code = Code.FailedPrecondition;
+    hint = " (this kernel has no CIFS support: load the cifs module and install cifs-utils)";
+  } else if (errno === "13" || errno === "1") code = Code.PermissionDenied;
+  else if (errno === "2") code = Code.NotFound;
+  else if (["110", "111", "112", "113", "115", "101", "11"].includes(errno ?? "")) code = Code.Unavailable;
+  else if (err.exitCode === null) code = err.timedOut ? Code.DeadlineExceeded : Code.FailedPrecondition;
+  return new CsiProxyError(code, `mounting ${source} failed: ${err.message}${hint}`, { cause: err });
+}

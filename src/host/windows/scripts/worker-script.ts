@@ -1,0 +1,158 @@
+/**
+ * The ONE PowerShell script every worker of the pool runs (passed once, at start, as
+ * `-EncodedCommand`). It is a compile-time constant: no request data is ever spliced into it.
+ *
+ * Protocol (one JSON value per line, ASCII only — non-ASCII characters travel as \uXXXX escapes,
+ * so console code pages never matter):
+ *   stdin  ← {"id":<n>,"op":"<name>","args":{...}}
+ *   stdout → @@CSIPROXY@@ {"ready":true,"pid":<n>}                         once, after start-up
+ *   stdout → @@CSIPROXY@@ {"id":<n>,"ok":true,"result":<json>}
+ *   stdout → @@CSIPROXY@@ {"id":<n>,"ok":false,"error":{...}}              see ErrorInfo below
+ * Lines without the marker (anything a cmdlet might print) are ignored by the pool.
+ *
+ * `op` only selects one of the constant script blocks of `$ops` (a hashtable lookup); `args` is
+ * bound as data (`$a.volumeId`…), compared with exact string equality after enumerating CIM
+ * instances, or cast to [uint32]/[uint64]. No value reaches Invoke-Expression, a WQL text, a
+ * -Filter, or a wildcard-capable cmdlet parameter (Get-Volume -UniqueId globs!).
+ *
+ * CIM classes (namespace root/Microsoft/Windows/Storage) and methods are those of upstream
+ * csi-proxy master (reference-behaviour.md §2.2–2.3), called with Invoke-CimMethod.
+ */
+export const WORKER_SCRIPT = String.raw`$ErrorActionPreference = 'Stop'
+$ProgressPreference = 'SilentlyContinue'
+$WarningPreference = 'SilentlyContinue'
+$VerbosePreference = 'SilentlyContinue'
+$ns = 'root/Microsoft/Windows/Storage'
+$stdin = New-Object System.IO.StreamReader([Console]::OpenStandardInput(), (New-Object System.Text.UTF8Encoding($false)))
+$stdout = New-Object System.IO.StreamWriter([Console]::OpenStandardOutput(), (New-Object System.Text.UTF8Encoding($false)))
+$stdout.AutoFlush = $true
+function Send($obj) {
+  $json = ConvertTo-Json -InputObject $obj -Depth 8 -Compress
+  $json = [regex]::Replace($json, '[^\x20-\x7e]', { param($m) '\u{0:x4}' -f [int][char]$m.Value })
+  $stdout.Write('@@CSIPROXY@@ ' + $json + [char]10)
+}
+function Fail([string]$kind, [string]$message, $returnValue) {
+  $ex = New-Object System.Exception($message)
+  $ex.Data['csiproxy.kind'] = $kind
+  if ($null -ne $returnValue) { $ex.Data['csiproxy.returnValue'] = [int64]$returnValue }
+  throw $ex
+}
+function ErrorInfo($e) {
+  $ex = $e.Exception
+  if ($ex -is [System.Management.Automation.MethodInvocationException] -and $ex.InnerException) { $ex = $ex.InnerException }
+  $info = @{ message = [string]$ex.Message; type = $ex.GetType().FullName; category = [string]$e.CategoryInfo.Category; fqid = [string]$e.FullyQualifiedErrorId }
+  if ($ex.Data.Contains('csiproxy.kind')) { $info.kind = [string]$ex.Data['csiproxy.kind'] }
+  if ($ex.Data.Contains('csiproxy.returnValue')) { $info.returnValue = [int64]$ex.Data['csiproxy.returnValue'] }
+  if ($ex.PSObject.Properties['NativeErrorCode']) { $info.native = [string]$ex.NativeErrorCode }
+  if ($ex.PSObject.Properties['StatusCode']) { $info.statusCode = [int64]$ex.StatusCode }
+  if ($ex.HResult) { $info.hresult = [int64]$ex.HResult }
+  if ($ex.PSObject.Properties['ErrorData'] -and $ex.ErrorData) {
+    foreach ($k in 'MessageId', 'error_Code') { $p = $ex.ErrorData.CimInstanceProperties[$k]; if ($p -and $null -ne $p.Value) { $info[$k] = [string]$p.Value } }
+  }
+  $info
+}
+function Call($inst, [string]$method, $arguments, $ok) {
+  if ($null -eq $arguments) { $arguments = @{} }
+  $r = Invoke-CimMethod -InputObject $inst -MethodName $method -Arguments $arguments
+  $rv = [int64]$r.ReturnValue
+  if ($rv -ne 0 -and -not (@($ok) -contains $rv)) { Fail 'method' ($inst.CimClass.CimClassName + '.' + $method + ' failed: code=' + $rv) $rv }
+  $r
+}
+function Disk($a) {
+  $n = [uint32]$a.diskNumber
+  $d = @(Get-CimInstance -Namespace $ns -ClassName MSFT_Disk | Where-Object { $_.Number -eq $n })
+  if ($d.Count -eq 0) { Fail 'NotFound' ('disk ' + $n + ' not found') }
+  $d[0]
+}
+function Volume($a) {
+  $id = [string]$a.volumeId
+  $v = @(Get-CimInstance -Namespace $ns -ClassName MSFT_Volume | Where-Object { [string]::Equals([string]$_.UniqueId, $id, [StringComparison]::OrdinalIgnoreCase) })
+  if ($v.Count -eq 0) { Fail 'NotFound' ('volume ' + $id + ' not found') }
+  $v[0]
+}
+function VolumePartition($v) {
+  $p = @(Get-CimAssociatedInstance -InputObject $v -ResultClassName MSFT_Partition)
+  if ($p.Count -eq 0) { Fail 'NotFound' ('no partition holds volume ' + [string]$v.UniqueId) }
+  $p[0]
+}
+function DiskInfo($d) {
+  @{ number = [int64]$d.Number; location = [string]$d.Location; path = [string]$d.Path; serialNumber = $d.SerialNumber; size = [string]$d.Size; isOffline = [bool]$d.IsOffline; partitionStyle = [int]$d.PartitionStyle }
+}
+function PartitionInfo($p) {
+  @{ diskNumber = [int64]$p.DiskNumber; partitionNumber = [int64]$p.PartitionNumber; gptType = [string]$p.GptType; mbrType = $p.MbrType; size = [string]$p.Size; offset = [string]$p.Offset; driveLetter = [string]$p.DriveLetter }
+}
+$ops = @{
+  'ping' = { param($a) @{ pong = $true; psVersion = $PSVersionTable.PSVersion.ToString(); echo = $a.echo } }
+  'disk.list' = { param($a) @(Get-CimInstance -Namespace $ns -ClassName MSFT_Disk | ForEach-Object { DiskInfo $_ }) }
+  'disk.get' = { param($a) DiskInfo (Disk $a) }
+  'disk.initialize' = { param($a) $null = Call (Disk $a) 'Initialize' @{ PartitionStyle = [uint16]$a.partitionStyle }; $null }
+  'disk.partitions' = { param($a) $n = [uint32]$a.diskNumber; @(Get-CimInstance -Namespace $ns -ClassName MSFT_Partition | Where-Object { $_.DiskNumber -eq $n } | ForEach-Object { PartitionInfo $_ }) }
+  'disk.createPartition' = { param($a)
+    $p = @{ UseMaximumSize = $true; AssignDriveLetter = $false; IsHidden = $false; IsActive = $false }
+    if ($a.gptType) { $p.GptType = [string]$a.gptType }
+    $null = Call (Disk $a) 'CreatePartition' $p; $null }
+  'disk.refresh' = { param($a) $null = Call (Disk $a) 'Refresh'; $null }
+  'disk.setOnline' = { param($a) $m = 'Offline'; if ([bool]$a.online) { $m = 'Online' }; $null = Call (Disk $a) $m; $null }
+  'disk.rescan' = { param($a) $r = Invoke-CimMethod -Namespace $ns -ClassName MSFT_StorageSetting -MethodName UpdateHostStorageCache
+    if ([int64]$r.ReturnValue -ne 0) { Fail 'method' ('MSFT_StorageSetting.UpdateHostStorageCache failed: code=' + $r.ReturnValue) $r.ReturnValue }; $null }
+  'partition.online' = { param($a) $n = [uint32]$a.diskNumber; $pn = [uint32]$a.partitionNumber
+    $p = @(Get-CimInstance -Namespace $ns -ClassName MSFT_Partition | Where-Object { $_.DiskNumber -eq $n -and $_.PartitionNumber -eq $pn })
+    if ($p.Count -eq 0) { Fail 'NotFound' ('partition ' + $pn + ' of disk ' + $n + ' not found') }
+    $null = Call $p[0] 'Online'; $null }
+  'volume.listOnDisk' = { param($a) $n = [uint32]$a.diskNumber; $pn = [uint32]$a.partitionNumber
+    @(Get-CimInstance -Namespace $ns -ClassName MSFT_Partition | Where-Object { $_.DiskNumber -eq $n -and ($pn -eq 0 -or $_.PartitionNumber -eq $pn) } |
+      ForEach-Object { Get-CimAssociatedInstance -InputObject $_ -ResultClassName MSFT_Volume } | ForEach-Object { [string]$_.UniqueId }) }
+  'volume.get' = { param($a) $v = Volume $a
+    @{ uniqueId = [string]$v.UniqueId; fileSystemType = [int]$v.FileSystemType; fileSystem = [string]$v.FileSystem; size = [string]$v.Size; sizeRemaining = [string]$v.SizeRemaining } }
+  'volume.format' = { param($a) $null = Call (Volume $a) 'Format' @{ FileSystem = 'NTFS'; FileSystemLabel = ''; Full = $false; Force = $true }; $null }
+  'volume.flush' = { param($a) $null = Call (Volume $a) 'Flush'; $null }
+  'volume.partition' = { param($a) PartitionInfo (VolumePartition (Volume $a)) }
+  'volume.supportedSize' = { param($a) $r = Call (VolumePartition (Volume $a)) 'GetSupportedSize'; @{ sizeMin = [string]$r.SizeMin; sizeMax = [string]$r.SizeMax } }
+  'volume.resize' = { param($a) $p = VolumePartition (Volume $a); $null = Call $p 'Resize' @{ Size = [uint64][string]$a.size }
+    $d = @(Get-CimAssociatedInstance -InputObject $p -ResultClassName MSFT_Disk); if ($d.Count -gt 0) { $null = Call $d[0] 'Refresh' }; $null }
+}
+Send @{ ready = $true; pid = $PID }
+while ($null -ne ($line = $stdin.ReadLine())) {
+  $id = $null
+  try {
+    $req = ConvertFrom-Json -InputObject $line
+    $id = $req.id
+    $op = $ops[[string]$req.op]
+    if ($null -eq $op) { Fail 'UnknownOp' ('unknown op ' + [string]$req.op) }
+    $result = & $op $req.args
+    Send @{ id = $id; ok = $true; result = $result }
+  } catch {
+    Send @{ id = $id; ok = $false; error = (ErrorInfo $_) }
+  }
+}
+`;
+
+/** Every op the worker script defines (the pool refuses any other name before sending). */
+export const WORKER_OPS = [
+  "ping",
+  "disk.list",
+  "disk.get",
+  "disk.initialize",
+  "disk.partitions",
+  "disk.createPartition",
+  "disk.refresh",
+  "disk.setOnline",
+  "disk.rescan",
+  "partition.online",
+  "volume.listOnDisk",
+  "volume.get",
+  "volume.format",
+  "volume.flush",
+  "volume.partition",
+  "volume.supportedSize",
+  "volume.resize",
+] as const;
+
+export type WorkerOp = (typeof WORKER_OPS)[number];
+
+/** `powershell.exe` arguments: the script as -EncodedCommand (UTF-16LE, base64), so no quoting rules apply. */
+export function powershellArgs(script: string = WORKER_SCRIPT): string[] {
+  // -InputFormat None: powershell.exe must not read (and wait for the end of) the redirected stdin
+  // itself; the script reads it through [Console]::OpenStandardInput().
+  return ["-NoLogo", "-NoProfile", "-NonInteractive", "-InputFormat", "None", "-ExecutionPolicy", "Bypass", "-EncodedCommand", Buffer.from(script, "utf16le").toString("base64")];
+}

@@ -1,0 +1,99 @@
+/**
+ * Crash-safe small files: the daemon's persistent state (SMB reference counts, the iSCSI mutual CHAP
+ * secret on Linux). A write never leaves a torn file behind: the content goes to a temporary file
+ * in the same directory (created exclusively with the requested mode, so a secret is never readable
+ * by others, not even briefly), is fsync'ed, renamed over the target, and the directory is fsync'ed
+ * so that the rename itself survives a power cut. A reader sees the old or the new content, never a
+ * mix. Works on Linux and Windows (where the directory fsync is skipped: NTFS journals the rename).
+ */
+import * as fs from "node:fs/promises";
+import * as path from "node:path";
+import { randomBytes } from "node:crypto";
+
+/**
+ * Writes `data` to `file` atomically (see module doc), creating missing parent directories (0700).
+ * The file ends with exactly `mode` (default 0600).
+ */
+export async function writeFileAtomic(file: string, data: string | Buffer, options: { mode?: number; tmpDir?: string } = {}): Promise<void> {
+  const mode = options.mode ?? 0o600;
+  const dir = path.dirname(file);
+  await fs.mkdir(dir, { recursive: true, mode: 0o700 });
+  // `tmpDir` (same filesystem) keeps the temporary file out of directories other programs scan.
+  const tmp = path.join(options.tmpDir ?? dir, `.${path.basename(file)}.tmp-${process.pid}-${randomBytes(6).toString("hex")}`);
+  const handle = await fs.open(tmp, "wx", mode);
+  try {
+    try {
+      await handle.writeFile(data);
+      await handle.chmod(mode); // the umask may have narrowed it; never widen beyond `mode`
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await fs.rename(tmp, file);
+  } catch (err) {
+    await fs.rm(tmp, { force: true }).catch(() => {});
+    throw err;
+  }
+  await syncDir(dir);
+}
+
+/** Removes `file` (a missing file is fine) and makes the removal durable. */
+export async function removeFileDurably(file: string): Promise<void> {
+  await fs.rm(file, { force: true });
+  await syncDir(path.dirname(file)).catch(() => {});
+}
+
+async function syncDir(dir: string): Promise<void> {
+  if (process.platform === "win32") return;
+  const handle = await fs.open(dir, "r");
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Content of `file`, or null when it does not exist. */
+export async function readFileIfExists(file: string): Promise<string | null> {
+  try {
+    return await fs.readFile(file, "utf8");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
+    throw err;
+  }
+}
+
+/**
+ * A JSON document kept in one file. `load` parses and validates it (null when absent; throws on a
+ * corrupt or invalid file, never silently resets); `save` replaces it atomically. Saves are
+ * serialised in call order, so the file always ends up with the last saved value.
+ */
+export interface JsonStateFile<T> {
+  readonly path: string;
+  load(): Promise<T | null>;
+  save(value: T): Promise<void>;
+}
+
+export function createJsonStateFile<T>(file: string, validate: (raw: unknown) => T, options: { mode?: number } = {}): JsonStateFile<T> {
+  let queue: Promise<unknown> = Promise.resolve();
+  return {
+    path: file,
+    async load() {
+      const text = await readFileIfExists(file);
+      if (text === null) return null;
+      let raw: unknown;
+      try {
+        raw = JSON.parse(text);
+      } catch (err) {
+        throw new Error(`${file} is not valid JSON: ${(err as Error).message}`);
+      }
+      return validate(raw);
+    },
+    save(value) {
+      const text = `${JSON.stringify(value, null, 2)}\n`;
+      const next = queue.then(() => writeFileAtomic(file, text, options));
+      queue = next.catch(() => {});
+      return next;
+    },
+  };
+}

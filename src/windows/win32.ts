@@ -1,0 +1,321 @@
+/**
+ * The Win32 functions csi-proxy calls through koffi, declared once. Every wrapper is synchronous and
+ * reads GetLastError immediately after the failing call (koffi runs synchronous calls on the JS
+ * thread, so nothing else runs in between); failures throw {@link Win32Error}, whose gRPC code is
+ * chosen from the Win32 error code.
+ *
+ * Only loaded on Windows (compose.ts imports the Windows hosts dynamically).
+ */
+import { CsiProxyError, Code } from "../errors.ts";
+import { loadKoffi, type Koffi } from "./native.ts";
+
+/** Win32 error codes this code relies on (winerror.h). */
+export const WinError = {
+  SUCCESS: 0,
+  INVALID_FUNCTION: 1,
+  FILE_NOT_FOUND: 2,
+  PATH_NOT_FOUND: 3,
+  ACCESS_DENIED: 5,
+  INVALID_HANDLE: 6,
+  NOT_READY: 21,
+  SHARING_VIOLATION: 32,
+  NOT_SUPPORTED: 50,
+  INVALID_PARAMETER: 87,
+  CALL_NOT_IMPLEMENTED: 120,
+  INSUFFICIENT_BUFFER: 122,
+  INVALID_NAME: 123,
+  DIR_NOT_EMPTY: 145,
+  ALREADY_EXISTS: 183,
+  FILENAME_EXCED_RANGE: 206,
+  PIPE_BUSY: 231,
+  MORE_DATA: 234,
+  DIRECTORY: 267,
+  INVALID_SECURITY_DESCR: 1338,
+  FAILED_SERVICE_CONTROLLER_CONNECT: 1063,
+  NOT_A_REPARSE_POINT: 4390,
+} as const;
+
+const messages: Record<number, string> = {
+  1: "Incorrect function.",
+  2: "The system cannot find the file specified.",
+  3: "The system cannot find the path specified.",
+  5: "Access is denied.",
+  6: "The handle is invalid.",
+  21: "The device is not ready.",
+  32: "The process cannot access the file because it is being used by another process.",
+  50: "The request is not supported.",
+  87: "The parameter is incorrect.",
+  120: "This function is not supported on this system.",
+  122: "The data area passed to a system call is too small.",
+  123: "The filename, directory name, or volume label syntax is incorrect.",
+  145: "The directory is not empty.",
+  183: "Cannot create a file when that file already exists.",
+  206: "The filename or extension is too long.",
+  231: "All pipe instances are busy.",
+  267: "The directory name is invalid.",
+  1338: "The security descriptor structure is invalid.",
+  1063: "The service process could not connect to the service controller.",
+  4390: "The file or directory is not a reparse point.",
+};
+
+/** gRPC code for a Win32 error code. */
+export function codeForWin32(errno: number): Code {
+  switch (errno) {
+    case WinError.FILE_NOT_FOUND:
+    case WinError.PATH_NOT_FOUND:
+    case WinError.NOT_A_REPARSE_POINT:
+      return Code.NotFound;
+    case WinError.ACCESS_DENIED:
+      return Code.PermissionDenied;
+    case WinError.ALREADY_EXISTS:
+      return Code.AlreadyExists;
+    case WinError.INVALID_PARAMETER:
+    case WinError.INVALID_NAME:
+    case WinError.FILENAME_EXCED_RANGE:
+    case WinError.INVALID_SECURITY_DESCR:
+      return Code.InvalidArgument;
+    case WinError.DIR_NOT_EMPTY:
+    case WinError.DIRECTORY:
+    case WinError.SHARING_VIOLATION:
+    case WinError.NOT_READY:
+      return Code.FailedPrecondition;
+    case WinError.NOT_SUPPORTED:
+    case WinError.CALL_NOT_IMPLEMENTED:
+      return Code.Unimplemented;
+    case WinError.PIPE_BUSY:
+      return Code.Unavailable;
+    default:
+      return Code.Internal;
+  }
+}
+
+/** A failed Win32 call: `<what>: <Windows message> (win32 error <n>)`, with the code mapped by {@link codeForWin32}. */
+export class Win32Error extends CsiProxyError {
+  override name = "Win32Error";
+  readonly errno: number;
+  constructor(what: string, errno: number) {
+    super(codeForWin32(errno), `${what}: ${messages[errno] ?? "Windows error"} (win32 error ${errno})`);
+    this.errno = errno;
+  }
+}
+
+export const FILE_ATTRIBUTE_DIRECTORY = 0x10;
+export const FILE_ATTRIBUTE_REPARSE_POINT = 0x400;
+export const INVALID_FILE_ATTRIBUTES = 0xffffffff;
+export const IO_REPARSE_TAG_MOUNT_POINT = 0xa0000003;
+export const IO_REPARSE_TAG_SYMLINK = 0xa000000c;
+
+const GENERIC_READ = 0x80000000;
+const FILE_SHARE_READ = 1, FILE_SHARE_WRITE = 2;
+const OPEN_EXISTING = 3;
+const IOCTL_STORAGE_GET_DEVICE_NUMBER = 0x2d1080;
+const IOCTL_STORAGE_QUERY_PROPERTY = 0x2d1400;
+export const READ_CONTROL = 0x20000;
+export const WRITE_DAC = 0x40000;
+const SE_KERNEL_OBJECT = 6;
+export const DACL_SECURITY_INFORMATION = 4;
+export const PROTECTED_DACL_SECURITY_INFORMATION = 0x80000000;
+const SDDL_REVISION_1 = 1;
+
+/** A Win32 HANDLE as koffi returns `intptr` (a number, or a bigint for large values). */
+type Handle = number | bigint;
+const invalidHandle = (h: Handle) => Number(h) === -1 || Number(h) === 0;
+
+type Fn = (...args: unknown[]) => unknown;
+
+/** Decodes a NUL-terminated UTF-16LE string from a buffer. */
+export function utf16z(buf: Buffer): string {
+  const s = buf.toString("utf16le");
+  const nul = s.indexOf("\0");
+  return nul === -1 ? s : s.slice(0, nul);
+}
+
+/** The Win32 API surface used by csi-proxy (kernel32 + advapi32). Create with {@link loadWin32}. */
+export class Win32 {
+  readonly koffi: Koffi;
+  readonly #f: Record<string, Fn>;
+
+  constructor(koffi: Koffi) {
+    this.koffi = koffi;
+    const k32 = koffi.load("kernel32.dll");
+    const adv = koffi.load("advapi32.dll");
+    const decl = (lib: ReturnType<Koffi["load"]>, proto: string) => lib.func(proto) as unknown as Fn;
+    this.#f = {
+      GetLastError: decl(k32, "uint32_t __stdcall GetLastError()"),
+      GetFileAttributesW: decl(k32, "uint32_t __stdcall GetFileAttributesW(const char16_t *path)"),
+      FindFirstFileW: decl(k32, "intptr_t __stdcall FindFirstFileW(const char16_t *path, _Out_ uint8_t *data)"),
+      FindClose: decl(k32, "int __stdcall FindClose(intptr_t h)"),
+      SetVolumeMountPointW: decl(k32, "int __stdcall SetVolumeMountPointW(const char16_t *mountPoint, const char16_t *volumeName)"),
+      DeleteVolumeMountPointW: decl(k32, "int __stdcall DeleteVolumeMountPointW(const char16_t *mountPoint)"),
+      GetVolumePathNameW: decl(k32, "int __stdcall GetVolumePathNameW(const char16_t *path, _Out_ uint8_t *out, uint32_t len)"),
+      GetVolumeNameForVolumeMountPointW: decl(k32, "int __stdcall GetVolumeNameForVolumeMountPointW(const char16_t *mountPoint, _Out_ uint8_t *out, uint32_t len)"),
+      CreateFileW: decl(k32, "intptr_t __stdcall CreateFileW(const char16_t *name, uint32_t access, uint32_t share, void *sa, uint32_t disposition, uint32_t flags, void *template)"),
+      CloseHandle: decl(k32, "int __stdcall CloseHandle(intptr_t h)"),
+      DeviceIoControl: decl(k32, "int __stdcall DeviceIoControl(intptr_t h, uint32_t code, const uint8_t *in, uint32_t inLen, _Out_ uint8_t *out, uint32_t outLen, _Out_ uint32_t *returned, void *overlapped)"),
+      WaitNamedPipeW: decl(k32, "int __stdcall WaitNamedPipeW(const char16_t *name, uint32_t timeoutMs)"),
+      LocalFree: decl(k32, "intptr_t __stdcall LocalFree(void *p)"),
+      ConvertStringSecurityDescriptorToSecurityDescriptorW: decl(adv, "int __stdcall ConvertStringSecurityDescriptorToSecurityDescriptorW(const char16_t *sddl, uint32_t revision, _Out_ void **sd, _Out_ uint32_t *size)"),
+      GetSecurityDescriptorDacl: decl(adv, "int __stdcall GetSecurityDescriptorDacl(void *sd, _Out_ int *present, _Out_ void **dacl, _Out_ int *defaulted)"),
+      SetSecurityInfo: decl(adv, "uint32_t __stdcall SetSecurityInfo(intptr_t h, int type, uint32_t info, void *owner, void *group, void *dacl, void *sacl)"),
+      GetSecurityInfo: decl(adv, "uint32_t __stdcall GetSecurityInfo(intptr_t h, int type, uint32_t info, _Out_ void **owner, _Out_ void **group, _Out_ void **dacl, _Out_ void **sacl, _Out_ void **sd)"),
+      ConvertSecurityDescriptorToStringSecurityDescriptorW: decl(adv, "int __stdcall ConvertSecurityDescriptorToStringSecurityDescriptorW(void *sd, uint32_t revision, uint32_t info, _Out_ void **str, _Out_ uint32_t *len)"),
+    };
+  }
+
+  #call(name: string, ...args: unknown[]): unknown {
+    return this.#f[name](...args);
+  }
+
+  #lastError(): number {
+    return this.#call("GetLastError") as number;
+  }
+
+  /** GetFileAttributesW; null when the path does not exist (FILE/PATH_NOT_FOUND). */
+  getFileAttributes(path: string): number | null {
+    const attrs = this.#call("GetFileAttributesW", path) as number;
+    if (attrs !== INVALID_FILE_ATTRIBUTES) return attrs;
+    const err = this.#lastError();
+    if (err === WinError.FILE_NOT_FOUND || err === WinError.PATH_NOT_FOUND) return null;
+    throw new Win32Error(`GetFileAttributes ${path}`, err);
+  }
+
+  /**
+   * The reparse tag of `path` (FindFirstFileW's dwReserved0, valid when the entry has
+   * FILE_ATTRIBUTE_REPARSE_POINT), or null when the path is not a reparse point / does not exist.
+   */
+  reparseTag(path: string): number | null {
+    const attrs = this.getFileAttributes(path);
+    if (attrs === null || (attrs & FILE_ATTRIBUTE_REPARSE_POINT) === 0) return null;
+    const data = Buffer.alloc(592); // sizeof(WIN32_FIND_DATAW)
+    const h = this.#call("FindFirstFileW", path, data) as Handle;
+    if (Number(h) === -1) {
+      const err = this.#lastError();
+      if (err === WinError.FILE_NOT_FOUND || err === WinError.PATH_NOT_FOUND) return null;
+      throw new Win32Error(`FindFirstFile ${path}`, err);
+    }
+    this.#call("FindClose", h);
+    return data.readUInt32LE(36); // dwReserved0 (after attrs, 3 FILETIMEs, nFileSizeHigh/Low)
+  }
+
+  /** SetVolumeMountPointW(mountPoint, volumeName); mountPoint must end with `\`. */
+  setVolumeMountPoint(mountPoint: string, volumeName: string): void {
+    if (!this.#call("SetVolumeMountPointW", mountPoint, volumeName)) {
+      throw new Win32Error(`SetVolumeMountPoint ${mountPoint} -> ${volumeName}`, this.#lastError());
+    }
+  }
+
+  /** DeleteVolumeMountPointW(mountPoint); mountPoint must end with `\`. */
+  deleteVolumeMountPoint(mountPoint: string): void {
+    if (!this.#call("DeleteVolumeMountPointW", mountPoint)) throw new Win32Error(`DeleteVolumeMountPoint ${mountPoint}`, this.#lastError());
+  }
+
+  /** GetVolumePathNameW: the mount point (`C:\`, `C:\mnt\x\`) of the volume holding `path`. */
+  getVolumePathName(path: string): string {
+    const out = Buffer.alloc(2 * 32768);
+    if (!this.#call("GetVolumePathNameW", path, out, 32768)) throw new Win32Error(`GetVolumePathName ${path}`, this.#lastError());
+    return utf16z(out);
+  }
+
+  /** GetVolumeNameForVolumeMountPointW: `\\?\Volume{GUID}\` of the volume mounted at `mountPoint` (ending with `\`). */
+  getVolumeNameForVolumeMountPoint(mountPoint: string): string {
+    const out = Buffer.alloc(2 * 64);
+    if (!this.#call("GetVolumeNameForVolumeMountPointW", mountPoint, out, 64)) {
+      throw new Win32Error(`GetVolumeNameForVolumeMountPoint ${mountPoint}`, this.#lastError());
+    }
+    return utf16z(out);
+  }
+
+  /** Opens a device or file read-only (shared read/write) for IOCTLs. */
+  openForQuery(path: string, access = GENERIC_READ): Handle {
+    const h = this.#call("CreateFileW", path, access, FILE_SHARE_READ | FILE_SHARE_WRITE, null, OPEN_EXISTING, 0, null) as Handle;
+    if (invalidHandle(h)) throw new Win32Error(`CreateFile ${path}`, this.#lastError());
+    return h;
+  }
+
+  closeHandle(h: Handle): void {
+    this.#call("CloseHandle", h);
+  }
+
+  /** DeviceIoControl with an input buffer; returns the bytes the driver wrote. */
+  deviceIoControl(h: Handle, code: number, input: Buffer | null, outSize: number, what: string): Buffer {
+    const out = Buffer.alloc(outSize);
+    const returned = [0];
+    if (!this.#call("DeviceIoControl", h, code, input, input?.length ?? 0, out, outSize, returned, null)) {
+      throw new Win32Error(what, this.#lastError());
+    }
+    return out.subarray(0, returned[0]);
+  }
+
+  /** IOCTL_STORAGE_GET_DEVICE_NUMBER: the disk number of an open disk handle. */
+  storageDeviceNumber(h: Handle, path: string): number {
+    const out = this.deviceIoControl(h, IOCTL_STORAGE_GET_DEVICE_NUMBER, null, 12, `IOCTL_STORAGE_GET_DEVICE_NUMBER ${path}`);
+    return out.readUInt32LE(4); // STORAGE_DEVICE_NUMBER { DeviceType, DeviceNumber, PartitionNumber }
+  }
+
+  /** IOCTL_STORAGE_QUERY_PROPERTY(StorageDeviceIdProperty, PropertyStandardQuery): the raw STORAGE_DEVICE_ID_DESCRIPTOR. */
+  storageDeviceIdDescriptor(h: Handle, path: string): Buffer {
+    const query = Buffer.alloc(12); // STORAGE_PROPERTY_QUERY { PropertyId=2 (StorageDeviceIdProperty), QueryType=0, AdditionalParameters[1] }
+    query.writeUInt32LE(2, 0);
+    return this.deviceIoControl(h, IOCTL_STORAGE_QUERY_PROPERTY, query, 4096, `IOCTL_STORAGE_QUERY_PROPERTY ${path}`);
+  }
+
+  /** WaitNamedPipeW; false on timeout / no such pipe. */
+  waitNamedPipe(name: string, timeoutMs: number): boolean {
+    return Boolean(this.#call("WaitNamedPipeW", name, timeoutMs));
+  }
+
+  /** Parses SDDL into a self-relative security descriptor (LocalAlloc'ed; free with {@link localFree}). */
+  securityDescriptorFromSddl(sddl: string): unknown {
+    const sd: unknown[] = [null];
+    const size = [0];
+    if (!this.#call("ConvertStringSecurityDescriptorToSecurityDescriptorW", sddl, SDDL_REVISION_1, sd, size)) {
+      throw new Win32Error(`invalid security descriptor ${JSON.stringify(sddl)}`, this.#lastError());
+    }
+    return sd[0];
+  }
+
+  /** The DACL pointer inside a security descriptor (null when the SD has none). */
+  daclOf(sd: unknown): unknown {
+    const present = [0], dacl: unknown[] = [null], defaulted = [0];
+    if (!this.#call("GetSecurityDescriptorDacl", sd, present, dacl, defaulted)) throw new Win32Error("GetSecurityDescriptorDacl", this.#lastError());
+    return present[0] ? dacl[0] : null;
+  }
+
+  localFree(p: unknown): void {
+    if (p) this.#call("LocalFree", p);
+  }
+
+  /** SetSecurityInfo(handle, DACL): replaces the object's DACL (protected from inheritance). */
+  setDacl(h: Handle, dacl: unknown, what: string): void {
+    const err = this.#call("SetSecurityInfo", h, SE_KERNEL_OBJECT, DACL_SECURITY_INFORMATION | PROTECTED_DACL_SECURITY_INFORMATION, null, null, dacl, null) as number;
+    if (err !== 0) throw new Win32Error(`SetSecurityInfo ${what}`, err);
+  }
+
+  /** The object's DACL as SDDL (`D:P(A;;GA;;;SY)...`). */
+  daclSddl(h: Handle, what: string): string {
+    const owner: unknown[] = [null], group: unknown[] = [null], dacl: unknown[] = [null], sacl: unknown[] = [null], sd: unknown[] = [null];
+    const err = this.#call("GetSecurityInfo", h, SE_KERNEL_OBJECT, DACL_SECURITY_INFORMATION, owner, group, dacl, sacl, sd) as number;
+    if (err !== 0) throw new Win32Error(`GetSecurityInfo ${what}`, err);
+    try {
+      const str: unknown[] = [null], len = [0];
+      if (!this.#call("ConvertSecurityDescriptorToStringSecurityDescriptorW", sd[0], SDDL_REVISION_1, DACL_SECURITY_INFORMATION, str, len)) {
+        throw new Win32Error("ConvertSecurityDescriptorToStringSecurityDescriptor", this.#lastError());
+      }
+      try {
+        return this.koffi.decode.string16(str[0]);
+      } finally {
+        this.localFree(str[0]);
+      }
+    } finally {
+      this.localFree(sd[0]);
+    }
+  }
+}
+
+let win32: Promise<Win32> | undefined;
+
+/** The process-wide Win32 bindings (koffi loaded on first use). */
+export function loadWin32(): Promise<Win32> {
+  win32 ??= loadKoffi().then((koffi) => new Win32(koffi));
+  return win32;
+}

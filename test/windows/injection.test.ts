@@ -1,0 +1,176 @@
+/**
+ * Injection proofs (CVE-2023-3893 class): for every Windows disk/volume operation, hostile strings
+ * in every string field reach the PowerShell worker only as JSON data. The fake worker records what
+ * it receives; each test asserts that
+ *   - every worker ran the constant script, byte for byte (decoded from -EncodedCommand),
+ *   - the request line is pure ASCII JSON whose `op` is the operation's constant op name,
+ *   - the hostile value round-trips exactly (JSON.parse of the recorded line),
+ * and, for the Win32 calls (koffi), that the strings reach the API verbatim.
+ */
+import { test, after } from "node:test";
+import assert from "node:assert/strict";
+import { WindowsDiskHost, type DiskIoctls } from "../../src/host/windows/disk.ts";
+import { WindowsVolumeHost, type VolumeWin32 } from "../../src/host/windows/volume.ts";
+import { createWindowsVolumeService } from "../../src/host/windows/windows-volume-service.ts";
+import { createWindowsDiskService } from "../../src/host/windows/windows-disk-service.ts";
+import { WORKER_SCRIPT } from "../../src/host/windows/scripts/worker-script.ts";
+import { IO_REPARSE_TAG_MOUNT_POINT } from "../../src/windows/win32.ts";
+import { Code, CsiProxyError } from "../../src/errors.ts";
+import { createFakePool } from "./fake-pool.ts";
+
+/** Strings that would break out of, or change the meaning of, PowerShell / WQL / wildcard text. */
+export const HOSTILE: string[] = [
+  "'; Remove-Item -Recurse -Force C:\\; '",
+  '"; Stop-Computer -Force; "',
+  "$(Stop-Computer -Force)",
+  "${env:SystemRoot}",
+  "$env:PATH",
+  "`$(whoami)`",
+  "a`nb`0c",
+  "line1\nline2\r\nline3",
+  "\u0000nul\u0000",
+  "a | Format-Volume -Force",
+  "a & calc.exe",
+  "a; calc.exe",
+  "%PATH%%SystemRoot%",
+  "@(1,2) + @{a=1}",
+  "{ } . { }",
+  "<# comment #> #",
+  "-Force",
+  "--% verbatim",
+  "*",
+  "\\\\?\\Volume{*}\\",
+  "[a-z]?*",
+  "\u2018; Stop-Computer; \u2019", // PowerShell treats U+2018/U+2019 as single quotes
+  "\u201c; Stop-Computer; \u201d", // … and U+201C/U+201D as double quotes
+  "\u2013Force \u2014Confirm", // … and en/em dashes as parameter dashes
+  "\uff04(calc)", // fullwidth dollar
+  "a\u037ecalc", // Greek question mark (looks like ;)
+  "C:\\x\u202egpj.exe",
+  "é日本語😀\ud800", // non-ASCII, astral, lone surrogate
+  "'".repeat(1000),
+  "x".repeat(100_000),
+];
+
+const volumeRecord = { uniqueId: "\\\\?\\Volume{1}\\", fileSystemType: 14, fileSystem: "NTFS", size: "1000", sizeRemaining: "400" };
+const partitionRecord = { diskNumber: 1, partitionNumber: 2, gptType: "{ebd0a0a2-b9e5-4433-87c0-68b6b72699c7}", mbrType: null, size: "1000", offset: "0", driveLetter: "" };
+const fixtures = {
+  "disk.list": { result: [] },
+  "disk.get": { result: { number: 1, location: "", path: "p", serialNumber: null, size: "1", isOffline: false, partitionStyle: 2 } },
+  "disk.partitions": { result: [] },
+  "volume.listOnDisk": { result: [] },
+  "volume.get": { result: volumeRecord },
+  "volume.partition": { result: partitionRecord },
+  "volume.supportedSize": { result: { sizeMin: "1", sizeMax: "1000000000000" } },
+};
+
+const fake = createFakePool(fixtures, { size: 2 });
+after(() => fake.close());
+
+const noIoctls: DiskIoctls = {
+  openForQuery: () => 1,
+  closeHandle: () => {},
+  storageDeviceNumber: () => 0,
+  storageDeviceIdDescriptor: () => Buffer.alloc(12),
+};
+
+/** Runs `fn` and returns the requests it added. */
+async function sent(fn: () => Promise<unknown>) {
+  const before = fake.recorded().raw.length;
+  await fn();
+  const rec = fake.recorded();
+  for (const s of rec.starts) assert.equal(s.script, WORKER_SCRIPT, "every worker runs the constant script");
+  for (const line of rec.raw.slice(before)) assert.match(line, /^[\x20-\x7e]*$/, "request lines are pure ASCII");
+  return rec.requests.slice(before);
+}
+
+const disk = new WindowsDiskHost(fake.pool, noIoctls);
+const volume = new WindowsVolumeHost(fake.pool, {} as VolumeWin32);
+
+/** Every worker operation of the Windows hosts: how to call it with `s` in each string field, and the args expected on the wire. */
+const operations: { name: string; op: string; call: (s: string) => Promise<unknown>; args: (s: string) => Record<string, unknown> }[] = [
+  { name: "disk.listDisks", op: "disk.list", call: () => disk.listDisks(), args: () => ({}) },
+  { name: "disk.getDisk", op: "disk.get", call: () => disk.getDisk(7), args: () => ({ diskNumber: 7 }) },
+  { name: "disk.initializeDisk", op: "disk.initialize", call: () => disk.initializeDisk(7, 2), args: () => ({ diskNumber: 7, partitionStyle: 2 }) },
+  { name: "disk.listPartitions", op: "disk.partitions", call: () => disk.listPartitions(7), args: () => ({ diskNumber: 7 }) },
+  { name: "disk.createPartition", op: "disk.createPartition", call: (s) => disk.createPartition(7, s), args: (s) => ({ diskNumber: 7, gptType: s }) },
+  { name: "disk.refreshDisk", op: "disk.refresh", call: () => disk.refreshDisk(7), args: () => ({ diskNumber: 7 }) },
+  { name: "disk.onlinePartition", op: "partition.online", call: () => disk.onlinePartition(7, 3), args: () => ({ diskNumber: 7, partitionNumber: 3 }) },
+  { name: "disk.rescan", op: "disk.rescan", call: () => disk.rescan(), args: () => ({}) },
+  { name: "disk.setDiskOnline", op: "disk.setOnline", call: () => disk.setDiskOnline(7, false), args: () => ({ diskNumber: 7, online: false }) },
+  { name: "volume.listVolumesOnDisk", op: "volume.listOnDisk", call: () => volume.listVolumesOnDisk(7, 0), args: () => ({ diskNumber: 7, partitionNumber: 0 }) },
+  { name: "volume.getVolume", op: "volume.get", call: (s) => volume.getVolume(s), args: (s) => ({ volumeId: s }) },
+  { name: "volume.formatVolume", op: "volume.format", call: (s) => volume.formatVolume(s), args: (s) => ({ volumeId: s }) },
+  { name: "volume.flushVolume", op: "volume.flush", call: (s) => volume.flushVolume(s), args: (s) => ({ volumeId: s }) },
+  { name: "volume.getVolumePartition", op: "volume.partition", call: (s) => volume.getVolumePartition(s), args: (s) => ({ volumeId: s }) },
+  { name: "volume.getPartitionSupportedSize", op: "volume.supportedSize", call: (s) => volume.getPartitionSupportedSize(s), args: (s) => ({ volumeId: s }) },
+  { name: "volume.resizePartition", op: "volume.resize", call: (s) => volume.resizePartition(s, 123456789012345678n), args: (s) => ({ volumeId: s, size: "123456789012345678" }) },
+];
+
+for (const operation of operations) {
+  test(`${operation.name}: hostile strings reach the worker only as data`, async () => {
+    const takesString = Object.values(operation.args("probe")).includes("probe");
+    for (const s of takesString ? HOSTILE : [""]) {
+      const reqs = await sent(() => operation.call(s));
+      assert.equal(reqs.length, 1);
+      assert.equal(reqs[0].op, operation.op);
+      assert.deepEqual(reqs[0].args, operation.args(s), `${operation.name}: data round-trips exactly`);
+    }
+  });
+}
+
+test("every worker op of the script is covered above", async () => {
+  const { WORKER_OPS } = await import("../../src/host/windows/scripts/worker-script.ts");
+  assert.deepEqual(new Set(operations.map((o) => o.op)), new Set(WORKER_OPS.filter((op) => op !== "ping")));
+});
+
+/** A Win32 stand-in that records every call with its string arguments. */
+function recordingWin32() {
+  const calls: [string, ...unknown[]][] = [];
+  const w: VolumeWin32 = {
+    setVolumeMountPoint: (mp, id) => void calls.push(["SetVolumeMountPointW", mp, id]),
+    deleteVolumeMountPoint: (mp) => void calls.push(["DeleteVolumeMountPointW", mp]),
+    getVolumePathName: (p) => (calls.push(["GetVolumePathNameW", p]), "C:\\"),
+    getVolumeNameForVolumeMountPoint: (mp) => (calls.push(["GetVolumeNameForVolumeMountPointW", mp]), volumeRecord.uniqueId),
+    reparseTag: (p) => (calls.push(["reparseTag", p]), IO_REPARSE_TAG_MOUNT_POINT),
+  };
+  return { w, calls };
+}
+
+test("volume service RPCs: hostile volume ids reach the worker as data and Win32 verbatim; hostile paths reach Win32 verbatim", async () => {
+  for (const s of HOSTILE.filter((x) => !x.includes("\u0000")).slice(0, 20)) {
+    const { w, calls } = recordingWin32();
+    const host = new WindowsVolumeHost(fake.pool, w);
+    host.inspectDirectory = async () => ({ isDirectory: true, empty: true });
+    const svc = createWindowsVolumeService({ host });
+    const reqs = await sent(async () => {
+      await svc.isVolumeFormatted({ volumeId: s });
+      await svc.getVolumeStats({ volumeId: s });
+      await svc.writeVolumeCache({ volumeId: s });
+      await svc.getDiskNumberFromVolumeId({ volumeId: s });
+      await svc.resizeVolume({ volumeId: s, sizeBytes: 0n });
+      await svc.mountVolume({ volumeId: s, targetPath: `C:\\var\\lib\\kubelet\\${s}` });
+      await svc.unmountVolume({ volumeId: volumeRecord.uniqueId, targetPath: `C:\\k\\${s}` }).catch(() => {});
+    });
+    for (const r of reqs) if ("volumeId" in r.args && r.args.volumeId !== volumeRecord.uniqueId) assert.equal(r.args.volumeId, s);
+    assert.ok(reqs.some((r) => r.op === "volume.resize" && r.args.volumeId === s && r.args.size === "1000000000000"));
+    const mount = calls.find((c) => c[0] === "SetVolumeMountPointW")!;
+    const slash = (x: string) => (x.endsWith("\\") ? x : `${x}\\`);
+    assert.equal(mount[1], slash(`C:\\var\\lib\\kubelet\\${s}`));
+    assert.equal(mount[2], slash(s));
+    assert.ok(calls.some((c) => c[0] === "reparseTag" && c[1] === `C:\\k\\${s}`.replace(/\\+$/, "")));
+  }
+});
+
+test("disk numbers are validated as uint32 before anything reaches the worker", async () => {
+  const svc = createWindowsDiskService({ host: disk });
+  const before = fake.recorded().raw.length;
+  for (const n of [-1, 1.5, 2 ** 32, Number.NaN, Infinity]) {
+    const err = await svc.getDiskStats({ diskNumber: n }).catch((e) => e);
+    assert.equal((err as CsiProxyError).code, Code.InvalidArgument, `disk number ${n}`);
+  }
+  assert.equal(fake.recorded().raw.length, before);
+  const vol = createWindowsVolumeService({ host: volume });
+  const err = await vol.listVolumesOnDisk({ diskNumber: -3, partitionNumber: 0 }).catch((e) => e);
+  assert.equal((err as CsiProxyError).code, Code.InvalidArgument);
+});
