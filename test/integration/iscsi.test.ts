@@ -43,7 +43,7 @@ import {
 const which = (p: string) => spawnSync("sh", ["-c", `command -v ${p}`]).status === 0;
 const kernelHasIscsiTcp = await fs.stat("/sys/module/iscsi_tcp").then(() => true, () => false);
 const canRun = isRoot && which("tgtd") && which("iscsiadm") && which("unshare");
-const skip = !canRun ? "needs root, tgt (tgtd), open-iscsi (iscsiadm) and unshare: run scripts/install-test-tools-issue5.sh" : kernelHasIscsiTcp ? "this kernel has iscsi_tcp: the no-module expectations do not apply" : false;
+const skip = !canRun ? "needs root, tgt (tgtd), open-iscsi (iscsiadm) and unshare: run scripts/install-test-tools.sh" : kernelHasIscsiTcp ? "this kernel has iscsi_tcp: the no-module expectations do not apply" : false;
 
 const PORT = 13260;
 const IQN1 = "iqn.2024-01.io.csi-proxy.test:disk1";

@@ -183,13 +183,15 @@ describe("NewSmbGlobalMapping: refusals (no host change, no count)", () => {
   });
 
   it("an occupied local path → AlreadyExists, nothing mapped or counted", async () => {
-    const { host, smb } = await setup();
+    const { host, smb, state } = await setup();
     host.entries.set(local("a"), null); // a directory
     host.entries.set(local("b"), "\\\\other\\share\\"); // a link elsewhere
     await rejectsWith(smb.newSmbGlobalMapping(req(ROOT, local("a"))), Code.AlreadyExists, `local path ${local("a")} already exists`);
     await rejectsWith(smb.newSmbGlobalMapping(req(ROOT, local("b"))), Code.AlreadyExists);
     assert.equal(host.mappings.size, 0);
     assert.deepEqual(smb.references(), {});
+    await smb.newSmbGlobalMapping(req("\\\\server\\other")); // a later save must not carry an empty record for ROOT
+    assert.deepEqual(Object.keys(JSON.parse(state.text!).roots), ["\\\\server\\other"]);
   });
 
   it("a host failure withdraws the use and removes a mapping made for it alone", async () => {
@@ -371,6 +373,28 @@ describe("persistence and start-up reconciliation", () => {
     assert.deepEqual(smb.references(), { [ROOT]: 1 });
     assert.deepEqual([...host.mappings.keys()], [ROOT]);
     assert.deepEqual(Object.keys(JSON.parse(state.text!).roots), [ROOT]);
+  });
+
+  it("a record without uses (and no interrupted removal) is forgotten without touching the host", async () => {
+    const host = new FakeSmbHost().addMapping(ROOT);
+    const state = memoryState({ version: 1, roots: { [ROOT]: { users: [] } } });
+    await setup({ host, state });
+    assert.ok(host.mappings.has(ROOT), "a mapping nothing says is ours stays");
+    assert.deepEqual(JSON.parse(state.text!).roots, {});
+  });
+
+  it("a failed new use during an interrupted removal keeps the removal owed", async () => {
+    const host = new FakeSmbHost().addMapping(ROOT);
+    host.failures.set("removeMapping", internal("busy")); // the start-up teardown fails
+    const state = memoryState({ version: 1, roots: { [ROOT]: { users: [], removing: true } } });
+    const { smb, logs } = await setup({ host, state });
+    assert.ok(logs.some((l) => l.startsWith(`W SMB ${ROOT}: sweep failed`)));
+    host.failures.set("createDirLink", internal("symlink failed"));
+    await rejectsWith(smb.newSmbGlobalMapping(req(ROOT, local("a"))), Code.Internal);
+    assert.deepEqual(JSON.parse(state.text!).roots[ROOT], { users: [], removing: true });
+    await smb.removeSmbGlobalMapping({ remotePath: ROOT });
+    assert.equal(host.mappings.size, 0);
+    assert.deepEqual(JSON.parse(state.text!).roots, {});
   });
 
   it("an unreadable state file makes every call FailedPrecondition (never unmaps blindly)", async () => {

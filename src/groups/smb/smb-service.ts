@@ -179,13 +179,23 @@ export async function createSmbService(deps: SmbServiceDeps): Promise<RefCounted
     return true;
   }
 
-  /** Sweep of one root: drop stale uses; a root left without uses loses its mapping. */
+  /**
+   * Sweep of one root: drop stale uses; a root whose uses all went stale, or whose removal was
+   * interrupted, loses its mapping. (A record without uses for any other reason is only forgotten:
+   * nothing says the mapping is ours to remove.)
+   */
   async function sweepRoot(root: string): Promise<void> {
     const rs = state.roots[root];
     if (!rs) return;
     const stale = await pruneStale(root);
-    if (rs.users.length === 0) await tearDown(root);
-    else if (stale.length) await save();
+    if (rs.users.length > 0) {
+      if (stale.length) await save();
+    } else if (rs.removing || stale.length) {
+      await tearDown(root);
+    } else {
+      delete state.roots[root];
+      await save();
+    }
   }
 
   async function sweepAll(): Promise<void> {
@@ -220,7 +230,6 @@ export async function createSmbService(deps: SmbServiceDeps): Promise<RefCounted
       usable();
       return withLock(rp.root, async () => {
         const stale = await pruneStale(rp.root);
-        const rs: SmbRootState = state.roots[rp.root] ?? (state.roots[rp.root] = { users: [] });
         let existingLink = false;
         if (link !== undefined) {
           const entry = await host.readDirLink(link);
@@ -232,6 +241,8 @@ export async function createSmbService(deps: SmbServiceDeps): Promise<RefCounted
             existingLink = true; // a retried call, or a link that outlived a restart: same destination
           }
         }
+        const rs: SmbRootState = state.roots[rp.root] ?? (state.roots[rp.root] = { users: [] });
+        const wasRemoving = rs.removing === true;
         const id = link !== undefined ? `link:${fold(link)}` : `call:${randomUUID()}`;
         let user = rs.users.find((u) => u.id === id);
         const added = user === undefined;
@@ -254,7 +265,8 @@ export async function createSmbService(deps: SmbServiceDeps): Promise<RefCounted
               if (created) {
                 await host.removeMapping(rp.root).catch((e) => log.warning(`SMB ${rp.root}: rollback failed: ${e instanceof Error ? e.message : String(e)}`));
               }
-              delete state.roots[rp.root];
+              if (wasRemoving && !created) rs.removing = true; // the interrupted removal is still owed
+              else delete state.roots[rp.root];
             }
             await save().catch((e) => log.warning(`SMB state: save failed: ${e instanceof Error ? e.message : String(e)}`));
           }

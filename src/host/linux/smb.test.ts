@@ -55,6 +55,7 @@ describe("LinuxSmbHost.createMapping", () => {
     assert.equal(inv.credentials.content, `username=alice\npassword=${PASSWORD}\ndomain=CORP\n`);
     assert.ok(inv.credentials.path.startsWith(path.join(dir, "state", "smb", "credentials") + "/"));
     await assert.rejects(fs.stat(inv.credentials.path), { code: "ENOENT" });
+    assert.equal((await fs.stat(path.join(dir, "state"))).mode & 0o011, 0o011, "links into the mounts can be followed by others");
     assert.deepEqual(await fs.readdir(path.join(dir, "state", "smb", "credentials")), []);
   });
 

@@ -33,6 +33,7 @@ export interface LinuxSmbHostOptions {
 }
 
 export class LinuxSmbHost implements SmbHostApi {
+  readonly #stateDir: string;
   readonly #mountsDir: string;
   readonly #credentialsDir: string;
   readonly #mount: string;
@@ -41,6 +42,7 @@ export class LinuxSmbHost implements SmbHostApi {
   readonly #probeTimeoutMs: number;
 
   constructor(options: LinuxSmbHostOptions) {
+    this.#stateDir = options.stateDir;
     this.#mountsDir = path.join(options.stateDir, "smb", "mounts");
     this.#credentialsDir = path.join(options.stateDir, "smb", "credentials");
     this.#mount = options.mountCommand ?? "mount";
@@ -70,6 +72,10 @@ export class LinuxSmbHost implements SmbHostApi {
     await fs.mkdir(dir, { recursive: true, mode: 0o755 }).catch((err) => {
       throw fsError(err, "mkdir", dir);
     });
+    // Links in the kubelet directory point in here: the state dir (maybe created 0700 for its
+    // secrets, which are 0600 files) must be traversable, not listable, by others.
+    const st = await fs.stat(this.#stateDir);
+    if ((st.mode & 0o011) !== 0o011) await fs.chmod(this.#stateDir, (st.mode & 0o777) | 0o011);
     const source = root.replaceAll("\\", "/");
     const options: string[] = [];
     let credentials: string | undefined;
