@@ -1,0 +1,23 @@
+/**
+ * The package's public surface.
+ *
+ * For drivers: `connectGroup` (typed, version-negotiating client) and the generated messages under
+ * `src/gen/<group>/<version>/api_pb.ts`.
+ * For HostProcess containers that want csi-proxy in-process (no pipes, no gRPC): `createServices`
+ * returns the six version-agnostic group services with this platform's host layer; their request
+ * and response types are in `src/groups/<group>/types.ts`, and errors are `CsiProxyError`s with a
+ * gRPC code.
+ * For embedding the daemon: `startDaemon`.
+ */
+export { connectGroup, type ConnectOptions, type GroupClient } from "./client/connect-group.ts";
+export { createServices, type ProxyConfig, type Services } from "./compose.ts";
+export { startDaemon, type Daemon } from "./daemon.ts";
+export { CsiProxyError, Code } from "./errors.ts";
+export { catalog, allEndpoints, compareVersions, type Group, type VersionOf } from "./api/catalog.ts";
+export { pipePath, socketPath, defaultSocketDir } from "./api/endpoint.ts";
+export type { FilesystemService } from "./groups/filesystem/types.ts";
+export type { DiskService, DiskLocation, DiskIds } from "./groups/disk/types.ts";
+export type { VolumeService } from "./groups/volume/types.ts";
+export type { SmbService } from "./groups/smb/types.ts";
+export type { IscsiService, TargetPortal, AuthenticationType } from "./groups/iscsi/types.ts";
+export type { SystemService } from "./groups/system/types.ts";
