@@ -83,12 +83,15 @@ async function main(argv: string[]): Promise<number> {
         log: (msg) => logger.v(2).info(msg),
       });
     }
-    const daemon = await start();
-    const signal = await new Promise<NodeJS.Signals>((resolve) => {
+    // Listen before serving: a signal that arrives as soon as "Serving …" is logged must stop the
+    // daemon cleanly, not meet the default disposition (immediate death, sockets left behind).
+    const signalled = new Promise<NodeJS.Signals>((resolve) => {
       process.once("SIGINT", resolve);
       process.once("SIGTERM", resolve);
       if (process.platform === "win32") process.once("SIGBREAK", resolve);
     });
+    const daemon = await start();
+    const signal = await signalled;
     logger.info(`Received ${signal}, stopping`);
     await daemon.stop();
     logger.info("Stopped");

@@ -33,6 +33,23 @@ export const WinError = {
   INVALID_SECURITY_DESCR: 1338,
   FAILED_SERVICE_CONTROLLER_CONNECT: 1063,
   NOT_A_REPARSE_POINT: 4390,
+  // Service Control Manager (src/windows/scm.ts)
+  DEPENDENT_SERVICES_RUNNING: 1051,
+  INVALID_SERVICE_CONTROL: 1052,
+  SERVICE_REQUEST_TIMEOUT: 1053,
+  SERVICE_NO_THREAD: 1054,
+  SERVICE_DATABASE_LOCKED: 1055,
+  SERVICE_ALREADY_RUNNING: 1056,
+  SERVICE_DISABLED: 1058,
+  CIRCULAR_DEPENDENCY: 1059,
+  SERVICE_DOES_NOT_EXIST: 1060,
+  SERVICE_CANNOT_ACCEPT_CTRL: 1061,
+  SERVICE_NOT_ACTIVE: 1062,
+  SERVICE_DEPENDENCY_FAIL: 1068,
+  SERVICE_LOGON_FAILED: 1069,
+  SERVICE_START_HANG: 1070,
+  SERVICE_MARKED_FOR_DELETE: 1072,
+  SERVICE_DEPENDENCY_DELETED: 1075,
 } as const;
 
 const messages: Record<number, string> = {
@@ -55,6 +72,23 @@ const messages: Record<number, string> = {
   267: "The directory name is invalid.",
   1338: "The security descriptor structure is invalid.",
   1063: "The service process could not connect to the service controller.",
+  1051: "A stop control has been sent to a service that other running services are dependent on.",
+  1052: "The requested control is not valid for this service.",
+  1053: "The service did not respond to the start or control request in a timely fashion.",
+  1054: "A thread could not be created for the service.",
+  1055: "The service database is locked.",
+  1056: "An instance of the service is already running.",
+  1058: "The service cannot be started, either because it is disabled or because it has no enabled devices associated with it.",
+  1059: "Circular service dependency was specified.",
+  1060: "The specified service does not exist as an installed service.",
+  1061: "The service cannot accept control messages at this time.",
+  1062: "The service has not been started.",
+  1068: "The dependency service or group failed to start.",
+  1069: "The service did not start due to a logon failure.",
+  1070: "After starting, the service hung in a start-pending state.",
+  1072: "The specified service has been marked for deletion.",
+  1075: "The dependency service does not exist or has been marked for deletion.",
+  1314: "A required privilege is not held by the client.",
   4390: "The file or directory is not a reparse point.",
 };
 
@@ -64,8 +98,10 @@ export function codeForWin32(errno: number): Code {
     case WinError.FILE_NOT_FOUND:
     case WinError.PATH_NOT_FOUND:
     case WinError.NOT_A_REPARSE_POINT:
+    case WinError.SERVICE_DOES_NOT_EXIST:
       return Code.NotFound;
     case WinError.ACCESS_DENIED:
+    case 1314: // ERROR_PRIVILEGE_NOT_HELD
       return Code.PermissionDenied;
     case WinError.ALREADY_EXISTS:
       return Code.AlreadyExists;
@@ -78,7 +114,25 @@ export function codeForWin32(errno: number): Code {
     case WinError.DIRECTORY:
     case WinError.SHARING_VIOLATION:
     case WinError.NOT_READY:
+    case WinError.DEPENDENT_SERVICES_RUNNING:
+    case WinError.INVALID_SERVICE_CONTROL:
+    case WinError.SERVICE_DISABLED:
+    case WinError.CIRCULAR_DEPENDENCY:
+    case WinError.SERVICE_NOT_ACTIVE:
+    case WinError.SERVICE_DEPENDENCY_FAIL:
+    case WinError.SERVICE_LOGON_FAILED:
+    case WinError.SERVICE_MARKED_FOR_DELETE:
+    case WinError.SERVICE_DEPENDENCY_DELETED:
       return Code.FailedPrecondition;
+    case WinError.SERVICE_REQUEST_TIMEOUT:
+    case WinError.SERVICE_START_HANG:
+      return Code.DeadlineExceeded;
+    case WinError.SERVICE_ALREADY_RUNNING:
+      return Code.AlreadyExists;
+    case WinError.SERVICE_CANNOT_ACCEPT_CTRL:
+    case WinError.SERVICE_DATABASE_LOCKED:
+    case WinError.SERVICE_NO_THREAD:
+      return Code.Unavailable;
     case WinError.NOT_SUPPORTED:
     case WinError.CALL_NOT_IMPLEMENTED:
       return Code.Unimplemented;
@@ -104,6 +158,7 @@ export const FILE_ATTRIBUTE_REPARSE_POINT = 0x400;
 export const INVALID_FILE_ATTRIBUTES = 0xffffffff;
 export const IO_REPARSE_TAG_MOUNT_POINT = 0xa0000003;
 export const IO_REPARSE_TAG_SYMLINK = 0xa000000c;
+export const SYMBOLIC_LINK_FLAG_DIRECTORY = 0x1;
 
 const GENERIC_READ = 0x80000000;
 const FILE_SHARE_READ = 1, FILE_SHARE_WRITE = 2;
@@ -153,6 +208,7 @@ export class Win32 {
       CloseHandle: decl(k32, "int __stdcall CloseHandle(intptr_t h)"),
       DeviceIoControl: decl(k32, "int __stdcall DeviceIoControl(intptr_t h, uint32_t code, const uint8_t *in, uint32_t inLen, _Out_ uint8_t *out, uint32_t outLen, _Out_ uint32_t *returned, void *overlapped)"),
       WaitNamedPipeW: decl(k32, "int __stdcall WaitNamedPipeW(const char16_t *name, uint32_t timeoutMs)"),
+      CreateSymbolicLinkW: decl(k32, "uint8_t __stdcall CreateSymbolicLinkW(const char16_t *link, const char16_t *target, uint32_t flags)"),
       LocalFree: decl(k32, "intptr_t __stdcall LocalFree(void *p)"),
       ConvertStringSecurityDescriptorToSecurityDescriptorW: decl(adv, "int __stdcall ConvertStringSecurityDescriptorToSecurityDescriptorW(const char16_t *sddl, uint32_t revision, _Out_ void **sd, _Out_ uint32_t *size)"),
       GetSecurityDescriptorDacl: decl(adv, "int __stdcall GetSecurityDescriptorDacl(void *sd, _Out_ int *present, _Out_ void **dacl, _Out_ int *defaulted)"),
@@ -257,6 +313,11 @@ export class Win32 {
     const query = Buffer.alloc(12); // STORAGE_PROPERTY_QUERY { PropertyId=2 (StorageDeviceIdProperty), QueryType=0, AdditionalParameters[1] }
     query.writeUInt32LE(2, 0);
     return this.deviceIoControl(h, IOCTL_STORAGE_QUERY_PROPERTY, query, 4096, `IOCTL_STORAGE_QUERY_PROPERTY ${path}`);
+  }
+
+  /** CreateSymbolicLinkW(link, target, flags): `link` becomes a symbolic link whose text is exactly `target`. */
+  createSymbolicLink(link: string, target: string, flags: number): void {
+    if (!this.#call("CreateSymbolicLinkW", link, target, flags)) throw new Win32Error(`CreateSymbolicLink ${link} -> ${target}`, this.#lastError());
   }
 
   /** WaitNamedPipeW; false on timeout / no such pipe. */

@@ -12,8 +12,8 @@ import { powershellArgs } from "../../src/host/windows/scripts/worker-script.ts"
 const fakeWorker = fileURLToPath(new URL("../../src/host/fake/powershell-worker.ts", import.meta.url));
 
 export interface Recorded {
-  /** One entry per worker start: its argv and the script decoded from -EncodedCommand. */
-  starts: { pid: number; argv: string[]; script: string | null }[];
+  /** One entry per worker start: its argv, the script decoded from -EncodedCommand, and its environment. */
+  starts: { pid: number; argv: string[]; script: string | null; env: Record<string, string> }[];
   /** Every request line, verbatim, in order. */
   raw: string[];
   /** The request lines parsed. */
@@ -31,16 +31,21 @@ export interface FakePool {
   close(): Promise<void>;
 }
 
-export function createFakePool(fixtures: Record<string, unknown> = {}, options: Partial<PowerShellPoolOptions> & { env?: Record<string, string> } = {}): FakePool {
+/**
+ * `options.script` selects the worker script the workers are started with (default: the storage
+ * script); pass `ops` with it (e.g. SMB_ISCSI_SYSTEM_OPS) so the pool accepts that script's ops.
+ */
+export function createFakePool(fixtures: Record<string, unknown> = {}, options: Partial<PowerShellPoolOptions> & { env?: Record<string, string>; script?: string } = {}): FakePool {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "csi-fake-ps-"));
   const record = path.join(dir, "record.jsonl");
   const fixturesFile = path.join(dir, "fixtures.json");
   fs.writeFileSync(fixturesFile, JSON.stringify(fixtures));
-  const workerArgs = [fakeWorker, ...powershellArgs()];
+  const { script, env, ...poolOptions } = options;
+  const workerArgs = [fakeWorker, ...powershellArgs(script)];
   const pool = new PowerShellPool({
-    command: { file: process.execPath, args: workerArgs, env: { CSI_FAKE_PS_RECORD: record, CSI_FAKE_PS_FIXTURES: fixturesFile, ...options.env } },
+    command: { file: process.execPath, args: workerArgs, env: { CSI_FAKE_PS_RECORD: record, CSI_FAKE_PS_FIXTURES: fixturesFile, ...env } },
     size: 2,
-    ...options,
+    ...poolOptions,
   });
   return {
     pool,

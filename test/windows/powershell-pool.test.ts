@@ -131,6 +131,28 @@ test("a worker that cannot start: Unavailable with the reason; retries are backe
   }
 });
 
+test("while workers cannot start, calls in the back-off window fail at once with the start-up error", async () => {
+  const f = createFakePool({}, { size: 1, env: { CSI_FAKE_PS_EXIT_AT_START: "3" } });
+  try {
+    const first = await f.pool.call("ping").catch((e) => e);
+    assert.equal(codeOf(first), Code.Unavailable);
+    assert.match(String(first.message), /PowerShell worker exited \(code 3\)/);
+    const t0 = Date.now();
+    const errs = await Promise.all(Array.from({ length: 5 }, () => f.pool.call("ping").catch((e) => e)));
+    assert.ok(Date.now() - t0 < 200, `no call waited for the next start attempt (${Date.now() - t0} ms)`);
+    for (const e of errs) {
+      assert.equal(codeOf(e), Code.Unavailable);
+      assert.match(String(e.message), /^ping: PowerShell worker exited \(code 3\) \(PowerShell workers cannot start; next attempt in \d+ ms\)$/);
+    }
+    assert.equal(f.pool.started, 1, "no start attempt during the back-off");
+    await new Promise((r) => setTimeout(r, 300)); // first back-off: 250 ms
+    await f.pool.call("ping").catch(() => {});
+    assert.equal(f.pool.started, 2, "after the back-off the next call tries again");
+  } finally {
+    await f.close();
+  }
+});
+
 test("only the script's constant ops can be called; requests are pure ASCII JSON", async () => {
   const f = createFakePool();
   try {

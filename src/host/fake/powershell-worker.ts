@@ -4,7 +4,7 @@
  * for tests on any OS. Run as `node powershell-worker.ts <the powershell.exe arguments>`.
  *
  * - Records what it receives to $CSI_FAKE_PS_RECORD (JSON lines): first
- *   `{"argv": [...], "script": "<decoded -EncodedCommand>"}`, then every request line verbatim as
+ *   `{"argv": [...], "script": "<decoded -EncodedCommand>", "env": {...}}`, then every request line verbatim as
  *   `{"raw": "<line>"}`, so tests can assert the script is the constant and the data round-trips.
  * - Answers from $CSI_FAKE_PS_FIXTURES, a JSON file `{ "<op>": <behaviour> | [<behaviour>, ...] }`
  *   (a list is consumed one entry per call, the last one repeating). A behaviour is one of
@@ -27,7 +27,7 @@ const script = argv.includes("-EncodedCommand") && enc ? Buffer.from(enc, "base6
 const note = (entry: object) => {
   if (record) fs.appendFileSync(record, JSON.stringify({ pid: process.pid, ...entry }) + "\n");
 };
-note({ argv, script });
+note({ argv, script, env: process.env });
 
 if (process.env.CSI_FAKE_PS_EXIT_AT_START) process.exit(Number(process.env.CSI_FAKE_PS_EXIT_AT_START));
 const send = (obj: object) => process.stdout.write(MARKER + JSON.stringify(obj).replace(/[\u007f-\uffff]/g, (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0")) + "\r\n");

@@ -1,19 +1,38 @@
 /**
  * The Windows branch of compose.ts (loaded only on win32): builds the group services over the
- * Windows hosts. Filesystem: Node fs + Win32 (koffi). Disk and volume: CIM through the PowerShell
- * worker pool + Win32 (koffi). SMB, iSCSI and system have their own issue and answer Unimplemented.
+ * Windows hosts. Filesystem: Node fs + Win32 (koffi). Disk and volume: CIM through the storage
+ * PowerShell worker pool + Win32 (koffi). SMB and iSCSI: CIM/SMB cmdlets through a second worker
+ * pool running the SMB/iSCSI/System script (+ CreateSymbolicLinkW for SMB links). System: the BIOS
+ * serial through that pool, services through the Service Control Manager (koffi, no process).
+ * Both pools start their workers on first use only.
  */
 import * as fsPromises from "node:fs/promises";
 import type { ProxyConfig, Services } from "../../compose.ts";
-import type { SmbService } from "../../groups/smb/types.ts";
-import type { IscsiService } from "../../groups/iscsi/types.ts";
-import type { SystemService } from "../../groups/system/types.ts";
 import { createFilesystemService } from "../../groups/filesystem/filesystem-service.ts";
 import { createFsResolver, createPathPolicy } from "../../groups/filesystem/path-policy.ts";
-import { unavailableService } from "../../groups/unavailable-service.ts";
+import { createSmbService } from "../../groups/smb/smb-service.ts";
+import { smbStateFile } from "../../groups/smb/smb-state.ts";
+import { createIscsiService } from "../../groups/iscsi/iscsi-service.ts";
+import { createSystemService } from "../../groups/system/system-service.ts";
 import { loadWin32 } from "../../windows/win32.ts";
+import { loadScm } from "../../windows/scm.ts";
 import { WindowsFilesystemHost } from "./filesystem.ts";
-import { createWindowsBlockServices } from "./block-services.ts";
+import { createWindowsBlockServices, powershellExe } from "./block-services.ts";
+import { PowerShellPool } from "./powershell-pool.ts";
+import { powershellArgs } from "./scripts/worker-script.ts";
+import { SMB_ISCSI_SYSTEM_OPS, SMB_ISCSI_SYSTEM_SCRIPT } from "./scripts/worker-ops-smb-iscsi-system.ts";
+import { WindowsSmbHost } from "./smb.ts";
+import { WindowsIscsiHost } from "./iscsi.ts";
+import { WindowsSystemHost } from "./system.ts";
+
+/** The worker pool of the SMB, iSCSI and System hosts: its own constant script, its own workers. */
+export function createSmbIscsiSystemPool(options: { file?: string; size?: number } = {}): PowerShellPool {
+  return new PowerShellPool({
+    command: { file: options.file ?? powershellExe(), args: powershellArgs(SMB_ISCSI_SYSTEM_SCRIPT) },
+    ops: SMB_ISCSI_SYSTEM_OPS,
+    size: options.size ?? 2,
+  });
+}
 
 export async function createWindowsServices(config: ProxyConfig): Promise<Services> {
   const win32 = await loadWin32();
@@ -23,12 +42,20 @@ export async function createWindowsServices(config: ProxyConfig): Promise<Servic
     resolve: createFsResolver(fsPromises, "win32"),
   });
   const { disk, volume } = createWindowsBlockServices({ win32 });
+  const pool = createSmbIscsiSystemPool();
   return {
     filesystem: createFilesystemService({ host: new WindowsFilesystemHost(win32), policy, platform: "win32" }),
     disk,
     volume,
-    smb: unavailableService<SmbService>("smb", "win32", "SMB has its own issue"),
-    iscsi: unavailableService<IscsiService>("iscsi", "win32", "iSCSI has its own issue"),
-    system: unavailableService<SystemService>("system", "win32", "system has its own issue"),
+    smb: await createSmbService({
+      host: new WindowsSmbHost(pool, win32),
+      policy,
+      state: smbStateFile(config.stateDir),
+      requirePrivacy: config.requirePrivacy,
+      platform: "win32",
+      log: config.logger,
+    }),
+    iscsi: createIscsiService({ host: new WindowsIscsiHost(pool) }),
+    system: createSystemService({ host: new WindowsSystemHost(pool, loadScm), platform: "win32", allowedServices: config.allowedServices }),
   };
 }

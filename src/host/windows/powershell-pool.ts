@@ -12,7 +12,9 @@
  *   ResourceExhausted).
  * - Per-call timeout: the worker is killed (a hung cmdlet cannot be interrupted otherwise), the call
  *   fails DeadlineExceeded, and a fresh worker replaces it on demand. A worker that dies fails its
- *   call with Unavailable and is replaced; start-up failures back off.
+ *   call with Unavailable and is replaced; start-up failures back off, and while no worker is alive
+ *   during the back-off, calls fail at once with the start-up error (Unavailable) instead of
+ *   waiting for the next attempt only to get the same error.
  * - Errors reported by the worker (CIM exceptions, cmdlet errors, failed CIM method return values)
  *   become coded CsiProxyErrors (see {@link mapWorkerError}).
  */
@@ -36,7 +38,7 @@ export interface PowerShellPoolOptions {
   startTimeoutMs?: number;
   /** Diagnostics (worker starts/exits, stray output); must not block. */
   log?: (msg: string) => void;
-  /** Test hook: the ops the pool accepts (default: the worker script's). */
+  /** The ops the pool accepts: those of the script it runs (default: the storage worker script's WORKER_OPS). */
   ops?: readonly string[];
 }
 
@@ -274,6 +276,8 @@ export class PowerShellPool {
   #closed = false;
   #failures = 0;
   #retryAt = 0;
+  /** Why the last worker failed to start (cleared once one reports ready). */
+  #startError: CsiProxyError | undefined;
   #retryTimer: NodeJS.Timeout | undefined;
   #started = 0;
 
@@ -301,6 +305,10 @@ export class PowerShellPool {
       return Promise.reject(new CsiProxyError(Code.ResourceExhausted, `too many host operations waiting (${this.#queue.length}); try again later`));
     }
     if (options.signal?.aborted) return Promise.reject(new CsiProxyError(Code.Cancelled, `${op}: cancelled`));
+    const wait = this.#retryAt - Date.now();
+    if (this.#startError && this.#workers.size === 0 && wait > 0) {
+      return Promise.reject(new CsiProxyError(Code.Unavailable, `${op}: ${this.#startError.message} (PowerShell workers cannot start; next attempt in ${wait} ms)`));
+    }
     return new Promise<T>((resolve, reject) => {
       const id = this.#nextId++;
       const call: Call = {
@@ -368,6 +376,7 @@ export class PowerShellPool {
     worker.ready.then(
       () => {
         this.#failures = 0;
+        this.#startError = undefined;
         this.dispatch();
       },
       () => {},
@@ -383,6 +392,7 @@ export class PowerShellPool {
     queueMicrotask(() => {
       if (!worker.isReady) {
         this.#failures++;
+        this.#startError = err;
         this.#retryAt = Date.now() + Math.min(30_000, 250 * 2 ** Math.min(this.#failures - 1, 7));
         // calls waiting while no worker can start fail rather than hang
         if (this.#workers.size === 0) for (const call of this.#queue.splice(0)) call.reject(err);

@@ -18,7 +18,13 @@
  * CIM classes (namespace root/Microsoft/Windows/Storage) and methods are those of upstream
  * csi-proxy master (reference-behaviour.md §2.2–2.3), called with Invoke-CimMethod.
  */
-export const WORKER_SCRIPT = String.raw`$ErrorActionPreference = 'Stop'
+/**
+ * The protocol plumbing every worker script starts with (stdin/stdout set-up, Send, Fail,
+ * ErrorInfo, Call). Shared with the SMB/iSCSI/System worker script
+ * (worker-ops-smb-iscsi-system.ts), which has its own pool: both scripts together would exceed
+ * CreateProcess's 32767-character command line once base64-encoded.
+ */
+export const WORKER_PRELUDE = String.raw`$ErrorActionPreference = 'Stop'
 $ProgressPreference = 'SilentlyContinue'
 $WarningPreference = 'SilentlyContinue'
 $VerbosePreference = 'SilentlyContinue'
@@ -58,7 +64,26 @@ function Call($inst, [string]$method, $arguments, $ok) {
   if ($rv -ne 0 -and -not (@($ok) -contains $rv)) { Fail 'method' ($inst.CimClass.CimClassName + '.' + $method + ' failed: code=' + $rv) $rv }
   $r
 }
-function Disk($a) {
+`;
+
+/** The request loop every worker script ends with (after its `$ops` table). */
+export const WORKER_LOOP = String.raw`Send @{ ready = $true; pid = $PID }
+while ($null -ne ($line = $stdin.ReadLine())) {
+  $id = $null
+  try {
+    $req = ConvertFrom-Json -InputObject $line
+    $id = $req.id
+    $op = $ops[[string]$req.op]
+    if ($null -eq $op) { Fail 'UnknownOp' ('unknown op ' + [string]$req.op) }
+    $result = & $op $req.args
+    Send @{ id = $id; ok = $true; result = $result }
+  } catch {
+    Send @{ id = $id; ok = $false; error = (ErrorInfo $_) }
+  }
+}
+`;
+
+export const WORKER_SCRIPT = WORKER_PRELUDE + String.raw`function Disk($a) {
   $n = [uint32]$a.diskNumber
   $d = @(Get-CimInstance -Namespace $ns -ClassName MSFT_Disk | Where-Object { $_.Number -eq $n })
   if ($d.Count -eq 0) { Fail 'NotFound' ('disk ' + $n + ' not found') }
@@ -111,21 +136,7 @@ $ops = @{
   'volume.resize' = { param($a) $p = VolumePartition (Volume $a); $null = Call $p 'Resize' @{ Size = [uint64][string]$a.size }
     $d = @(Get-CimAssociatedInstance -InputObject $p -ResultClassName MSFT_Disk); if ($d.Count -gt 0) { $null = Call $d[0] 'Refresh' }; $null }
 }
-Send @{ ready = $true; pid = $PID }
-while ($null -ne ($line = $stdin.ReadLine())) {
-  $id = $null
-  try {
-    $req = ConvertFrom-Json -InputObject $line
-    $id = $req.id
-    $op = $ops[[string]$req.op]
-    if ($null -eq $op) { Fail 'UnknownOp' ('unknown op ' + [string]$req.op) }
-    $result = & $op $req.args
-    Send @{ id = $id; ok = $true; result = $result }
-  } catch {
-    Send @{ id = $id; ok = $false; error = (ErrorInfo $_) }
-  }
-}
-`;
+` + WORKER_LOOP;
 
 /** Every op the worker script defines (the pool refuses any other name before sending). */
 export const WORKER_OPS = [
