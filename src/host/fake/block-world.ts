@@ -1,6 +1,6 @@
 /**
- * A stateful in-memory model of a Linux host's block devices, shared by the fake disk and volume
- * hosts (host/fake/disk.ts, host/fake/volume.ts) and by every unit test of those groups.
+ * A stateful in-memory model of a Linux host's block devices, behind the fake Linux block tools
+ * (host/fake/block-tools.ts) and the unit tests of the Linux disk and volume hosts.
  *
  * It behaves like the real host where that matters for the services' decisions: partitions appear
  * only after the kernel is told (sfdisk/partx), mkfs refuses a device that already has a signature
@@ -13,11 +13,12 @@ import type {
   BlockMount,
   BlockPartition,
   DevNumber,
+  FilesystemUsage,
+  ManagedFsType,
   OfflineMark,
   PartitionTable,
   ProbeResult,
-} from "../../groups/disk/host-api.ts";
-import type { FilesystemUsage, ManagedFsType } from "../../groups/volume/host-api.ts";
+} from "../linux/block-tools.ts";
 import { internal, notFound, failedPrecondition } from "../../errors.ts";
 
 const MiB = 1024n * 1024n;

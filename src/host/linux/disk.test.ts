@@ -1,11 +1,16 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { setTimeout as sleep } from "node:timers/promises";
-import { createDiskService } from "./disk-service.ts";
+/**
+ * The disk group's Linux semantics: the unified disk service over LinuxDiskHost, on the fake Linux
+ * block tools (a modelled host with loop, virtio and SCSI disks).
+ */
+import { createDiskService } from "../../groups/disk/disk-service.ts";
 import { diskNumberOf, devOfDiskNumber, page83FromVpd, serialFromVpd } from "./block-model.ts";
-import { createPathPolicy } from "../filesystem/path-policy.ts";
-import { FakeBlockWorld } from "../../host/fake/block-world.ts";
-import { FakeDiskHost } from "../../host/fake/disk.ts";
+import { LinuxDiskHost } from "./disk.ts";
+import { createPathPolicy } from "../../groups/filesystem/path-policy.ts";
+import { FakeBlockWorld } from "../fake/block-world.ts";
+import { FakeBlockTools } from "../fake/block-tools.ts";
 import { Code } from "../../errors.ts";
 
 const KUBELET = "/var/lib/kubelet";
@@ -23,11 +28,12 @@ function setup(tweak?: (w: FakeBlockWorld) => void) {
   world.addDisk({ name: "loop7", major: 7, minor: 7, sizeBytes: 0n }); // unattached loop: not a disk
   world.scsiHosts = [0, 2];
   tweak?.(world);
-  const host = new FakeDiskHost(world);
+  const tools = new FakeBlockTools(world);
+  const host = new LinuxDiskHost(tools);
   const policy = createPathPolicy({ platform: "linux", allowedDirs: [KUBELET], resolve: async (p) => p });
   const disk = createDiskService({ host, policy });
   const num = (name: string) => diskNumberOf(world.disk(name));
-  return { world, host, disk, num, vda };
+  return { world, tools, host, disk, num, vda };
 }
 
 async function rejectsWith(p: Promise<unknown>, code: number, pattern?: RegExp) {
@@ -262,8 +268,8 @@ describe("PartitionDisk", () => {
   test("different disks proceed in parallel", async () => {
     const s = setup((w) => w.addLoop(4, "/images/b.img"));
     let inFlight = 0, peak = 0;
-    const orig = s.host.createGptTable.bind(s.host);
-    s.host.createGptTable = async (dev) => {
+    const orig = s.tools.createGptTable.bind(s.tools);
+    s.tools.createGptTable = async (dev) => {
       peak = Math.max(peak, ++inFlight);
       await sleep(10);
       inFlight--;

@@ -1,13 +1,18 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { createVolumeService, RESIZE_THRESHOLD_BYTES } from "./volume-service.ts";
-import type { ManagedFsType } from "./host-api.ts";
-import { createDiskService } from "../disk/disk-service.ts";
-import { diskNumberOf, parseVolumeId } from "../disk/block-model.ts";
-import { createPathPolicy } from "../filesystem/path-policy.ts";
-import { FakeBlockWorld } from "../../host/fake/block-world.ts";
-import { FakeVolumeHost } from "../../host/fake/volume.ts";
-import { FakeDiskHost } from "../../host/fake/disk.ts";
+/**
+ * The volume group's Linux semantics: the unified volume service (and disk service) over
+ * LinuxVolumeHost / LinuxDiskHost, on the fake Linux block tools.
+ */
+import { createVolumeService, RESIZE_THRESHOLD_BYTES } from "../../groups/volume/volume-service.ts";
+import type { ManagedFsType } from "./block-tools.ts";
+import { createDiskService } from "../../groups/disk/disk-service.ts";
+import { diskNumberOf, parseVolumeId } from "./block-model.ts";
+import { LinuxDiskHost } from "./disk.ts";
+import { LinuxVolumeHost } from "./volume.ts";
+import { createPathPolicy } from "../../groups/filesystem/path-policy.ts";
+import { FakeBlockWorld } from "../fake/block-world.ts";
+import { FakeBlockTools } from "../fake/block-tools.ts";
 import { createKeyedMutex } from "../../util/keyed-mutex.ts";
 import { Code } from "../../errors.ts";
 
@@ -32,11 +37,12 @@ function setup(options: { tweak?: (w: FakeBlockWorld) => void; fsType?: ManagedF
   world.mkdir(STAGE);
   world.mkdir("/mnt/admin");
   options.tweak?.(world);
-  const host = new FakeVolumeHost(world);
+  const tools = new FakeBlockTools(world);
+  const host = new LinuxVolumeHost(tools, { defaultFileSystem: options.fsType ?? "ext4" });
   const policy = createPathPolicy({ platform: "linux", allowedDirs: [KUBELET], resolve: async (p) => p });
   const locks = createKeyedMutex();
-  const volume = createVolumeService({ host, policy, defaultFsType: options.fsType ?? "ext4", locks });
-  const disk = createDiskService({ host: new FakeDiskHost(world), policy, locks });
+  const volume = createVolumeService({ host, policy, locks });
+  const disk = createDiskService({ host: new LinuxDiskHost(tools), policy, locks });
   return { world, host, volume, disk, id: gptId(1), dev: "/dev/loop3p1" };
 }
 
@@ -595,7 +601,7 @@ describe("not root", () => {
   for (const [name, call] of calls) {
     test(`${name}: PermissionDenied saying root is required`, async () => {
       const s = setup({ tweak: (w) => (w.uid = 1000) });
-      const volume = createVolumeService({ host: s.host, policy: { check: async (p) => p }, defaultFsType: "ext4" });
+      const volume = createVolumeService({ host: s.host, policy: { check: async (p) => p } });
       await rejectsWith(call(volume), Code.PermissionDenied, /must run as root.*uid 1000/);
       assert.deepEqual(s.world.calls, []);
     });
