@@ -4,7 +4,7 @@
  * (sfdisk, partx, losetup, blockdev), e2fsprogs and xfsprogs through runCommand argv arrays.
  * Pass-through: no decisions here.
  */
-import { mkdir, mkdtemp, opendir, readFile, readdir, realpath, rename, rmdir, stat, statfs, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, readdir, realpath, rename, rmdir, stat, statfs, writeFile } from "node:fs/promises";
 import { existsSync } from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -21,6 +21,7 @@ import type {
 } from "./block-tools.ts";
 import { runCommand } from "../exec/run-command.ts";
 import { fsError } from "../fs-error.ts";
+import { inspectDirectory } from "../inspect-directory.ts";
 import { readMountTable } from "./mountinfo.ts";
 import { listBlockDisks, readBlockDisk, SYS_BLOCK } from "./sysfs-block.ts";
 import { readPartitionTable } from "./partition-table.ts";
@@ -177,24 +178,8 @@ export class LinuxBlockTools implements BlockTools {
     await rename(tmp, this.#stateFile);
   }
 
-  async inspectDirectory(p: string): Promise<{ isDirectory: boolean; empty: boolean } | null> {
-    let st;
-    try {
-      st = await stat(p);
-    } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code;
-      if (code === "ENOENT" || code === "ENOTDIR") return null;
-      throw fsError(e, "stat", p);
-    }
-    if (!st.isDirectory()) return { isDirectory: false, empty: false };
-    const dir = await opendir(p).catch((e) => {
-      throw fsError(e, "open directory", p);
-    });
-    try {
-      return { isDirectory: true, empty: (await dir.read()) === null };
-    } finally {
-      await dir.close().catch(() => {});
-    }
+  inspectDirectory(p: string): Promise<{ isDirectory: boolean; empty: boolean } | null> {
+    return inspectDirectory(p);
   }
 
   async statfs(mountPoint: string): Promise<FilesystemUsage> {
