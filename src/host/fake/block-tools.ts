@@ -3,17 +3,7 @@
  * {@link FakeBlockWorld}. Put a LinuxDiskHost and a LinuxVolumeHost over it to unit-test the Linux
  * semantics of the disk and volume groups. Every mutating call is logged in `world.calls`.
  */
-import type {
-  BlockDisk,
-  BlockMount,
-  BlockTools,
-  DevNumber,
-  FilesystemUsage,
-  ManagedFsType,
-  OfflineMark,
-  PartitionTable,
-  ProbeResult,
-} from "../linux/block-tools.ts";
+import type { BlockDisk, BlockMount, BlockTools, DevNumber, FilesystemUsage, ManagedFsType, OfflineMark, PartitionTable, ProbeResult } from "../linux/block-tools.ts";
 import { FakeBlockWorld } from "./block-world.ts";
 import { internal } from "../../errors.ts";
 

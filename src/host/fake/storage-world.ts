@@ -13,6 +13,7 @@
 import type { DeviceUse } from "../../groups/disk/host-api.ts";
 import type { DiskIds, DiskLocation } from "../../groups/disk/types.ts";
 import { alreadyExists, internal, notFound } from "../../errors.ts";
+import { FakeCallLog } from "./call-log.ts";
 
 const MiB = 1024n * 1024n;
 export const BASIC_DATA = "{ebd0a0a2-b9e5-4433-87c0-68b6b72699c7}";
@@ -58,7 +59,7 @@ export interface FakeDiskRow {
   partitions: FakePartitionRow[];
 }
 
-export class FakeStorage {
+export class FakeStorage extends FakeCallLog {
   disks: FakeDiskRow[] = [];
   /** Mounts by directory (as given): a volume id, or a description of something else mounted there. */
   mounts = new Map<string, { volumeId: string | null; description: string }>();
@@ -78,24 +79,7 @@ export class FakeStorage {
   accessPathInUse = false;
   /** Scanning returns these disks for one-by-one size refreshes (Linux-like); Windows refreshes all itself. */
   refreshOneByOne = false;
-  calls: string[] = [];
-  private failures = new Map<string, Error>();
   private nextGuid = 1;
-
-  /** The next call of host method `method` rejects with `error` (once). */
-  failNext(method: string, error: Error = internal(`${method}: injected failure`)): void {
-    this.failures.set(method, error);
-  }
-
-  /** Called by the fake hosts at the start of every method. */
-  enter(method: string, detail = "", mutating = false): void {
-    if (mutating) this.calls.push(`${method}${detail ? ` ${detail}` : ""}`);
-    const failure = this.failures.get(method);
-    if (failure) {
-      this.failures.delete(method);
-      throw failure;
-    }
-  }
 
   addDisk(init: Partial<FakeDiskRow> & { number: number }): FakeDiskRow {
     const disk: FakeDiskRow = {

@@ -8,17 +8,7 @@ import { mkdir, mkdtemp, readFile, readdir, realpath, rename, rmdir, stat, statf
 import { existsSync } from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import type {
-  BlockDisk,
-  BlockMount,
-  BlockTools,
-  DevNumber,
-  FilesystemUsage,
-  ManagedFsType,
-  OfflineMark,
-  PartitionTable,
-  ProbeResult,
-} from "./block-tools.ts";
+import type { BlockDisk, BlockMount, BlockTools, DevNumber, FilesystemUsage, ManagedFsType, OfflineMark, PartitionTable, ProbeResult } from "./block-tools.ts";
 import { runCommand } from "../exec/run-command.ts";
 import { fsError } from "../fs-error.ts";
 import { inspectDirectory } from "../inspect-directory.ts";
