@@ -72,8 +72,10 @@ export async function createServices(config: ProxyConfig): Promise<Services> {
   const fsHost = new LinuxFilesystemHost();
   const { LinuxDiskHost } = await import("./host/linux/disk.ts");
   const { LinuxVolumeHost } = await import("./host/linux/volume.ts");
+  const { LinuxBlockTools } = await import("./host/linux/linux-block-tools.ts");
   /** Disk and volume share one lock per disk and one offline-state file (beside the sockets: per daemon, gone at reboot). */
-  const block = { locks: createKeyedMutex(), stateFile: nodePath.join(config.socketDir, "csi-proxy-disk-state.json") };
+  const locks = createKeyedMutex();
+  const blockTools = new LinuxBlockTools({ stateFile: nodePath.join(config.socketDir, "csi-proxy-disk-state.json") });
   const policy = createPathPolicy({
     platform: config.platform,
     allowedDirs: [...config.workingDirs, config.kubeletPath],
@@ -81,8 +83,8 @@ export async function createServices(config: ProxyConfig): Promise<Services> {
   });
   return {
     filesystem: createFilesystemService({ host: fsHost, policy, platform: config.platform }),
-    disk: createDiskService({ host: new LinuxDiskHost(block), policy, locks: block.locks }),
-    volume: createVolumeService({ host: new LinuxVolumeHost(block), policy, defaultFsType: config.defaultFsType, locks: block.locks }),
+    disk: createDiskService({ host: new LinuxDiskHost(blockTools), policy, locks }),
+    volume: createVolumeService({ host: new LinuxVolumeHost(blockTools, { defaultFileSystem: config.defaultFsType }), policy, locks }),
     smb: await createSmbService({ host: new (await import("./host/linux/smb.ts")).LinuxSmbHost(config), policy, state: smbStateFile(config.stateDir), requirePrivacy: config.requirePrivacy, platform: config.platform, log: config.logger }),
     iscsi: createIscsiService({ host: new (await import("./host/linux/iscsi.ts")).LinuxIscsiHost(config) }),
     system: createSystemService({ host: new (await import("./host/linux/system.ts")).LinuxSystemHost(), platform: config.platform, allowedServices: config.allowedServices }),

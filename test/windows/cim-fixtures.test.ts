@@ -8,14 +8,16 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { Code, CsiProxyError } from "../../src/errors.ts";
-import { WindowsDiskHost, type DiskIoctls } from "../../src/host/windows/disk.ts";
-import { WindowsVolumeHost, type VolumeWin32 } from "../../src/host/windows/volume.ts";
-import { createWindowsDiskService, parseLocation } from "../../src/host/windows/windows-disk-service.ts";
-import { createWindowsVolumeService, MIN_GROWTH } from "../../src/host/windows/windows-volume-service.ts";
+import { WindowsDiskHost, parseLocation } from "../../src/host/windows/disk.ts";
+import { WindowsDiskCim, type DiskIoctls } from "../../src/host/windows/disk-cim.ts";
+import { WindowsVolumeHost } from "../../src/host/windows/volume.ts";
+import { WindowsVolumeCim, type VolumeWin32 } from "../../src/host/windows/volume-cim.ts";
+import { createDiskService } from "../../src/groups/disk/disk-service.ts";
+import { createVolumeService, RESIZE_THRESHOLD_BYTES as MIN_GROWTH } from "../../src/groups/volume/volume-service.ts";
 import { mapWorkerError, codeForReturnValue } from "../../src/host/windows/powershell-pool.ts";
 import { page83FromDescriptor } from "../../src/host/windows/cim-output.ts";
 import { IO_REPARSE_TAG_MOUNT_POINT, IO_REPARSE_TAG_SYMLINK, Win32Error, codeForWin32 } from "../../src/windows/win32.ts";
-import { GPT_BASIC_DATA, GPT_MICROSOFT_RESERVED } from "../../src/host/windows/host-api.ts";
+import { GPT_BASIC_DATA, GPT_MICROSOFT_RESERVED } from "../../src/host/windows/cim-types.ts";
 import { createFakePool, type FakePool } from "./fake-pool.ts";
 
 const pools: FakePool[] = [];
@@ -85,8 +87,8 @@ test("errors reported by the worker reach callers as coded errors, with the op a
     "volume.format": { error: methodError("MSFT_Volume.Format", 40001) },
     "volume.get": { error: { message: "volume \\\\?\\Volume{nope}\\ not found", kind: "NotFound" } },
   });
-  const disk = new WindowsDiskHost(p.pool, {} as DiskIoctls);
-  const vol = new WindowsVolumeHost(p.pool, {} as VolumeWin32);
+  const disk = new WindowsDiskCim(p.pool, {} as DiskIoctls);
+  const vol = new WindowsVolumeCim(p.pool, {} as VolumeWin32);
   const e1 = await reject(disk.getDisk(9));
   assert.equal(e1.code, Code.NotFound);
   assert.equal(e1.message, "disk.get: Not found");
@@ -114,7 +116,7 @@ test("Win32 error codes map to gRPC codes and Windows' messages", () => {
 
 test("MSFT_Disk output: sizes beyond 2^53 stay exact, serials stay untrimmed, PS 5.1 array quirks", async () => {
   const p = pool({ "disk.list": [{ result: DISKS }, { result: DISKS[0] }, { result: null }, { result: [] }, { result: [{ ...DISKS[0], size: 12.5 }] }] });
-  const host = new WindowsDiskHost(p.pool, {} as DiskIoctls);
+  const host = new WindowsDiskCim(p.pool, {} as DiskIoctls);
   const disks = await host.listDisks();
   assert.equal(disks.length, 2);
   assert.equal(disks[1].size, 18446744073709551615n);
@@ -135,8 +137,8 @@ test("MSFT_Partition / MSFT_Volume output: NUL drive letters cleared, volume lis
     "volume.listOnDisk": [{ result: [VOL.uniqueId, "\\\\?\\Volume{b}\\"] }, { result: VOL.uniqueId }, { result: null }, { result: [42] }],
     "volume.get": { result: VOL },
   });
-  const disk = new WindowsDiskHost(p.pool, {} as DiskIoctls);
-  const vol = new WindowsVolumeHost(p.pool, {} as VolumeWin32);
+  const disk = new WindowsDiskCim(p.pool, {} as DiskIoctls);
+  const vol = new WindowsVolumeCim(p.pool, {} as VolumeWin32);
   const parts = await disk.listPartitions(1);
   assert.equal(parts[1].driveLetter, "");
   assert.equal(parts[1].size, 10720641024n);
@@ -196,15 +198,16 @@ test("ListDiskLocations parses Location as upstream (Adapter/Target/LUN/Bus; sho
   assert.equal(parseLocation(""), null);
   assert.equal(parseLocation("Adapter 0 : Target 1"), null);
   const p = pool({ "disk.list": { result: [...DISKS, { ...DISKS[0], number: 5, location: "" }] } });
-  const svc = createWindowsDiskService({ host: new WindowsDiskHost(p.pool, {} as DiskIoctls) });
+  const svc = createDiskService({ host: new WindowsDiskHost(p.pool, {} as DiskIoctls) });
   const locs = await svc.listDiskLocations();
   assert.deepEqual([...locs.keys()], [0, 1]);
   assert.deepEqual(locs.get(1), { adapter: "1", bus: "", target: "3", lunId: "7" });
 });
 
 test("PartitionDisk on a RAW disk: Initialize(GPT), CreatePartition(basic data), Refresh, Online the data partition", async () => {
-  const p = pool({ "disk.get": { result: DISKS[1] }, "disk.partitions": [{ result: [] }, { result: [MSR, DATA] }] });
-  const svc = createWindowsDiskService({ host: new WindowsDiskHost(p.pool, {} as DiskIoctls) });
+  // (an online RAW disk: PartitionDisk refuses offline disks)
+  const p = pool({ "disk.get": { result: { ...DISKS[1], isOffline: false } }, "disk.partitions": [{ result: [] }, { result: [MSR, DATA] }] });
+  const svc = createDiskService({ host: new WindowsDiskHost(p.pool, {} as DiskIoctls) });
   await svc.partitionDisk({ diskNumber: 1 });
   assert.deepEqual(
     p.recorded().requests.map((r) => [r.op, r.args]),
@@ -222,11 +225,11 @@ test("PartitionDisk on a RAW disk: Initialize(GPT), CreatePartition(basic data),
 
 test("PartitionDisk is idempotent: an initialised disk with a data partition is left alone; only the MSR does not count", async () => {
   const p = pool({ "disk.get": { result: DISKS[0] }, "disk.partitions": { result: [MSR, DATA] } });
-  const svc = createWindowsDiskService({ host: new WindowsDiskHost(p.pool, {} as DiskIoctls) });
+  const svc = createDiskService({ host: new WindowsDiskHost(p.pool, {} as DiskIoctls) });
   await svc.partitionDisk({ diskNumber: 0 });
   assert.deepEqual(p.recorded().requests.map((r) => r.op), ["disk.get", "disk.partitions"]);
   const q = pool({ "disk.get": { result: { ...DISKS[0], partitionStyle: 1 } }, "disk.partitions": [{ result: [] }, { result: [{ ...DATA, gptType: "", mbrType: 7 }] }], "disk.createPartition": { error: methodError("MSFT_Disk.CreatePartition", 42002) } });
-  await createWindowsDiskService({ host: new WindowsDiskHost(q.pool, {} as DiskIoctls) }).partitionDisk({ diskNumber: 0 });
+  await createDiskService({ host: new WindowsDiskHost(q.pool, {} as DiskIoctls) }).partitionDisk({ diskNumber: 0 });
   const ops = q.recorded().requests;
   assert.deepEqual(ops.find((r) => r.op === "disk.createPartition")?.args, { diskNumber: 0, gptType: null }, "MBR disks get no GptType");
   assert.ok(!ops.some((r) => r.op === "disk.initialize"), "an MBR disk is not re-initialised");
@@ -235,7 +238,7 @@ test("PartitionDisk is idempotent: an initialised disk with a data partition is 
 
 test("SetDiskState / GetDiskState / GetDiskStats / Rescan", async () => {
   const p = pool({ "disk.get": { result: DISKS[1] } });
-  const svc = createWindowsDiskService({ host: new WindowsDiskHost(p.pool, {} as DiskIoctls) });
+  const svc = createDiskService({ host: new WindowsDiskHost(p.pool, {} as DiskIoctls) });
   assert.deepEqual(await svc.getDiskState({ diskNumber: 1 }), { isOnline: false });
   await svc.setDiskState({ diskNumber: 1, isOnline: false });
   await svc.setDiskState({ diskNumber: 1, isOnline: true });
@@ -250,13 +253,13 @@ test("SetDiskState / GetDiskState / GetDiskStats / Rescan", async () => {
     "the offline disk is not set offline again",
   );
   const q = pool({ "disk.get": { error: cimError("NotFound", "ObjectNotFound", "Not found ", 6) } });
-  const e = await reject(createWindowsDiskService({ host: new WindowsDiskHost(q.pool, {} as DiskIoctls) }).getDiskStats({ diskNumber: 9 }));
+  const e = await reject(createDiskService({ host: new WindowsDiskHost(q.pool, {} as DiskIoctls) }).getDiskStats({ diskNumber: 9 }));
   assert.equal(e.code, Code.NotFound);
 });
 
 test("ListDiskIDs keys by IOCTL device number; GetDiskNumberByName matches page83; an unqueryable disk fails the call", async () => {
   const p = pool({ "disk.list": { result: DISKS } });
-  const svc = createWindowsDiskService({
+  const svc = createDiskService({
     host: new WindowsDiskHost(p.pool, ioctls({ [DISKS[0].path]: { n: 0, page83: "os-disk" }, [DISKS[1].path]: { n: 1, page83: "Google  pd-1" } })),
   });
   const ids = await svc.listDiskIds();
@@ -265,7 +268,7 @@ test("ListDiskIDs keys by IOCTL device number; GetDiskNumberByName matches page8
   assert.deepEqual(await svc.getDiskNumberByName({ diskName: "Google  pd-1" }), { diskNumber: 1 });
   assert.equal(codeOf(await reject(svc.getDiskNumberByName({ diskName: "nope" }))), Code.NotFound);
   assert.equal(codeOf(await reject(svc.getDiskNumberByName({ diskName: "" }))), Code.InvalidArgument);
-  const broken = createWindowsDiskService({ host: new WindowsDiskHost(p.pool, ioctls({ [DISKS[0].path]: { n: 0, page83: "x" } })) });
+  const broken = createDiskService({ host: new WindowsDiskHost(p.pool, ioctls({ [DISKS[0].path]: { n: 0, page83: "x" } })) });
   const e = await reject(broken.listDiskIds());
   assert.match(e.message, /Incorrect function/);
 });
@@ -304,17 +307,18 @@ function volumeService(fixtures: Record<string, unknown>, state: Parameters<type
   const { w, calls } = fakeWin32(state);
   const host = new WindowsVolumeHost(p.pool, w);
   host.inspectDirectory = async (path) => (path.includes("missing") ? null : { isDirectory: true, empty: true });
-  host.readLink = async (path) => state.links?.get(path) ?? assert.fail(`readLink ${path}`);
-  return { svc: createWindowsVolumeService({ host }), p, calls };
+  host.cim.readLink = async (path) => state.links?.get(path) ?? assert.fail(`readLink ${path}`);
+  return { svc: createVolumeService({ host }), p, calls };
 }
 
 test("MountVolume: SetVolumeMountPoint with trailing backslashes; idempotent for the same volume; another volume is FailedPrecondition", async () => {
   const state = { mounts: new Map<string, string>() };
-  const { svc, calls } = volumeService({ "volume.get": { result: VOL } }, state);
+  const { svc, calls } = volumeService({ "volume.get": { result: VOL }, "volume.partition": { result: DATA } }, state);
   const target = "C:\\var\\lib\\kubelet\\plugins\\pd\\globalmount";
   await svc.mountVolume({ volumeId: VOL.uniqueId, targetPath: target });
   await svc.mountVolume({ volumeId: VOL.uniqueId, targetPath: target + "\\" });
-  assert.deepEqual(calls, [`set ${target}\\ ${VOL.uniqueId}`, `set ${target}\\ ${VOL.uniqueId}`]);
+  // the second call finds the volume mounted there already: success, nothing set again
+  assert.deepEqual(calls, [`set ${target}\\ ${VOL.uniqueId}`]);
   const e = await reject(svc.mountVolume({ volumeId: "\\\\?\\Volume{other}\\", targetPath: target }));
   assert.equal(e.code, Code.FailedPrecondition);
   assert.match(e.message, /is already mounted there/);
@@ -326,18 +330,19 @@ test("MountVolume: SetVolumeMountPoint with trailing backslashes; idempotent for
 test("UnmountVolume: flushes first, refuses another volume, is not idempotent", async () => {
   const target = "C:\\k\\m";
   const state = { mounts: new Map([[target + "\\", VOL.uniqueId]]) };
-  const { svc, p, calls } = volumeService({ "volume.get": { result: VOL } }, state);
+  const { svc, p, calls } = volumeService({ "volume.get": { result: VOL }, "volume.partition": { result: DATA } }, state);
   assert.equal(codeOf(await reject(svc.unmountVolume({ volumeId: "\\\\?\\Volume{other}\\", targetPath: target }))), Code.FailedPrecondition);
   await svc.unmountVolume({ volumeId: VOL.uniqueId, targetPath: target });
   assert.deepEqual(calls, [`delete ${target}\\`]);
-  assert.deepEqual(p.recorded().requests.map((r) => r.op), ["volume.flush", "volume.flush"]);
+  // flushed once, before the mount point was deleted (the refused call flushes nothing)
+  assert.deepEqual(p.recorded().requests.map((r) => r.op).filter((op) => op !== "volume.partition"), ["volume.flush"]);
   const again = await reject(svc.unmountVolume({ volumeId: VOL.uniqueId, targetPath: target }));
   assert.equal(again.code, Code.NotFound);
   assert.match(again.message, /is not a mount point/);
 });
 
 test("IsVolumeFormatted / FormatVolume: Unknown formats NTFS, NTFS is left alone, another file system is refused", async () => {
-  const { svc, p } = volumeService({ "volume.get": [{ result: { ...VOL, fileSystemType: 0, fileSystem: "" } }, { result: { ...VOL, fileSystemType: 0, fileSystem: "" } }, { result: VOL }, { result: { ...VOL, fileSystemType: 15, fileSystem: "ReFS" } }] }, { mounts: new Map() });
+  const { svc, p } = volumeService({ "volume.partition": { result: DATA }, "volume.get": [{ result: { ...VOL, fileSystemType: 0, fileSystem: "" } }, { result: { ...VOL, fileSystemType: 0, fileSystem: "" } }, { result: VOL }, { result: { ...VOL, fileSystemType: 15, fileSystem: "ReFS" } }] }, { mounts: new Map() });
   assert.deepEqual(await svc.isVolumeFormatted({ volumeId: VOL.uniqueId }), { formatted: false });
   await svc.formatVolume({ volumeId: VOL.uniqueId });
   await svc.formatVolume({ volumeId: VOL.uniqueId });

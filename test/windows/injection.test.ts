@@ -9,10 +9,12 @@
  */
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import { WindowsDiskHost, type DiskIoctls } from "../../src/host/windows/disk.ts";
-import { WindowsVolumeHost, type VolumeWin32 } from "../../src/host/windows/volume.ts";
-import { createWindowsVolumeService } from "../../src/host/windows/windows-volume-service.ts";
-import { createWindowsDiskService } from "../../src/host/windows/windows-disk-service.ts";
+import { WindowsDiskHost } from "../../src/host/windows/disk.ts";
+import { WindowsDiskCim, type DiskIoctls } from "../../src/host/windows/disk-cim.ts";
+import { WindowsVolumeHost } from "../../src/host/windows/volume.ts";
+import { WindowsVolumeCim, type VolumeWin32 } from "../../src/host/windows/volume-cim.ts";
+import { createVolumeService } from "../../src/groups/volume/volume-service.ts";
+import { createDiskService } from "../../src/groups/disk/disk-service.ts";
 import { WORKER_SCRIPT } from "../../src/host/windows/scripts/worker-script.ts";
 import { IO_REPARSE_TAG_MOUNT_POINT } from "../../src/windows/win32.ts";
 import { Code, CsiProxyError } from "../../src/errors.ts";
@@ -84,8 +86,8 @@ async function sent(fn: () => Promise<unknown>) {
   return rec.requests.slice(before);
 }
 
-const disk = new WindowsDiskHost(fake.pool, noIoctls);
-const volume = new WindowsVolumeHost(fake.pool, {} as VolumeWin32);
+const disk = new WindowsDiskCim(fake.pool, noIoctls);
+const volume = new WindowsVolumeCim(fake.pool, {} as VolumeWin32);
 
 /** Every worker operation of the Windows hosts: how to call it with `s` in each string field, and the args expected on the wire. */
 const operations: { name: string; op: string; call: (s: string) => Promise<unknown>; args: (s: string) => Record<string, unknown> }[] = [
@@ -132,7 +134,8 @@ function recordingWin32() {
     deleteVolumeMountPoint: (mp) => void calls.push(["DeleteVolumeMountPointW", mp]),
     getVolumePathName: (p) => (calls.push(["GetVolumePathNameW", p]), "C:\\"),
     getVolumeNameForVolumeMountPoint: (mp) => (calls.push(["GetVolumeNameForVolumeMountPointW", mp]), volumeRecord.uniqueId),
-    reparseTag: (p) => (calls.push(["reparseTag", p]), IO_REPARSE_TAG_MOUNT_POINT),
+    // only the unmount targets (C:\k\…) are volume mount points; mount targets are plain directories
+    reparseTag: (p) => (calls.push(["reparseTag", p]), p.startsWith("C:\\k\\") ? IO_REPARSE_TAG_MOUNT_POINT : null),
   };
   return { w, calls };
 }
@@ -142,7 +145,7 @@ test("volume service RPCs: hostile volume ids reach the worker as data and Win32
     const { w, calls } = recordingWin32();
     const host = new WindowsVolumeHost(fake.pool, w);
     host.inspectDirectory = async () => ({ isDirectory: true, empty: true });
-    const svc = createWindowsVolumeService({ host });
+    const svc = createVolumeService({ host });
     const reqs = await sent(async () => {
       await svc.isVolumeFormatted({ volumeId: s });
       await svc.getVolumeStats({ volumeId: s });
@@ -163,14 +166,14 @@ test("volume service RPCs: hostile volume ids reach the worker as data and Win32
 });
 
 test("disk numbers are validated as uint32 before anything reaches the worker", async () => {
-  const svc = createWindowsDiskService({ host: disk });
+  const svc = createDiskService({ host: new WindowsDiskHost(fake.pool, noIoctls) });
   const before = fake.recorded().raw.length;
   for (const n of [-1, 1.5, 2 ** 32, Number.NaN, Infinity]) {
     const err = await svc.getDiskStats({ diskNumber: n }).catch((e) => e);
     assert.equal((err as CsiProxyError).code, Code.InvalidArgument, `disk number ${n}`);
   }
   assert.equal(fake.recorded().raw.length, before);
-  const vol = createWindowsVolumeService({ host: volume });
+  const vol = createVolumeService({ host: new WindowsVolumeHost(fake.pool, {} as VolumeWin32) });
   const err = await vol.listVolumesOnDisk({ diskNumber: -3, partitionNumber: 0 }).catch((e) => e);
   assert.equal((err as CsiProxyError).code, Code.InvalidArgument);
 });

@@ -1,33 +1,32 @@
+/**
+ * The disk service's decisions against the stateful, Windows-shaped fake host (host/fake/disk.ts):
+ * upstream master's PartitionDisk / SetDiskState flows (reference-behaviour.md §2.2) and csi-proxy's
+ * refusals, decided from the host's facts alone. The Linux meaning of the same decisions is tested in
+ * host/linux/disk.test.ts, the Windows CIM mapping in test/windows/cim-fixtures.test.ts.
+ */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { setTimeout as sleep } from "node:timers/promises";
 import { createDiskService } from "./disk-service.ts";
-import { diskNumberOf, devOfDiskNumber, page83FromVpd, serialFromVpd } from "./block-model.ts";
 import { createPathPolicy } from "../filesystem/path-policy.ts";
-import { FakeBlockWorld } from "../../host/fake/block-world.ts";
+import { FakeStorage, MICROSOFT_RESERVED } from "../../host/fake/storage-world.ts";
 import { FakeDiskHost } from "../../host/fake/disk.ts";
 import { Code } from "../../errors.ts";
 
-const KUBELET = "/var/lib/kubelet";
-const MiB = 1024n * 1024n;
-const MSR = "e3c9e316-0b5c-4db8-817d-f92df00215ae";
+const KUBELET = "C:\\var\\lib\\kubelet";
+const GiB = 1024n * 1024n * 1024n;
 
-/** A host with: root disk vda (whole-disk ext4 on /), loop3 (raw, 1 GiB, on /images/a.img), sdb (SCSI). */
-function setup(tweak?: (w: FakeBlockWorld) => void) {
-  const world = new FakeBlockWorld();
-  const vda = world.addDisk({ name: "vda", major: 254, minor: 0, serial: "root-serial", sizeBytes: 256n * 1024n * MiB });
-  world.putFilesystem("/dev/vda", "ext4");
-  world.mountDirect("/dev/vda", "/");
-  world.addLoop(3, "/images/a.img");
-  world.addDisk({ name: "sdb", major: 8, minor: 16, scsiAddress: { host: 2, channel: 0, target: 1, lun: 5 }, scsiState: "running" });
-  world.addDisk({ name: "loop7", major: 7, minor: 7, sizeBytes: 0n }); // unattached loop: not a disk
-  world.scsiHosts = [0, 2];
+/** Disk 0: the system disk (GPT, C:); disk 1: a RAW data disk at LUN 3; disk 2: no location. */
+function setup(tweak?: (w: FakeStorage) => void) {
+  const world = new FakeStorage();
+  world.addDisk({ number: 0, location: { adapter: "0", bus: "", target: "0", lunId: "0" }, ids: { page83: "os", serialNumber: "  " }, sizeBytes: 128n * GiB });
+  world.addPartition(0, { type: MICROSOFT_RESERVED });
+  world.addPartition(0, { driveLetter: "C", volume: { fileSystem: "NTFS" } });
+  world.addDisk({ number: 1, location: { adapter: "1", bus: "", target: "0", lunId: "3" }, ids: { page83: "60022480abc", serialNumber: "" } });
+  world.addDisk({ number: 2, ids: { page83: "", serialNumber: "serial-2" } });
   tweak?.(world);
   const host = new FakeDiskHost(world);
-  const policy = createPathPolicy({ platform: "linux", allowedDirs: [KUBELET], resolve: async (p) => p });
-  const disk = createDiskService({ host, policy });
-  const num = (name: string) => diskNumberOf(world.disk(name));
-  return { world, host, disk, num, vda };
+  const policy = createPathPolicy({ platform: "win32", allowedDirs: [KUBELET], resolve: async (p) => p });
+  return { world, host, disk: createDiskService({ host, policy }) };
 }
 
 async function rejectsWith(p: Promise<unknown>, code: number, pattern?: RegExp) {
@@ -38,214 +37,132 @@ async function rejectsWith(p: Promise<unknown>, code: number, pattern?: RegExp) 
   });
 }
 
-describe("disk numbers", () => {
-  const cases = [
-    { name: "loop0", dev: { major: 7, minor: 0 }, n: 7340032 },
-    { name: "vda", dev: { major: 254, minor: 0 }, n: 266338304 },
-    { name: "largest dev_t", dev: { major: 4095, minor: 1048575 }, n: 0xffffffff },
-    { name: "sdb", dev: { major: 8, minor: 16 }, n: 8388624 },
-  ];
-  for (const c of cases) {
-    test(`${c.name}: (major << 20) | minor round-trips`, () => {
-      assert.equal(diskNumberOf(c.dev), c.n);
-      assert.deepEqual(devOfDiskNumber(c.n), c.dev);
-    });
-  }
-});
-
-describe("VPD parsing", () => {
-  const page83 = (...descs: number[][]) => {
-    const body = descs.flat();
-    return Uint8Array.from([0, 0x83, body.length >> 8, body.length & 0xff, ...body]);
-  };
-  const cases = [
-    { name: "binary NAA designator → lower-case hex", page: page83([0x01, 0x03, 0, 4, 0x60, 0x0a, 0xbc, 0xde]), want: "600abcde" },
-    { name: "ASCII T10 designator verbatim", page: page83([0x02, 0x01, 0, 3, 0x41, 0x42, 0x20]), want: "AB " },
-    { name: "target-port association skipped", page: page83([0x01, 0x13, 0, 2, 1, 2], [0x02, 0x01, 0, 1, 0x5a]), want: "Z" },
-    { name: "UTF-8 code set skipped", page: page83([0x03, 0x08, 0, 1, 0x41]), want: "" },
-    { name: "wrong page code", page: Uint8Array.from([0, 0x80, 0, 0]), want: "" },
-    { name: "truncated page", page: Uint8Array.from([0, 0x83]), want: "" },
-  ];
-  for (const c of cases) test(`page83: ${c.name}`, () => assert.equal(page83FromVpd(c.page), c.want));
-  test("page80: serial untrimmed", () => assert.equal(serialFromVpd(Uint8Array.from([0, 0x80, 0, 4, 0x20, 0x41, 0x42, 0x20])), " AB "));
-});
-
-describe("ListDiskLocations / ListDiskIDs / GetDiskStats / GetDiskNumberByName", () => {
-  test("locations: SCSI H:C:T:L only; loop, virtio and unattached devices omitted", async () => {
-    const { disk, num } = setup();
-    assert.deepEqual(await disk.listDiskLocations(), new Map([[num("sdb"), { adapter: "2", bus: "0", target: "1", lunId: "5" }]]));
+describe("reads", () => {
+  test("ListDiskLocations: disks without a location are left out", async () => {
+    const { disk } = setup();
+    assert.deepEqual([...(await disk.listDiskLocations()).keys()], [0, 1]);
+    assert.deepEqual((await disk.listDiskLocations()).get(1), { adapter: "1", bus: "", target: "0", lunId: "3" });
   });
 
-  test("ids: loop serial = backing file; VPD pages; virtio serial; NVMe wwid; unattached loop omitted", async () => {
-    const { disk, num } = setup((w) => {
-      const d = w.disk("sdb");
-      d.vpdPage80 = Uint8Array.from([0, 0x80, 0, 3, 0x53, 0x4e, 0x31]);
-      d.vpdPage83 = Uint8Array.from([0, 0x83, 0, 8, 0x01, 0x03, 0, 4, 0x60, 0x0a, 0xbc, 0xde]);
-      w.addDisk({ name: "nvme0n1", major: 259, minor: 100, serial: "NV1  ", wwid: "eui.00253885ABCD" });
-    });
-    const ids = await disk.listDiskIds();
-    assert.deepEqual(ids.get(num("loop3")), { page83: "", serialNumber: "/images/a.img" });
-    assert.deepEqual(ids.get(num("sdb")), { page83: "600abcde", serialNumber: "SN1" });
-    assert.deepEqual(ids.get(num("vda")), { page83: "", serialNumber: "root-serial" });
-    assert.deepEqual(ids.get(num("nvme0n1")), { page83: "00253885abcd", serialNumber: "NV1  " });
-    assert.equal(ids.has(num("loop7")), false);
-    assert.deepEqual([...ids.keys()], [...ids.keys()].sort((a, b) => a - b), "sorted by disk number");
-  });
-
-  const statsCases = [
-    { name: "known disk: size in bytes", n: (s: ReturnType<typeof setup>) => s.num("loop3"), want: 1024n * MiB },
-    { name: "unknown disk: NotFound", n: () => 12345, code: Code.NotFound },
-    { name: "unattached loop: NotFound", n: (s: ReturnType<typeof setup>) => s.num("loop7"), code: Code.NotFound },
-    { name: "not a uint32: InvalidArgument", n: () => -1, code: Code.InvalidArgument },
-  ];
-  for (const c of statsCases) {
-    test(`GetDiskStats: ${c.name}`, async () => {
-      const s = setup();
-      const p = s.disk.getDiskStats({ diskNumber: c.n(s) });
-      if (c.code !== undefined) await rejectsWith(p, c.code);
-      else assert.deepEqual(await p, { totalBytes: c.want });
-    });
-  }
-
-  test("GetDiskNumberByName: page83 match, NotFound with upstream text, empty name InvalidArgument", async () => {
-    const { disk, num } = setup((w) => (w.disk("sdb").wwid = "naa.600ABC"));
-    assert.deepEqual(await disk.getDiskNumberByName({ diskName: "600abc" }), { diskNumber: num("sdb") });
-    await rejectsWith(disk.getDiskNumberByName({ diskName: "nope" }), Code.NotFound, /could not find disk with Page83 ID nope: not found/);
+  test("ListDiskIDs and GetDiskNumberByName (page83; upstream's NotFound text; empty name InvalidArgument)", async () => {
+    const { disk } = setup();
+    assert.deepEqual((await disk.listDiskIds()).get(2), { page83: "", serialNumber: "serial-2" });
+    assert.deepEqual(await disk.getDiskNumberByName({ diskName: "60022480abc" }), { diskNumber: 1 });
+    await rejectsWith(disk.getDiskNumberByName({ diskName: "nope" }), Code.NotFound, /^could not find disk with Page83 ID nope: not found$/);
     await rejectsWith(disk.getDiskNumberByName({ diskName: "" }), Code.InvalidArgument);
+  });
+
+  test("GetDiskStats / GetDiskState; unknown disk NotFound; not a uint32 InvalidArgument before any host call", async () => {
+    const { disk, host } = setup((w) => (w.disk(2).online = false));
+    assert.deepEqual(await disk.getDiskStats({ diskNumber: 0 }), { totalBytes: 128n * GiB });
+    assert.deepEqual(await disk.getDiskState({ diskNumber: 2 }), { isOnline: false });
+    await rejectsWith(disk.getDiskStats({ diskNumber: 9 }), Code.NotFound);
+    let hostCalls = 0;
+    host.getDisk = async () => assert.fail(`host called (${++hostCalls})`);
+    host.getDiskLayout = async () => assert.fail(`host called (${++hostCalls})`);
+    for (const n of [-1, 1.5, 2 ** 32, Number.NaN]) {
+      await rejectsWith(disk.getDiskState({ diskNumber: n }), Code.InvalidArgument);
+      await rejectsWith(disk.partitionDisk({ diskNumber: n }), Code.InvalidArgument);
+    }
+    assert.equal(hostCalls, 0);
   });
 });
 
 describe("PartitionDisk", () => {
   interface Case {
     name: string;
-    disk?: string;
-    tweak?: (w: FakeBlockWorld) => void;
+    disk?: number;
+    tweak?: (w: FakeStorage) => void;
     code?: number;
     message?: RegExp;
     calls: string[];
-    /** Checked after the call. */
-    after?: (w: FakeBlockWorld) => void;
+    after?: (w: FakeStorage) => void;
   }
   const cases: Case[] = [
     {
-      name: "raw disk: GPT initialised, one Linux data partition",
-      calls: ["createGptTable /dev/loop3", "appendPartition /dev/loop3 0fc63daf-8483-4772-8e79-3d69d8477de4"],
-      after: (w) => {
-        assert.equal(w.disk("loop3").table?.type, "gpt");
-        assert.equal(w.disk("loop3").table?.entries.length, 1);
-      },
-    },
-    { name: "GPT with a data partition: untouched (idempotent)", tweak: (w) => w.partition("loop3", [100]), calls: [] },
-    {
-      name: "GPT with only an MSR partition: data partition added",
-      tweak: (w) => w.partition("loop3", [16], "gpt", MSR),
-      calls: ["appendPartition /dev/loop3 0fc63daf-8483-4772-8e79-3d69d8477de4"],
-    },
-    { name: "MBR with a partition: stays MBR, untouched", tweak: (w) => w.partition("loop3", [100], "dos"), calls: [] },
-    {
-      name: "MBR without partitions: a type 83 partition added",
-      tweak: (w) => w.partition("loop3", [], "dos"),
-      calls: ["appendPartition /dev/loop3 83"],
-      after: (w) => assert.equal(w.disk("loop3").table?.type, "dos"),
+      name: "RAW disk: Initialize(GPT), CreatePartition(basic data), Refresh, Online the data partition",
+      calls: ["initializeDisk 1", "createDataPartition 1 gpt", "refreshDisk 1", "onlinePartition 1 1"],
+      after: (w) => assert.equal(w.disk(1).style, "gpt"),
     },
     {
-      name: "table written but not yet seen by the kernel: only synchronised",
+      name: "RAW disk that Windows gives a reserved partition on Initialize: the data partition is created after it",
+      tweak: (w) => (w.reservedOnInitialize = true),
+      calls: ["initializeDisk 1", "createDataPartition 1 gpt", "refreshDisk 1", "onlinePartition 1 2"],
+    },
+    { name: "initialised disk with a data partition: left alone (idempotent)", tweak: (w) => void w.addPartition(1), calls: [] },
+    {
+      name: "only the Microsoft reserved partition: a data partition is added",
+      tweak: (w) => void w.addPartition(1, { type: MICROSOFT_RESERVED }),
+      calls: ["createDataPartition 1 gpt", "refreshDisk 1", "onlinePartition 1 2"],
+    },
+    {
+      name: "MBR disk without partitions: not re-initialised, a partition without GPT type is added",
+      tweak: (w) => (w.disk(1).style = "mbr"),
+      calls: ["createDataPartition 1 mbr", "refreshDisk 1", "onlinePartition 1 1"],
+    },
+    {
+      name: "42002 (access path already in use, AlreadyExists) from CreatePartition is tolerated",
+      tweak: (w) => (w.accessPathInUse = true),
+      calls: ["initializeDisk 1", "createDataPartition 1 gpt", "refreshDisk 1", "onlinePartition 1 1"],
+    },
+    {
+      name: "a data partition the host reports offline is brought online",
+      tweak: (w) => void w.addPartition(1, { online: false }),
+      calls: ["onlinePartition 1 1"],
+    },
+    { name: "a data partition the host reports online: nothing to do", tweak: (w) => void w.addPartition(1, { online: true }), calls: [] },
+    {
+      name: "a created partition the host already shows online is not onlined again",
       tweak: (w) => {
-        w.partition("loop3", [100]);
-        w.disk("loop3").kernelSeesPartitions = false;
+        w.disk(1).style = "gpt";
+        w.createPartition = (n) => void w.addPartition(n, { online: true });
       },
-      calls: ["syncPartitions /dev/loop3"],
+      calls: ["createDataPartition 1 gpt", "refreshDisk 1"],
     },
     {
-      name: "whole-disk ext4 (no table): FailedPrecondition, data intact",
-      tweak: (w) => w.putFilesystem("/dev/loop3", "ext4", ["precious"]),
+      name: "RAW disk holding something (a foreign file system): FailedPrecondition, untouched",
+      tweak: (w) => (w.disk(1).content = "ext4 (filesystem)"),
       code: Code.FailedPrecondition,
-      message: /no partition table but holds ext4.*destroy/,
-      calls: [],
-      after: (w) => assert.deepEqual(w.fsOf("/dev/loop3").data, ["precious"]),
-    },
-    {
-      name: "LVM signature (no table): FailedPrecondition",
-      tweak: (w) => w.setContent("/dev/loop3", { kind: "signature", type: "LVM2_member", usage: "raid" }),
-      code: Code.FailedPrecondition,
-      message: /LVM2_member/,
+      message: /no partition table but holds ext4 \(filesystem\); initialising it would destroy/,
       calls: [],
     },
     {
-      name: "conflicting signatures: FailedPrecondition",
-      tweak: (w) => w.setContent("/dev/loop3", { kind: "ambivalent" }),
+      name: "a partition table the host cannot read: FailedPrecondition",
+      tweak: (w) => Object.assign(w.disk(1), { style: "unknown", content: "partition style 7" }),
       code: Code.FailedPrecondition,
+      message: /partition style 7/,
       calls: [],
     },
+    { name: "the system disk: FailedPrecondition naming the system volume", disk: 0, code: Code.FailedPrecondition, message: /holds the Windows system volume C:/, calls: [] },
+    { name: "offline disk: FailedPrecondition", tweak: (w) => (w.disk(1).online = false), code: Code.FailedPrecondition, message: /offline; bring it online/, calls: [] },
     {
-      name: "the root disk (by number): FailedPrecondition naming /",
-      disk: "vda",
+      name: "a busy partition: FailedPrecondition",
+      tweak: (w) => void w.addPartition(1, { use: { busy: ["in use by /dev/dm-0 (holders)"] } }),
       code: Code.FailedPrecondition,
-      message: /holds the root filesystem \//,
+      message: /disk 1 partition 1 is in use by \/dev\/dm-0/,
       calls: [],
     },
     {
       name: "a partition mounted outside the kubelet dir: FailedPrecondition",
-      tweak: (w) => {
-        w.partition("loop3", [100]);
-        w.putFilesystem("/dev/loop3p1", "ext4");
-        w.mountDirect("/dev/loop3p1", "/mnt/admin");
-      },
+      tweak: (w) => void w.addPartition(1, { use: { mountPoints: ["D:\\admin"] } }),
       code: Code.FailedPrecondition,
-      message: /mounted at \/mnt\/admin, outside/,
+      message: /mounted at D:\\admin, outside the kubelet and working directories/,
       calls: [],
     },
+    { name: "a partition mounted inside the kubelet dir: fine", tweak: (w) => void w.addPartition(1, { use: { mountPoints: [`${KUBELET}\\m`] } }), calls: [] },
+    { name: "unknown disk: NotFound", disk: 9, code: Code.NotFound, calls: [] },
     {
-      name: "a partition mounted inside the kubelet dir: fine (already partitioned)",
-      tweak: (w) => {
-        w.partition("loop3", [100]);
-        w.putFilesystem("/dev/loop3p1", "ext4");
-        w.mountDirect("/dev/loop3p1", `${KUBELET}/plugins/x/globalmount`);
-      },
-      calls: [],
-    },
-    {
-      name: "a device-mapper holder on the disk: FailedPrecondition",
-      tweak: (w) => (w.disk("loop3").holders = ["dm-0"]),
-      code: Code.FailedPrecondition,
-      message: /in use by \/dev\/dm-0 \(holders\)/,
-      calls: [],
-    },
-    {
-      name: "a holder on a partition: FailedPrecondition",
-      tweak: (w) => (w.partition("loop3", [100])[0].holders = ["md0"]),
-      code: Code.FailedPrecondition,
-      message: /md0/,
-      calls: [],
-    },
-    {
-      name: "used as swap: FailedPrecondition",
-      tweak: (w) => w.swaps.push({ major: 7, minor: 3 }),
-      code: Code.FailedPrecondition,
-      message: /swap/,
-      calls: [],
-    },
-    {
-      name: "offline disk: FailedPrecondition",
-      tweak: (w) => w.marks.push({ major: 7, minor: 3, diskSeq: "1", setReadOnly: true }),
-      code: Code.FailedPrecondition,
-      message: /offline/,
-      calls: [],
-    },
-    { name: "unknown disk: NotFound", disk: "nope", code: Code.NotFound, calls: [] },
-    {
-      name: "sfdisk failure: Internal with context",
-      tweak: (w) => w.failNext("appendPartition"),
+      name: "CreatePartition failure: the code is kept, with context",
+      tweak: (w) => w.failNext("createDataPartition"),
       code: Code.Internal,
-      message: /create the data partition on \/dev\/loop3: .*injected/,
-      calls: ["createGptTable /dev/loop3", "appendPartition /dev/loop3 0fc63daf-8483-4772-8e79-3d69d8477de4"],
+      message: /create the data partition on \\\\.\\PhysicalDrive1: .*injected/,
+      calls: ["initializeDisk 1", "createDataPartition 1 gpt"],
     },
   ];
   for (const c of cases) {
     test(c.name, async () => {
       const s = setup(c.tweak);
-      const n = c.disk === "nope" ? 999 : s.num(c.disk ?? "loop3");
-      const p = s.disk.partitionDisk({ diskNumber: n });
+      const p = s.disk.partitionDisk({ diskNumber: c.disk ?? 1 });
       if (c.code !== undefined) await rejectsWith(p, c.code, c.message);
       else await p;
       assert.deepEqual(s.world.calls, c.calls);
@@ -255,125 +172,75 @@ describe("PartitionDisk", () => {
 
   test("twice in parallel on one disk: serialised, partitioned once", async () => {
     const s = setup();
-    await Promise.all([s.disk.partitionDisk({ diskNumber: s.num("loop3") }), s.disk.partitionDisk({ diskNumber: s.num("loop3") })]);
-    assert.equal(s.world.calls.filter((c) => c.startsWith("appendPartition")).length, 1);
-  });
-
-  test("different disks proceed in parallel", async () => {
-    const s = setup((w) => w.addLoop(4, "/images/b.img"));
-    let inFlight = 0, peak = 0;
-    const orig = s.host.createGptTable.bind(s.host);
-    s.host.createGptTable = async (dev) => {
-      peak = Math.max(peak, ++inFlight);
-      await sleep(10);
-      inFlight--;
-      return orig(dev);
-    };
-    await Promise.all([s.disk.partitionDisk({ diskNumber: s.num("loop3") }), s.disk.partitionDisk({ diskNumber: s.num("loop4") })]);
-    assert.equal(peak, 2);
+    await Promise.all([s.disk.partitionDisk({ diskNumber: 1 }), s.disk.partitionDisk({ diskNumber: 1 })]);
+    assert.equal(s.world.calls.filter((c) => c.startsWith("createDataPartition")).length, 1);
   });
 });
 
-describe("Rescan", () => {
-  test("scans SCSI hosts, rescans SCSI disks, refreshes loop capacities", async () => {
+describe("SetDiskState", () => {
+  test("only when the state differs (idempotent, as upstream)", async () => {
     const s = setup();
-    s.world.growMedium("loop3", 2048n * MiB);
-    await s.disk.rescan();
-    assert.deepEqual(s.world.calls.sort(), ["refreshLoopCapacity /dev/loop3", "rescanScsiDevice sdb", "scanScsiHost 0", "scanScsiHost 2"].sort());
-    assert.deepEqual(await s.disk.getDiskStats({ diskNumber: s.num("loop3") }), { totalBytes: 2048n * MiB });
-  });
-});
-
-describe("SetDiskState / GetDiskState", () => {
-  test("loop device: offline = persisted mark + read-only flag; online undoes both", async () => {
-    const s = setup();
-    const n = s.num("loop3");
-    assert.deepEqual(await s.disk.getDiskState({ diskNumber: n }), { isOnline: true });
-    await s.disk.setDiskState({ diskNumber: n, isOnline: false });
-    assert.deepEqual(await s.disk.getDiskState({ diskNumber: n }), { isOnline: false });
-    assert.equal(s.world.disk("loop3").readOnly, true);
-    assert.deepEqual(s.world.marks, [{ major: 7, minor: 3, diskSeq: "1", setReadOnly: true }]);
-    await s.disk.setDiskState({ diskNumber: n, isOnline: false }); // idempotent
-    await s.disk.setDiskState({ diskNumber: n, isOnline: true });
-    assert.deepEqual(await s.disk.getDiskState({ diskNumber: n }), { isOnline: true });
-    assert.equal(s.world.disk("loop3").readOnly, false);
-    assert.deepEqual(s.world.marks, []);
-    assert.deepEqual(s.world.calls, ["setReadOnly /dev/loop3 true", "writeOfflineMarks 7:3", "setReadOnly /dev/loop3 false", "writeOfflineMarks -"]);
-  });
-
-  test("online when already online: no host call", async () => {
-    const s = setup();
-    await s.disk.setDiskState({ diskNumber: s.num("loop3"), isOnline: true });
-    assert.deepEqual(s.world.calls, []);
-  });
-
-  test("a device that was read-only before stays read-only after online", async () => {
-    const s = setup((w) => (w.disk("loop3").readOnly = true));
-    await s.disk.setDiskState({ diskNumber: s.num("loop3"), isOnline: false });
-    await s.disk.setDiskState({ diskNumber: s.num("loop3"), isOnline: true });
-    assert.deepEqual(s.world.calls, ["writeOfflineMarks 7:3", "writeOfflineMarks -"]);
-    assert.equal(s.world.disk("loop3").readOnly, true);
-  });
-
-  test("a mark from an earlier medium (diskseq changed) does not count and is dropped", async () => {
-    const s = setup((w) => w.marks.push({ major: 7, minor: 3, diskSeq: "0", setReadOnly: true }, { major: 7, minor: 9, diskSeq: "1", setReadOnly: true }));
-    assert.deepEqual(await s.disk.getDiskState({ diskNumber: s.num("loop3") }), { isOnline: true });
-    await s.disk.setDiskState({ diskNumber: s.num("loop3"), isOnline: false });
-    assert.deepEqual(s.world.marks, [{ major: 7, minor: 3, diskSeq: "1", setReadOnly: true }]);
-  });
-
-  test("SCSI disk: the device state itself", async () => {
-    const s = setup();
-    await s.disk.setDiskState({ diskNumber: s.num("sdb"), isOnline: false });
-    assert.deepEqual(await s.disk.getDiskState({ diskNumber: s.num("sdb") }), { isOnline: false });
-    await s.disk.setDiskState({ diskNumber: s.num("sdb"), isOnline: true });
-    assert.deepEqual(s.world.calls, ["setScsiState sdb offline", "setScsiState sdb running"]);
+    await s.disk.setDiskState({ diskNumber: 1, isOnline: true });
+    await s.disk.setDiskState({ diskNumber: 1, isOnline: false });
+    await s.disk.setDiskState({ diskNumber: 1, isOnline: false });
+    await s.disk.setDiskState({ diskNumber: 1, isOnline: true });
+    assert.deepEqual(s.world.calls, ["setDiskOnline 1 false", "setDiskOnline 1 true"]);
   });
 
   const refusals = [
-    { name: "root disk", disk: "vda", message: /root filesystem/ },
-    {
-      name: "mounted even inside the kubelet dir",
-      tweak: (w: FakeBlockWorld) => {
-        w.partition("loop3", [100]);
-        w.putFilesystem("/dev/loop3p1", "ext4");
-        w.mountDirect("/dev/loop3p1", `${KUBELET}/x`);
-      },
-      message: /unmount it first/,
-    },
-    { name: "holders", tweak: (w: FakeBlockWorld) => (w.disk("loop3").holders = ["dm-1"]), message: /dm-1/ },
+    { name: "the system disk", disk: 0, message: /holds the Windows system volume C:/ },
+    { name: "a mount even inside the kubelet dir", tweak: (w: FakeStorage) => void w.addPartition(1, { use: { mountPoints: [`${KUBELET}\\m`] } }), message: /unmount it first/ },
+    { name: "a busy disk", tweak: (w: FakeStorage) => (w.disk(1).use = { busy: ["in use as swap"] }), message: /PhysicalDrive1 is in use as swap/ },
   ];
   for (const c of refusals) {
     test(`offline refused: ${c.name}`, async () => {
       const s = setup(c.tweak);
-      await rejectsWith(s.disk.setDiskState({ diskNumber: s.num(c.disk ?? "loop3"), isOnline: false }), Code.FailedPrecondition, c.message);
+      await rejectsWith(s.disk.setDiskState({ diskNumber: c.disk ?? 1, isOnline: false }), Code.FailedPrecondition, c.message);
       assert.deepEqual(s.world.calls, []);
     });
   }
-
-  test("unknown disk: NotFound for both", async () => {
-    const s = setup();
-    await rejectsWith(s.disk.getDiskState({ diskNumber: 42 }), Code.NotFound);
-    await rejectsWith(s.disk.setDiskState({ diskNumber: 42, isOnline: true }), Code.NotFound);
+  test("online is never refused", async () => {
+    const s = setup((w) => (w.disk(0).online = false));
+    await s.disk.setDiskState({ diskNumber: 0, isOnline: true });
+    assert.deepEqual(s.world.calls, ["setDiskOnline 0 true"]);
   });
 });
 
-describe("not root", () => {
+describe("Rescan", () => {
+  test("a host that refreshes everything itself: one scan", async () => {
+    const s = setup((w) => w.growMedium(1, 20n * GiB));
+    await s.disk.rescan();
+    assert.deepEqual(s.world.calls, ["scanForDisks"]);
+    assert.deepEqual(await s.disk.getDiskStats({ diskNumber: 1 }), { totalBytes: 20n * GiB });
+  });
+  test("a host that names disks to refresh: each refreshed", async () => {
+    const s = setup((w) => {
+      w.refreshOneByOne = true;
+      w.growMedium(1, 20n * GiB);
+    });
+    await s.disk.rescan();
+    assert.deepEqual(s.world.calls.sort(), ["refreshDiskSize 0", "refreshDiskSize 1", "refreshDiskSize 2", "scanForDisks"]);
+    assert.deepEqual(await s.disk.getDiskStats({ diskNumber: 1 }), { totalBytes: 20n * GiB });
+  });
+});
+
+describe("a host that lacks the privilege", () => {
   const calls: [string, (d: ReturnType<typeof createDiskService>) => Promise<unknown>][] = [
     ["ListDiskLocations", (d) => d.listDiskLocations()],
-    ["PartitionDisk", (d) => d.partitionDisk({ diskNumber: 7340035 })],
+    ["PartitionDisk", (d) => d.partitionDisk({ diskNumber: 1 })],
     ["Rescan", (d) => d.rescan()],
     ["ListDiskIDs", (d) => d.listDiskIds()],
-    ["GetDiskStats", (d) => d.getDiskStats({ diskNumber: 7340035 })],
-    ["SetDiskState", (d) => d.setDiskState({ diskNumber: 7340035, isOnline: true })],
-    ["GetDiskState", (d) => d.getDiskState({ diskNumber: 7340035 })],
+    ["GetDiskStats", (d) => d.getDiskStats({ diskNumber: 1 })],
+    ["SetDiskState", (d) => d.setDiskState({ diskNumber: 1, isOnline: false })],
+    ["GetDiskState", (d) => d.getDiskState({ diskNumber: 1 })],
     ["GetDiskNumberByName", (d) => d.getDiskNumberByName({ diskName: "x" })],
   ];
   for (const [name, call] of calls) {
-    test(`${name}: PermissionDenied saying root is required, no host call`, async () => {
-      const s = setup((w) => (w.uid = 65534));
-      const disk = createDiskService({ host: s.host, policy: { check: async (p) => p } });
-      await rejectsWith(call(disk), Code.PermissionDenied, /must run as root.*uid 65534/);
+    test(`${name}: PermissionDenied with the host's reason, no host call`, async () => {
+      const s = setup((w) => (w.missingPrivilege = "needs a privilege"));
+      const disk = createDiskService({ host: s.host });
+      for (const m of ["listDisks", "listDiskIds", "getDisk", "getDiskLayout", "scanForDisks"]) s.world.failNext(m, new Error(`${m} must not be called`));
+      await rejectsWith(call(disk), Code.PermissionDenied, new RegExp(`^disk ${name}: needs a privilege$`));
       assert.deepEqual(s.world.calls, []);
     });
   }

@@ -1,181 +1,108 @@
 import type { DiskIds, DiskLocation, DiskService } from "./types.ts";
-import type { BlockDisk, DiskHostApi, PartitionTable } from "./host-api.ts";
+import type { DiskHostApi, HostDevice, HostPartition } from "./host-api.ts";
 import type { KeyedMutex } from "../../util/keyed-mutex.ts";
 import { createKeyedMutex } from "../../util/keyed-mutex.ts";
-import { failedPrecondition, internal, invalidArgument, notFound } from "../../errors.ts";
-import {
-  allowedMountPoint,
-  checkDiskNumber,
-  diskIds,
-  diskLocation,
-  diskNumberOf,
-  hostFailure,
-  isDataPartition,
-  isDiskOnline,
-  LINUX_DATA_GPT_TYPE,
-  LINUX_DATA_MBR_TYPE,
-  liveMarks,
-  markOf,
-  refuseInUse,
-  requireDisk,
-  requireOnline,
-  rootGuard,
-  takeSnapshot,
-  type BlockSnapshot,
-} from "./block-model.ts";
+import { Code, CsiProxyError, failedPrecondition, internal, invalidArgument, notFound } from "../../errors.ts";
+import { allowedMountPoint, checkDiskNumber, diskLockKey, hostFailure, privilegeGuard, refuseInUse, requireOnline, withContext } from "./block-policy.ts";
+
+export { diskLockKey } from "./block-policy.ts";
 
 export interface DiskServiceDeps {
   host: DiskHostApi;
-  /** The path policy (kubelet path + working dirs): mounts inside it are csi-proxy's, mounts outside are foreign. */
-  policy: { check(path: string): Promise<string> };
+  /**
+   * The path policy (kubelet path + working dirs): mounts inside it are csi-proxy's, mounts outside
+   * are foreign. Without one, every mount point the host reports counts as foreign.
+   */
+  policy?: { check(path: string): Promise<string> };
   /** Shared with the volume service so that operations on one disk serialise across both groups. */
   locks?: KeyedMutex;
 }
 
-/** Lock key of a disk, shared with the volume service. */
-export const diskLockKey = (diskNumber: number) => `disk:${diskNumber}`;
+/** Upstream's data partition: any partition except the Microsoft reserved one (MBR partitions count). */
+const isData = (p: HostPartition) => !p.reserved;
 
 /**
- * The disk group on block devices. Decisions (all unit-tested against the fake host):
- * - disk numbers are dev_t values; only devices with a medium are disks (block-model.ts);
- * - PartitionDisk initialises GPT only on a disk with no signature at all, and adds one data
- *   partition only when the table has none (MSR does not count) — upstream's idempotent flow —
- *   and refuses disks in use (root, swap, holders, foreign mounts) or holding data without a table;
- * - SetDiskState uses the SCSI device state where there is one, otherwise a persisted offline mark
- *   plus the kernel read-only flag; going offline refuses disks with any mount or holder;
- * - every call of a non-root daemon is PermissionDenied.
+ * The disk group, on any host (host-api.ts). Upstream master's decisions (reference-behaviour.md §2.2)
+ * plus csi-proxy's refusals, all unit-tested against the fakes:
+ * - PartitionDisk initialises GPT only on a raw disk that holds nothing (upstream initialises any RAW
+ *   disk), adds one data partition only when the table has none (the Microsoft reserved partition
+ *   does not count; MBR disks stay MBR), tolerates "access path already in use" (42002) from the
+ *   create, and brings the new data partition online — or an existing one the host shows offline;
+ * - it refuses offline disks and disks in use: holding the OS (root filesystem, Windows system
+ *   volume), busy (swap, holders) or mounted outside the kubelet and working dirs;
+ * - SetDiskState is idempotent; going offline refuses disks in use and any mount at all;
+ * - every call of a daemon the host says lacks the privilege is PermissionDenied.
  */
 export function createDiskService(deps: DiskServiceDeps): DiskService {
   const { host } = deps;
   const locks = deps.locks ?? createKeyedMutex();
-  const guard = rootGuard(host, "disk");
+  const guard = privilegeGuard(host, "disk");
   const isAllowed = allowedMountPoint(deps.policy);
 
-  async function snapshot(): Promise<BlockSnapshot> {
-    return takeSnapshot(host);
-  }
+  const inDiskLock = <T>(diskNumber: number, fn: () => Promise<T>) => locks.run(diskLockKey(checkDiskNumber(diskNumber)), fn);
 
-  /** Runs `fn` holding the disk's lock, with a fresh snapshot and the disk (NotFound when absent). */
-  function withDisk<T>(diskNumber: number, fn: (disk: BlockDisk, snap: BlockSnapshot) => Promise<T>): Promise<T> {
-    checkDiskNumber(diskNumber);
-    return locks.run(diskLockKey(diskNumber), async () => {
-      const snap = await snapshot();
-      return fn(requireDisk(snap, diskNumber), snap);
-    });
-  }
+  async function partitionDisk(n: number): Promise<void> {
+    await inDiskLock(n, async () => {
+      let layout = await host.getDiskLayout(n);
+      const { disk } = layout;
+      const what = `partition disk ${n} (${disk.name})`;
+      requireOnline(disk.online, n, disk.name, what);
+      await refuseInUse([disk, ...layout.partitions], what, true, isAllowed);
+      // What a disk holds is read only once it may be changed at all.
+      if (layout.partitionStyle === null) layout = await withContext(`probe ${disk.name}`, host.probeDiskLayout(n));
 
-  /** Re-reads one disk after a change; Internal if it vanished meanwhile. */
-  async function reread(diskNumber: number): Promise<BlockDisk> {
-    const disk = (await snapshot()).disks.find((d) => diskNumberOf(d) === diskNumber);
-    if (!disk) throw internal(`disk ${diskNumber} disappeared while it was being partitioned`);
-    return disk;
-  }
-
-  async function partitionDisk(diskNumber: number): Promise<void> {
-    await withDisk(diskNumber, async (disk, snap) => {
-      const what = `partition disk ${diskNumber} (${disk.devPath})`;
-      requireOnline(snap, disk, what);
-      await refuseInUse(snap, [disk, ...disk.partitions], { what, allowMountsInside: true, isAllowed });
-
-      let table: PartitionTable | null = disk.partitionTable;
-      if (disk.partitions.length === 0) {
-        // The kernel shows no partitions: ask blkid what the disk holds before anything else.
-        // Upstream initialises only a RAW disk; here "raw" means "no signature of any kind".
-        const probe = await host.probe(disk.devPath).catch((e) => {
-          throw hostFailure(`probe ${disk.devPath}`, e);
-        });
-        if (probe.kind === "ambivalent") {
-          throw failedPrecondition(`refusing to ${what}: it has no partition table but holds conflicting signatures (${probe.detail}); initialising it would destroy data`);
-        }
-        if (probe.kind === "found" && !probe.ptType) {
-          const sig = [probe.type, probe.usage && `(${probe.usage})`].filter(Boolean).join(" ") || "an unknown signature";
-          throw failedPrecondition(`refusing to ${what}: it has no partition table but holds ${sig}; initialising it would destroy that data`);
-        }
-        if (probe.kind === "found") {
-          table = await host.readPartitionTable(disk).catch((e) => {
-            throw hostFailure(`read the partition table of ${disk.devPath}`, e);
-          });
-          if (!table) throw failedPrecondition(`refusing to ${what}: blkid reports a ${probe.ptType} partition table, which csi-proxy cannot read`);
-        } else {
-          await host.createGptTable(disk.devPath).catch((e) => {
-            throw hostFailure(`initialise ${disk.devPath} with GPT`, e);
-          });
-          table = { type: "gpt", entries: [] };
-        }
+      const { content } = layout;
+      let style = layout.partitionStyle;
+      let table = layout.partitions;
+      if (style === "unknown" || style === null) throw failedPrecondition(`refusing to ${what}: ${content ?? "its partition table cannot be read"}`);
+      if (style === "raw") {
+        if (content) throw failedPrecondition(`refusing to ${what}: it has no partition table but holds ${content}; initialising it would destroy that data`);
+        await withContext(`initialise ${disk.name} with GPT`, host.initializeDisk(n));
+        style = "gpt";
+        table = await host.listPartitions(n); // Windows may add a reserved partition itself
       }
-      if (!table) throw failedPrecondition(`refusing to ${what}: the kernel shows partitions but the partition table cannot be read`);
 
-      const dataInTable = table.entries.filter(isDataPartition);
-      if (dataInTable.length > 0) {
-        // Idempotent: a data partition exists. Make sure the kernel shows it (kernels without a parser for the table, disks attached before it was written).
-        if (!disk.partitions.some(isDataPartition)) {
-          await host.syncPartitions(disk.devPath).catch((e) => {
-            throw hostFailure(`update the kernel's partitions of ${disk.devPath}`, e);
-          });
-          if (!(await reread(diskNumber)).partitions.some(isDataPartition)) {
-            throw internal(`disk ${diskNumber} (${disk.devPath}) has a data partition in its table, but the kernel does not show it`);
-          }
+      const data = table.filter(isData);
+      if (data.length > 0) {
+        // Idempotent: a data partition exists. One the host shows offline (Linux: in the table, not
+        // yet seen by the kernel) is brought online; upstream leaves Windows' partitions as they are.
+        if (data.every((p) => p.online === false)) {
+          await withContext(`bring partition ${data[0].number} of ${disk.name} online`, host.onlinePartition(n, data[0].number));
         }
         return;
       }
-      const type = table.type === "gpt" ? LINUX_DATA_GPT_TYPE : LINUX_DATA_MBR_TYPE;
-      await host.appendPartition(disk.devPath, type).catch((e) => {
-        throw hostFailure(`create the data partition on ${disk.devPath}`, e);
-      });
-      if (!(await reread(diskNumber)).partitions.some(isDataPartition)) {
-        throw internal(`created a data partition on ${disk.devPath}, but the kernel does not show it`);
+      try {
+        await host.createDataPartition(n, style);
+      } catch (err) {
+        // 42002 "access path already in use" is tolerated, as upstream does
+        if (!(err instanceof CsiProxyError && err.code === Code.AlreadyExists)) {
+          throw hostFailure(`create the data partition on ${disk.name}`, err);
+        }
+      }
+      await withContext(`refresh ${disk.name}`, host.refreshDisk(n));
+      const created = (await host.listPartitions(n)).filter(isData);
+      if (created.length === 0) throw internal(`created a data partition on ${disk.name}, but the disk shows none`);
+      if (created[0].online !== true) {
+        await withContext(`bring partition ${created[0].number} of ${disk.name} online`, host.onlinePartition(n, created[0].number));
       }
     });
   }
 
   async function rescan(): Promise<void> {
-    for (const h of await host.listScsiHosts()) {
-      await host.scanScsiHost(h).catch((e) => {
-        throw hostFailure(`scan SCSI host ${h}`, e);
-      });
-    }
-    const snap = await snapshot();
-    // Capacity refreshes, each under its disk's lock so that it never runs inside a resize.
-    await Promise.all(
-      snap.disks.map((disk) =>
-        locks.run(diskLockKey(diskNumberOf(disk)), async () => {
-          if (disk.scsiAddress) await host.rescanScsiDevice(disk.name);
-          else if (disk.loopBackingFile) await host.refreshLoopCapacity(disk.devPath);
-        }).catch((e) => {
-          throw hostFailure(`rescan ${disk.devPath}`, e);
-        }),
-      ),
-    );
+    const disks = await withContext("rescan the host's disks", host.scanForDisks());
+    // Size refreshes, each under its disk's lock so that it never runs inside a resize.
+    await Promise.all(disks.map((n) => inDiskLock(n, () => withContext(`rescan disk ${n}`, host.refreshDiskSize(n)))));
   }
 
-  async function setDiskState(diskNumber: number, isOnline: boolean): Promise<void> {
-    await withDisk(diskNumber, async (disk, snap) => {
-      if (isDiskOnline(snap, disk) === isOnline) return; // idempotent, as upstream
+  async function setDiskState(n: number, isOnline: boolean): Promise<void> {
+    await inDiskLock(n, async () => {
+      const disk = await host.getDisk(n);
+      if (disk.online === isOnline) return; // idempotent, as upstream
       if (!isOnline) {
-        const what = `set disk ${diskNumber} (${disk.devPath}) offline`;
-        await refuseInUse(snap, [disk, ...disk.partitions], { what, allowMountsInside: false, isAllowed });
+        const devices: HostDevice[] = [disk, ...(await host.getDiskLayout(n)).partitions];
+        await refuseInUse(devices, `set disk ${n} (${disk.name}) offline`, false, isAllowed);
       }
-      if (disk.scsiState !== null) {
-        await host.setScsiState(disk.name, isOnline ? "running" : "offline").catch((e) => {
-          throw hostFailure(`set ${disk.devPath} ${isOnline ? "online" : "offline"}`, e);
-        });
-        return;
-      }
-      const others = liveMarks(snap).filter((m) => m !== markOf(snap, disk));
-      if (isOnline) {
-        const mark = markOf(snap, disk);
-        if (mark?.setReadOnly) await host.setReadOnly(disk.devPath, false);
-        await host.writeOfflineMarks(others);
-      } else {
-        const setReadOnly = !disk.readOnly;
-        if (setReadOnly) await host.setReadOnly(disk.devPath, true);
-        try {
-          await host.writeOfflineMarks([...others, { major: disk.major, minor: disk.minor, diskSeq: disk.diskSeq, setReadOnly }]);
-        } catch (e) {
-          if (setReadOnly) await host.setReadOnly(disk.devPath, false).catch(() => {});
-          throw hostFailure(`record disk ${diskNumber} as offline`, e);
-        }
-      }
+      await withContext(`set ${disk.name} ${isOnline ? "online" : "offline"}`, host.setDiskOnline(n, isOnline));
     });
   }
 
@@ -183,10 +110,7 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
     async listDiskLocations() {
       guard("ListDiskLocations");
       const out = new Map<number, DiskLocation>();
-      for (const disk of (await snapshot()).disks) {
-        const loc = diskLocation(disk);
-        if (loc) out.set(diskNumberOf(disk), loc);
-      }
+      for (const disk of await host.listDisks()) if (disk.location) out.set(disk.number, disk.location);
       return out;
     },
 
@@ -200,17 +124,14 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
       await rescan();
     },
 
-    async listDiskIds() {
+    async listDiskIds(): Promise<Map<number, DiskIds>> {
       guard("ListDiskIDs");
-      const out = new Map<number, DiskIds>();
-      for (const disk of (await snapshot()).disks) out.set(diskNumberOf(disk), diskIds(disk));
-      return out;
+      return host.listDiskIds();
     },
 
     async getDiskStats({ diskNumber }) {
       guard("GetDiskStats");
-      checkDiskNumber(diskNumber);
-      return { totalBytes: requireDisk(await snapshot(), diskNumber).sizeBytes };
+      return { totalBytes: (await host.getDisk(checkDiskNumber(diskNumber))).sizeBytes };
     },
 
     async setDiskState({ diskNumber, isOnline }) {
@@ -220,17 +141,14 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
 
     async getDiskState({ diskNumber }) {
       guard("GetDiskState");
-      checkDiskNumber(diskNumber);
-      const snap = await snapshot();
-      return { isOnline: isDiskOnline(snap, requireDisk(snap, diskNumber)) };
+      return { isOnline: (await host.getDisk(checkDiskNumber(diskNumber))).online };
     },
 
     async getDiskNumberByName({ diskName }) {
       guard("GetDiskNumberByName");
       if (!diskName) throw invalidArgument("disk name is empty");
-      const disk = (await snapshot()).disks.find((d) => diskIds(d).page83 === diskName);
-      if (!disk) throw notFound(`could not find disk with Page83 ID ${diskName}: not found`);
-      return { diskNumber: diskNumberOf(disk) };
+      for (const [number, ids] of await host.listDiskIds()) if (ids.page83 === diskName) return { diskNumber: number };
+      throw notFound(`could not find disk with Page83 ID ${diskName}: not found`);
     },
   };
 }

@@ -1,158 +1,111 @@
 /**
- * Host operations of the disk group, and the block-device facts shared with the volume group
- * (volume/host-api.ts extends {@link BlockHostApi}).
+ * What the disk group knows about the host, and the device facts it shares with the volume group
+ * (volume/host-api.ts). One interface for every platform, modelled on upstream csi-proxy's Windows
+ * concepts (MSFT_Disk numbers, RAW/GPT/MBR partition styles, partitions with types):
+ * - Linux: host/linux/disk.ts (block devices; docs/linux-concept-map.md maps every concept);
+ * - Windows: host/windows/disk.ts (MSFT_Disk / MSFT_Partition through CIM);
+ * - fake: host/fake/disk.ts (stateful, Windows-shaped).
  *
- * Implementations are pass-through (style-anchors §5.4): they report what the host shows and carry
- * out one operation each, without validation or decisions. Every "is it raw? initialise it", "is it
- * in use? refuse", "which device is disk N" lives in disk-service.ts / block-model.ts, so it is
- * unit-tested against the stateful fake (host/fake/block-world.ts).
+ * Implementations are pass-through (style-anchors §5.4): they report what the host shows, as facts,
+ * and carry out one operation each. Every decision — initialise only a raw disk that holds nothing,
+ * add a data partition only when there is none, refuse disks that are offline or in use, when to
+ * bring a partition online — is made in disk-service.ts from these facts.
  *
- * Errors: a failing tool or syscall rejects with a CsiProxyError (HostCommandError for tools, Internal
- * unless the host knows better); implementations never choose codes from request meaning.
+ * Errors: an unknown disk number is NotFound; a failing tool, syscall or CIM method rejects with a
+ * CsiProxyError (Internal unless the host knows better). Hosts never choose codes from request meaning.
  */
+import type { DiskIds, DiskLocation } from "./types.ts";
 
-/** A Linux device number. */
-export interface DevNumber {
-  major: number;
-  minor: number;
+/**
+ * How a disk, partition or volume is used. The services refuse to change devices in use, from these
+ * facts alone; a host reports what it can see (Windows sees no holders or swap, for instance).
+ */
+export interface DeviceUse {
+  /**
+   * The operating system's own filesystem on it (`the root filesystem /`, `the Windows system volume C:`),
+   * null when none. Its mount is not repeated in {@link mountPoints}.
+   */
+  system: string | null;
+  /** Where it is mounted by anyone: absolute mount points as the host shows them. */
+  mountPoints: string[];
+  /** Other uses that keep it busy, each a phrase that follows "is" (`in use as swap`, `in use by /dev/dm-0 (holders)`). */
+  busy: string[];
 }
 
-/** One line of the mount table that matters here. */
-export interface BlockMount {
-  /** Device of the mounted filesystem (st_dev): for a block filesystem, its block device. */
-  major: number;
-  minor: number;
-  /** Absolute mount point, canonical (as the kernel shows it). */
-  mountPoint: string;
-  fsType: string;
-  /** Mount source as shown, e.g. /dev/loop3p1. */
-  source: string;
-}
-
-/** A partition the kernel knows (a /sys/block/<disk>/<part> entry), with what its table says. */
-export interface BlockPartition {
-  /** Kernel name, e.g. "loop3p1". */
+/** A disk or partition, named for messages, with its uses. */
+export interface HostDevice {
+  /** For messages: `/dev/loop3`, `\\.\PhysicalDrive1`, `disk 1 partition 2`. */
   name: string;
-  /** Device node, e.g. "/dev/loop3p1". */
-  devPath: string;
-  major: number;
-  minor: number;
-  /** Partition number as the kernel numbers it (GPT entry index + 1, MBR slot). */
+  use: DeviceUse;
+}
+
+export interface HostDisk extends HostDevice {
+  /** The disk number of the API (uint32). */
   number: number;
-  /** Start and size in 512-byte units (sysfs units, whatever the logical block size). */
-  startSectors: bigint;
-  sizeSectors: bigint;
-  /** PARTUUID, lower case: the GPT entry's unique GUID, or "<mbr signature>-<nn>" for MBR; null when unknown. */
-  uuid: string | null;
-  /** Lower-case GPT partition type GUID, or MBR type as "0x83"; null when unknown. */
-  typeId: string | null;
-  /** Kernel names of devices stacked on this partition (/sys/.../holders: dm, md, bcache…). */
-  holders: string[];
-  readOnly: boolean;
-}
-
-/** The partition table read from the disk itself (not the kernel's view). */
-export interface PartitionTable {
-  type: "gpt" | "dos";
-  /** Table entries, whether or not the kernel shows them. Same units as BlockPartition. */
-  entries: { number: number; startSectors: bigint; sizeSectors: bigint; uuid: string | null; typeId: string | null }[];
-  /** GPT: last LBA usable for partitions, in 512-byte units, as the primary header records it. */
-  lastUsableSectors?: bigint;
-  /** GPT: whether the backup header sits on the disk's last sector (false after the disk grew). */
-  backupAtEnd?: boolean;
-  /** GPT: 512-byte units at the end of the disk taken by the backup entries and header (33 for the usual 128-entry table on 512-byte sectors). */
-  trailerSectors?: bigint;
-}
-
-/** A whole block device: one /sys/block entry. */
-export interface BlockDisk {
-  /** Kernel name, e.g. "loop3", "sda", "nvme0n1". */
-  name: string;
-  devPath: string;
-  major: number;
-  minor: number;
-  /** /sys/block/X/diskseq (increases each time a device number gets new media, e.g. a loop re-attach); null if the kernel has none. */
-  diskSeq: string | null;
+  /** Adapter/bus/target/LUN; null for disks without a location (they are left out of ListDiskLocations). */
+  location: DiskLocation | null;
   sizeBytes: bigint;
-  logicalBlockSize: number;
-  readOnly: boolean;
-  removable: boolean;
-  /** Loop device: the backing file (null when not a loop device or not attached). */
-  loopBackingFile: string | null;
-  /** SCSI address (H:C:T:L) of /sys/block/X/device, when it is a SCSI device. */
-  scsiAddress: { host: number; channel: number; target: number; lun: number } | null;
-  /** SCSI device state (/sys/block/X/device/state: "running", "offline", …); null when not SCSI. */
-  scsiState: string | null;
-  /** Serial attribute of the device (virtio /sys/block/X/serial, NVMe device/serial), untrimmed. */
-  serial: string | null;
-  /** Raw SCSI VPD pages 0x80 (unit serial) and 0x83 (device identification), when exposed. */
-  vpdPage80: Uint8Array | null;
-  vpdPage83: Uint8Array | null;
-  /** /sys/block/X/wwid or device/wwid (NVMe, some SCSI), trimmed. */
-  wwid: string | null;
-  holders: string[];
-  partitions: BlockPartition[];
-  /** Read from the device only when the kernel shows partitions; null otherwise (and for unreadable tables). */
-  partitionTable: PartitionTable | null;
+  online: boolean;
 }
 
-/** What `blkid -p` finds on a device (superblock / partition-table probing, no cache). */
-export type ProbeResult =
-  | { kind: "empty" }
-  /** Exactly one recognised signature. usage: "filesystem", "raid", "crypto", "other"… */
-  | { kind: "found"; type: string | null; usage: string | null; ptType: string | null }
-  /** Several conflicting signatures (blkid "ambivalent result"). */
-  | { kind: "ambivalent"; detail: string };
+export type PartitionStyle = "raw" | "gpt" | "mbr";
 
-/** A persisted "offline" mark for a device without a native offline state (see docs/linux-concept-map.md). */
-export interface OfflineMark {
-  major: number;
-  minor: number;
-  /** The device's diskseq when marked: a mark for an earlier medium (re-attached loop) does not count. */
-  diskSeq: string | null;
-  /** Whether csi-proxy set the kernel read-only flag (and must clear it when going online). */
-  setReadOnly: boolean;
+export interface HostPartition extends HostDevice {
+  /** Partition number within the disk (1-based). */
+  number: number;
+  /** Partition type as the host writes it (GPT type GUID, MBR type), for messages. */
+  type: string;
+  /** The Microsoft reserved partition: upstream never counts it as a data partition. */
+  reserved: boolean;
+  /** Whether the host has the partition online (Linux: the kernel shows it); null when the host does not report it. */
+  online: boolean | null;
 }
 
-/** Reads shared by the disk and volume hosts. */
-export interface BlockHostApi {
-  /** The daemon's effective uid (0 = root). Synchronous: read once when a service is built. */
-  effectiveUid(): number;
-  /** Capabilities in the effective set, by name ("CAP_SYS_RESOURCE"…), read from /proc/self/status. */
-  effectiveCapabilities(): Promise<Set<string>>;
-  /** Every whole block device (/sys/block), with its partitions. */
-  listDisks(): Promise<BlockDisk[]>;
-  readMounts(): Promise<BlockMount[]>;
-  /** Devices in use as swap (/proc/swaps). */
-  readSwapDevices(): Promise<DevNumber[]>;
-  /** Signature probe of a device node (blkid -p). */
-  probe(devPath: string): Promise<ProbeResult>;
-  /** Reads the partition table from the disk itself (GPT or MBR); null when there is none it can parse. */
-  readPartitionTable(disk: Pick<BlockDisk, "devPath" | "logicalBlockSize" | "sizeBytes">): Promise<PartitionTable | null>;
-  /** Persisted offline marks (empty when none were ever written). */
-  readOfflineMarks(): Promise<OfflineMark[]>;
+/** A disk with what is on it, read for PartitionDisk. */
+export interface DiskLayout {
+  disk: HostDisk;
+  /**
+   * `raw`: no partition table; `unknown`: something the host cannot read as a partition table (see
+   * {@link content}); null: the host can only tell by reading the disk's content, which
+   * {@link DiskHostApi.probeDiskLayout} does (Linux, for a disk the kernel shows no partitions on).
+   */
+  partitionStyle: PartitionStyle | "unknown" | null;
+  /**
+   * Raw disk: what it holds without a partition table (`ext4 (filesystem)`, `conflicting signatures (…)`),
+   * null when nothing or when the host cannot tell. Unknown style: what the host found instead.
+   */
+  content: string | null;
+  /** The entries of its partition table (none when raw or unknown, unless the host shows partitions anyway). */
+  partitions: HostPartition[];
 }
 
-/** Disk group host operations. Device paths come from {@link BlockDisk.devPath}. */
-export interface DiskHostApi extends BlockHostApi {
-  /** Writes an empty GPT partition table to the disk. */
-  createGptTable(devPath: string): Promise<void>;
-  /** Appends one partition of type `typeId` (GPT GUID or MBR hex type) filling the largest free area, then syncs the kernel's partition list. */
-  appendPartition(devPath: string, typeId: string): Promise<void>;
-  /** Makes the kernel's partition devices match the on-disk table (BLKPG via partx --update). */
-  syncPartitions(devPath: string): Promise<void>;
-  /** Host numbers of the SCSI adapters (/sys/class/scsi_host/hostN). */
-  listScsiHosts(): Promise<number[]>;
-  /** Asks a SCSI adapter to scan for new devices (writes "- - -" to its scan file). */
-  scanScsiHost(host: number): Promise<void>;
-  /** Asks a SCSI disk to re-read its capacity (writes 1 to device/rescan). */
-  rescanScsiDevice(name: string): Promise<void>;
-  /** Re-reads a loop device's capacity from its backing file (losetup --set-capacity). */
-  refreshLoopCapacity(devPath: string): Promise<void>;
-  /** Writes the SCSI device state ("running" or "offline"). */
-  setScsiState(name: string, state: "running" | "offline"): Promise<void>;
-  /** Sets or clears the kernel read-only flag of a block device (blockdev --setro/--setrw). */
-  setReadOnly(devPath: string, readOnly: boolean): Promise<void>;
-  /** Replaces the persisted offline marks. */
-  writeOfflineMarks(marks: OfflineMark[]): Promise<void>;
+export interface DiskHostApi {
+  /** Why this daemon cannot manage disks at all (Linux: it is not root), or null. Synchronous: read once when a service is built. */
+  missingPrivilege(): string | null;
+  /** Every disk, sorted by disk number. */
+  listDisks(): Promise<HostDisk[]>;
+  /** Identifiers by disk number. May open every disk; a disk that cannot be queried fails the call (upstream). */
+  listDiskIds(): Promise<Map<number, DiskIds>>;
+  /** NotFound when there is no such disk. */
+  getDisk(diskNumber: number): Promise<HostDisk>;
+  /** The disk, its partition style and partitions, as far as the host knows them without reading the disk's content. NotFound when absent. */
+  getDiskLayout(diskNumber: number): Promise<DiskLayout>;
+  /** {@link getDiskLayout}, reading the disk's content where needed (blkid): partitionStyle is never null. */
+  probeDiskLayout(diskNumber: number): Promise<DiskLayout>;
+  /** The entries of the disk's partition table, read off the disk where needed (after a change). */
+  listPartitions(diskNumber: number): Promise<HostPartition[]>;
+  /** Writes an empty GPT partition table (MSFT_Disk.Initialize(GPT)). */
+  initializeDisk(diskNumber: number): Promise<void>;
+  /** Adds one partition of the host's data type filling the largest free area, without drive letter. A Windows "access path in use" (42002) is AlreadyExists. */
+  createDataPartition(diskNumber: number, style: "gpt" | "mbr"): Promise<void>;
+  /** Re-reads the disk's partitions (MSFT_Disk.Refresh). */
+  refreshDisk(diskNumber: number): Promise<void>;
+  /** Brings a partition online (MSFT_Partition.Online; Linux: has the kernel show it, Internal if it still does not). */
+  onlinePartition(diskNumber: number, partitionNumber: number): Promise<void>;
+  /** Asks the host to look for new and changed disks; returns the disks whose size must then be re-read one by one with {@link refreshDiskSize}. */
+  scanForDisks(): Promise<number[]>;
+  /** Re-reads one disk's size from its device (Linux: SCSI rescan, loop capacity). */
+  refreshDiskSize(diskNumber: number): Promise<void>;
+  /** Brings the disk online or takes it offline (MSFT_Disk.Online/Offline; Linux: docs/linux-concept-map.md "Online / offline"). */
+  setDiskOnline(diskNumber: number, online: boolean): Promise<void>;
 }

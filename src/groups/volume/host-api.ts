@@ -1,44 +1,101 @@
-import type { BlockHostApi } from "../disk/host-api.ts";
+/**
+ * What the volume group knows about the host. One interface for every platform, modelled on
+ * upstream csi-proxy's Windows concepts (MSFT_Volume ids, the partition behind a volume, volume mount
+ * points): Linux (host/linux/volume.ts), Windows (host/windows/volume.ts), fake (host/fake/volume.ts).
+ * Pass-through like disk/host-api.ts: the facts here feed every decision of volume-service.ts.
+ *
+ * Volume ids are the host's own (`\\?\Volume{GUID}\` on Windows; the Linux shape is in
+ * docs/linux-concept-map.md). A volume id the host does not know is NotFound; a string that cannot
+ * be a volume id on this host may be InvalidArgument.
+ */
+import type { HostDevice } from "../disk/host-api.ts";
 
-/** Filesystem size as the filesystem itself reports it, in bytes. */
-export interface FilesystemUsage {
+/** Where a volume lives and what it depends on. */
+export interface VolumeLocation {
+  /** The volume's id as the host lists it (compare ids case-insensitively, trailing `\` optional). */
+  id: string;
+  diskNumber: number;
+  /** The partition holding it; null for a volume without partition (Linux: a whole-disk filesystem). */
+  partitionNumber: number | null;
+  /** Size of that partition (of the whole disk when there is none), bytes. */
+  sizeBytes: bigint;
+  /** For messages: `/dev/loop3p1`, `disk 1 partition 2`. */
+  name: string;
+  /** Whether its disk is online; null when the host does not report it with the volume. */
+  diskOnline: boolean | null;
+  /** The volume's device and the devices it depends on (its disk), with their uses. */
+  devices: HostDevice[];
+}
+
+/** What a volume holds. */
+export interface VolumeContent {
+  /** Its filesystem ("ext4", "NTFS"), null when it holds none. */
+  fileSystem: string | null;
+  /** Nothing at all on it: no filesystem and no other signature the host can see. */
+  empty: boolean;
+  /** For messages: "ext4", "LVM2_member (raid)", "conflicting signatures (…)", "no signature". */
+  description: string;
+}
+
+/** Sizes of a volume's filesystem, as the filesystem reports them. */
+export interface VolumeUsage {
   totalBytes: bigint;
-  /** Free blocks (including those reserved for root), as `df` counts "used" = total − free. */
   freeBytes: bigint;
 }
 
-/** Filesystems csi-proxy creates and grows on Linux. */
-export type ManagedFsType = "ext4" | "xfs";
+/** How a volume's filesystem follows its partition when the partition grows. */
+export type FilesystemGrowth =
+  /** Nothing to do after the partition: no filesystem, or the host grows it with the partition (Windows). */
+  | { kind: "none" }
+  /** Grow it with {@link VolumeHostApi.growFilesystem} after the partition (Linux ext*, xfs). */
+  | { kind: "separate" }
+  /** It cannot be grown here (`growing vfat is not supported`). */
+  | { kind: "unsupported"; reason: string }
+  /** Growing it needs a privilege this daemon lacks; the reason says which and what to do instead. */
+  | { kind: "needs-privilege"; reason: string };
 
-/**
- * Volume group host operations: pass-through (see disk/host-api.ts for the rules). Device paths come
- * from the block-device listing; mount points are absolute paths already checked by the service.
- */
-export interface VolumeHostApi extends BlockHostApi {
-  /** Creates a filesystem (mkfs.ext4 / mkfs.xfs without force flags: the tools' own "already formatted" checks stay armed). */
-  makeFilesystem(devPath: string, fsType: ManagedFsType): Promise<void>;
-  /** `mount -t fsType devPath target`. */
-  mount(devPath: string, target: string, fsType: string): Promise<void>;
-  /** `umount target` (not lazy, not forced). */
-  unmount(target: string): Promise<void>;
-  /** Whether `path` is an existing directory, and whether it has entries; null when nothing is there. Follows symlinks. */
+/** What is mounted at a directory. */
+export interface MountedVolume {
+  mountPoint: string;
+  /** The volume mounted there; null when what is mounted is not a volume (a tmpfs, say). */
+  volumeId: string | null;
+  /** For messages: `volume \\?\Volume{…}\`, `a tmpfs filesystem (tmpfs)`. */
+  description: string;
+}
+
+export interface VolumeHostApi {
+  /** Why this daemon cannot manage volumes at all (Linux: it is not root), or null. Synchronous: read once. */
+  missingPrivilege(): string | null;
+  /** The filesystem FormatVolume creates: NTFS on Windows, ext4 or xfs (-default-fs-type) on Linux. */
+  readonly defaultFileSystem: string;
+  /** Whether a volume must hold a filesystem to be mounted (Linux: yes; Windows mounts RAW volumes too). */
+  readonly mountRequiresFilesystem: boolean;
+
+  /** Ids of the volumes on a disk; partitionNumber 0 = every partition. Unknown disk: empty list. */
+  listVolumes(diskNumber: number, partitionNumber: number): Promise<string[]>;
+  locateVolume(volumeId: string): Promise<VolumeLocation>;
+  getVolumeContent(volumeId: string): Promise<VolumeContent>;
+  /** Filesystem sizes (MSFT_Volume Size/SizeRemaining; Linux statfs or the superblock). FailedPrecondition when the host cannot measure what the volume holds. */
+  getVolumeUsage(volumeId: string): Promise<VolumeUsage>;
+  /** Creates {@link defaultFileSystem} on the volume. */
+  formatVolume(volumeId: string): Promise<void>;
+  /** Writes the volume's cached data to stable storage. */
+  flushVolume(volumeId: string): Promise<void>;
+  /** The largest size the volume's partition can have (MSFT_Partition.GetSupportedSize SizeMax), and the unit partition sizes are rounded down to. */
+  getPartitionSupportedSize(volumeId: string): Promise<{ maxBytes: bigint; alignBytes: bigint }>;
+  getFilesystemGrowth(volumeId: string): Promise<FilesystemGrowth>;
+  /** Sets the size of the volume's partition (bytes, a multiple of alignBytes; start unchanged). */
+  resizePartition(volumeId: string, sizeBytes: bigint): Promise<void>;
+  /** Grows the volume's filesystem to fill its partition (only for {@link FilesystemGrowth} "separate"). */
+  growFilesystem(volumeId: string): Promise<void>;
+  /** What is mounted exactly at `path` (a link to a volume mount point counts on Windows); null when it is not a mount point. */
+  mountedAt(path: string): Promise<MountedVolume | null>;
+  /** The mount holding `path`: the nearest mount point at or above it, links followed; null when none. */
+  volumeHolding(path: string): Promise<MountedVolume | null>;
+  /** Whether `path` is a directory and whether it has entries; null when nothing is there. Follows links. */
   inspectDirectory(path: string): Promise<{ isDirectory: boolean; empty: boolean } | null>;
-  /** statfs of a mounted filesystem (no process). */
-  statfs(mountPoint: string): Promise<FilesystemUsage>;
-  /** Size of an unmounted filesystem from its superblock (dumpe2fs -h / xfs_db -r). */
-  readFilesystemUsage(devPath: string, fsType: ManagedFsType): Promise<FilesystemUsage>;
-  /** Writes dirty data of the device and any filesystem mounted from it to stable storage (blockdev --flushbufs). */
-  flush(devPath: string): Promise<void>;
-  /** Moves a GPT backup header to the disk's current last sector (sfdisk --relocate gpt-bak-std). */
-  relocateGptBackup(diskDevPath: string): Promise<void>;
-  /** Sets partition `number`'s size to `sizeSectors` (512-byte units, start unchanged) and tells the kernel (BLKPG via partx). */
-  resizePartition(diskDevPath: string, number: number, sizeSectors: bigint): Promise<void>;
-  /** Forced check of an unmounted filesystem, fixing only what is safe to fix automatically (e2fsck -f -p). */
-  checkFilesystem(devPath: string, fsType: ManagedFsType): Promise<void>;
-  /** Grows a filesystem to fill its device: resize2fs on the device (online or offline), xfs_growfs on the mount point. */
-  growFilesystem(devPath: string, fsType: ManagedFsType, mountPoint: string | null): Promise<void>;
-  /** Creates a private empty directory for a temporary mount (mode 0700) and returns its path. */
-  makeTempDir(): Promise<string>;
-  /** Removes an empty directory made by makeTempDir. */
-  removeTempDir(path: string): Promise<void>;
+  /** Mounts the volume at `path` (an existing empty directory). `fileSystem`: its filesystem when the caller has read it. */
+  mountVolume(volumeId: string, path: string, fileSystem: string | null): Promise<void>;
+  /** Removes the mount at `path`; the directory stays. */
+  unmountVolume(path: string): Promise<void>;
 }

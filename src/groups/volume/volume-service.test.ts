@@ -1,43 +1,35 @@
+/**
+ * The volume service's decisions against the stateful, Windows-shaped fake host (host/fake/volume.ts):
+ * upstream master's flows (reference-behaviour.md §2.3) and csi-proxy's refusals, decided from the
+ * host's facts alone. The Linux meaning of the same decisions is tested in host/linux/volume.test.ts,
+ * the Windows CIM/Win32 mapping in test/windows/cim-fixtures.test.ts.
+ */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { createVolumeService, RESIZE_THRESHOLD_BYTES } from "./volume-service.ts";
-import type { ManagedFsType } from "./host-api.ts";
-import { createDiskService } from "../disk/disk-service.ts";
-import { diskNumberOf, parseVolumeId } from "../disk/block-model.ts";
+import { createVolumeService, RESIZE_THRESHOLD_BYTES, sameVolumeId } from "./volume-service.ts";
 import { createPathPolicy } from "../filesystem/path-policy.ts";
-import { FakeBlockWorld } from "../../host/fake/block-world.ts";
+import { FakeStorage, MICROSOFT_RESERVED, type FakeVolume } from "../../host/fake/storage-world.ts";
 import { FakeVolumeHost } from "../../host/fake/volume.ts";
-import { FakeDiskHost } from "../../host/fake/disk.ts";
-import { createKeyedMutex } from "../../util/keyed-mutex.ts";
 import { Code } from "../../errors.ts";
 
-const KUBELET = "/var/lib/kubelet";
-const STAGE = `${KUBELET}/plugins/kubernetes.io/csi/pv/globalmount`;
+const KUBELET = "C:\\var\\lib\\kubelet";
+const STAGE = `${KUBELET}\\plugins\\pd\\globalmount`;
 const MiB = 1024n * 1024n;
-const MSR = "e3c9e316-0b5c-4db8-817d-f92df00215ae";
-/** Volume ids the fake gives GPT partitions, in creation order. */
-const gptId = (n: number) => `\\\\?\\Volume{00000000-0000-4000-8000-${n.toString(16).padStart(12, "0")}}\\`;
+const GiB = 1024n * MiB;
 
-/**
- * Root disk vda (whole-disk ext4 on /), loop3 with one 512 MiB partition (volume gptId(1), /dev/loop3p1)
- * on a 1 GiB disk, an empty staging directory under the kubelet dir.
- */
-function setup(options: { tweak?: (w: FakeBlockWorld) => void; fsType?: ManagedFsType } = {}) {
-  const world = new FakeBlockWorld();
-  world.addDisk({ name: "vda", major: 254, minor: 0, sizeBytes: 256n * 1024n * MiB });
-  world.putFilesystem("/dev/vda", "ext4");
-  world.mountDirect("/dev/vda", "/");
-  world.addLoop(3, "/images/a.img");
-  world.partition("loop3", [512]);
-  world.mkdir(STAGE);
-  world.mkdir("/mnt/admin");
+/** Disk 0: system disk with C: (NTFS); disk 1: MSR + a 10 GiB data partition whose volume is `id`, growable to 20 GiB. */
+function setup(options: { tweak?: (w: FakeStorage) => void; volume?: Partial<FakeVolume>; policy?: boolean } = {}) {
+  const world = new FakeStorage();
+  world.addDisk({ number: 0 });
+  const c = world.addPartition(0, { driveLetter: "C", volume: { fileSystem: "NTFS", sizeBytes: 100n * GiB, freeBytes: 40n * GiB } });
+  world.addDisk({ number: 1, sizeBytes: 20n * GiB });
+  world.addPartition(1, { type: MICROSOFT_RESERVED });
+  const data = world.addPartition(1, { sizeBytes: 10n * GiB, maxBytes: 20n * GiB, volume: options.volume });
+  world.dirs.set(STAGE, 0);
   options.tweak?.(world);
   const host = new FakeVolumeHost(world);
-  const policy = createPathPolicy({ platform: "linux", allowedDirs: [KUBELET], resolve: async (p) => p });
-  const locks = createKeyedMutex();
-  const volume = createVolumeService({ host, policy, defaultFsType: options.fsType ?? "ext4", locks });
-  const disk = createDiskService({ host: new FakeDiskHost(world), policy, locks });
-  return { world, host, volume, disk, id: gptId(1), dev: "/dev/loop3p1" };
+  const policy = options.policy ? createPathPolicy({ platform: "win32", allowedDirs: [KUBELET], resolve: async (p) => p }) : undefined;
+  return { world, host, volume: createVolumeService({ host, policy }), id: data.volume!.id, data, systemId: c.volume!.id };
 }
 
 async function rejectsWith(p: Promise<unknown>, code: number, pattern?: RegExp) {
@@ -48,556 +40,283 @@ async function rejectsWith(p: Promise<unknown>, code: number, pattern?: RegExp) 
   });
 }
 
-const formatted = (w: FakeBlockWorld, type = "ext4") => w.putFilesystem("/dev/loop3p1", type, ["precious"]);
+const ntfs = { fileSystem: "NTFS" };
 
-describe("volume ids", () => {
-  const cases = [
-    { name: "GPT PARTUUID", id: "\\\\?\\Volume{0FC63DAF-8483-4772-8E79-3D69D8477DE4}\\", want: { kind: "uuid", uuid: "0fc63daf-8483-4772-8e79-3d69d8477de4" } },
-    { name: "without trailing backslash", id: "\\\\?\\Volume{0fc63daf-8483-4772-8e79-3d69d8477de4}", want: { kind: "uuid", uuid: "0fc63daf-8483-4772-8e79-3d69d8477de4" } },
-    { name: "MBR PARTUUID", id: "\\\\?\\Volume{0badcafe-01}\\", want: { kind: "uuid", uuid: "0badcafe-01" } },
-    { name: "device number", id: "\\\\?\\Volume{dev-254-0}\\", want: { kind: "dev", dev: { major: 254, minor: 0 } } },
-  ];
-  for (const c of cases) test(`parses ${c.name}`, () => assert.deepEqual(parseVolumeId(c.id), c.want));
-  for (const bad of ["-1", "Volume{x}", "\\\\?\\Volume{}\\", "\\\\?\\Volume{../../etc}\\", "C:\\"]) {
-    test(`rejects ${JSON.stringify(bad)} as InvalidArgument`, () => assert.throws(() => parseVolumeId(bad), { code: Code.InvalidArgument }));
-  }
-  test("ids match drivers' regex Volume\\{[\\w-]*\\}", () => {
-    assert.match(gptId(1), /Volume\{[\w-]*\}/);
-    assert.match("\\\\?\\Volume{dev-254-0}\\", /Volume\{[\w-]*\}/);
-  });
+test("volume ids compare case-insensitively, with or without the trailing backslash", () => {
+  assert.ok(sameVolumeId("\\\\?\\Volume{ABC}\\", "\\\\?\\volume{abc}"));
+  assert.ok(!sameVolumeId("\\\\?\\Volume{abc}\\", "\\\\?\\Volume{abd}\\"));
 });
 
 describe("ListVolumesOnDisk", () => {
-  const cases = [
-    { name: "one data partition", want: [gptId(1)] },
-    {
-      name: "MSR and BIOS-boot partitions are not volumes; partition number filters",
-      tweak: (w: FakeBlockWorld) => {
-        w.addLoop(4, "/b.img");
-        w.partition("loop4", [16], "gpt", MSR);
-        w.disk("loop4").table!.entries.push({ ...w.disk("loop4").table!.entries[0], number: 2, typeId: "21686148-6449-6e6f-744e-656564454649", uuid: "x" });
-        w.disk("loop4").table!.entries.push({ ...w.disk("loop4").table!.entries[0], number: 3, typeId: "0fc63daf-8483-4772-8e79-3d69d8477de4", uuid: "11111111-1111-1111-1111-111111111111" });
-      },
-      disk: "loop4",
-      want: ["\\\\?\\Volume{11111111-1111-1111-1111-111111111111}\\"],
-    },
-    { name: "partition number 1 of loop3", partitionNumber: 1, want: [gptId(1)] },
-    { name: "partition number 2 of loop3 (none)", partitionNumber: 2, want: [] },
-    { name: "raw disk: none", tweak: (w: FakeBlockWorld) => w.addLoop(4, "/b.img"), disk: "loop4", want: [] },
-    { name: "unknown disk: empty list, no error (upstream)", disk: "none", want: [] },
-    { name: "whole-disk filesystem: one dev-numbered volume", disk: "vda", want: ["\\\\?\\Volume{dev-254-0}\\"] },
-    {
-      name: "MBR partitions: PARTUUID <signature>-<nn>",
-      tweak: (w: FakeBlockWorld) => {
-        w.addLoop(4, "/b.img");
-        w.partition("loop4", [10, 10], "dos");
-      },
-      disk: "loop4",
-      want: ["\\\\?\\Volume{0badcafe-01}\\", "\\\\?\\Volume{0badcafe-02}\\"],
-    },
-  ];
-  for (const c of cases) {
-    test(c.name, async () => {
-      const s = setup({ tweak: c.tweak });
-      const n = c.disk === "none" ? 4242 : diskNumberOf(s.world.disk(c.disk ?? "loop3"));
-      assert.deepEqual(await s.volume.listVolumesOnDisk({ diskNumber: n, partitionNumber: c.partitionNumber ?? 0 }), { volumeIds: c.want });
-    });
-  }
+  test("volumes of a disk, by partition; unknown disk: empty list; not a uint32: InvalidArgument", async () => {
+    const s = setup();
+    assert.deepEqual(await s.volume.listVolumesOnDisk({ diskNumber: 1, partitionNumber: 0 }), { volumeIds: [s.id] });
+    assert.deepEqual(await s.volume.listVolumesOnDisk({ diskNumber: 1, partitionNumber: 1 }), { volumeIds: [] });
+    assert.deepEqual(await s.volume.listVolumesOnDisk({ diskNumber: 7, partitionNumber: 0 }), { volumeIds: [] });
+    await rejectsWith(s.volume.listVolumesOnDisk({ diskNumber: -3, partitionNumber: 0 }), Code.InvalidArgument);
+  });
 });
 
 describe("MountVolume", () => {
   interface Case {
     name: string;
-    tweak?: (w: FakeBlockWorld) => void;
-    id?: string;
+    options?: Parameters<typeof setup>[0];
+    id?: (s: ReturnType<typeof setup>) => string;
     target?: string;
     code?: number;
     message?: RegExp;
-    calls: string[];
+    calls: (s: ReturnType<typeof setup>) => string[];
   }
-  const mountCall = `mount /dev/loop3p1 ${STAGE} ext4`;
   const cases: Case[] = [
-    { name: "formatted volume into an empty staging dir", tweak: formatted, calls: [mountCall] },
+    { name: "formatted volume into an existing empty directory", options: { volume: ntfs }, calls: (s) => [`mountVolume ${s.id} ${STAGE}`] },
+    { name: "a RAW volume, where the host mounts those (Windows)", calls: (s) => [`mountVolume ${s.id} ${STAGE}`] },
     {
-      name: "same volume already at the path: success, nothing done (idempotent)",
-      tweak: (w) => {
-        formatted(w);
-        w.mountDirect("/dev/loop3p1", STAGE);
-      },
-      calls: [],
-    },
-    {
-      name: "another filesystem already at the path: FailedPrecondition",
-      tweak: (w) => {
-        formatted(w);
-        w.mountDirect("/dev/vda", STAGE);
-      },
+      name: "a RAW volume, where the host needs a file system: FailedPrecondition",
+      options: { tweak: (w) => (w.mountRequiresFilesystem = true) },
       code: Code.FailedPrecondition,
-      message: /Volume\{dev-254-0\}.* already mounted there/,
-      calls: [],
+      message: /holds no file system Windows knows, not a filesystem; format it first/,
+      calls: () => [],
     },
-    { name: "empty volume id: upstream text", id: "", code: Code.InvalidArgument, message: /^MountVolumeRequest.VolumeId is empty$/, calls: [] },
-    { name: "empty target path: upstream text", target: "", code: Code.InvalidArgument, message: /^MountVolumeRequest.TargetPath is empty$/, calls: [] },
-    { name: "target outside the kubelet dir: PermissionDenied", tweak: formatted, target: "/mnt/admin", code: Code.PermissionDenied, calls: [] },
-    { name: "target with .. escaping: PermissionDenied", tweak: formatted, target: `${KUBELET}/../../etc`, code: Code.PermissionDenied, calls: [] },
-    { name: "unknown volume: NotFound", id: gptId(99), code: Code.NotFound, calls: [] },
-    { name: "malformed volume id: InvalidArgument", id: "-1", code: Code.InvalidArgument, calls: [] },
-    { name: "missing target directory: NotFound", tweak: formatted, target: `${KUBELET}/nope`, code: Code.NotFound, calls: [] },
     {
-      name: "non-empty target directory: FailedPrecondition",
-      tweak: (w) => {
-        formatted(w);
-        w.mkdir(STAGE, 2);
-      },
+      name: "the file system is passed on where the host needs it",
+      options: { volume: ntfs, tweak: (w) => (w.mountRequiresFilesystem = true) },
+      calls: (s) => [`mountVolume ${s.id} ${STAGE} NTFS`],
+    },
+    {
+      name: "same volume already there (id in another case, no trailing backslash): success, nothing done",
+      options: { tweak: (w) => w.mounts.set(STAGE, { volumeId: w.disk(1).partitions[1].volume!.id.toUpperCase().replace(/\\$/, ""), description: "v" }) },
+      calls: () => [],
+    },
+    {
+      name: "another volume there: FailedPrecondition",
+      options: { tweak: (w) => w.mounts.set(STAGE, { volumeId: "\\\\?\\Volume{other}\\", description: "volume \\\\?\\Volume{other}\\" }) },
       code: Code.FailedPrecondition,
-      message: /not empty/,
-      calls: [],
+      message: /Volume\{other\}.* is already mounted there/,
+      calls: () => [],
     },
-    { name: "unformatted volume: FailedPrecondition", code: Code.FailedPrecondition, message: /no signature, not a filesystem/, calls: [] },
+    { name: "missing directory: NotFound", target: `${KUBELET}\\missing`, code: Code.NotFound, message: /create the directory first/, calls: () => [] },
+    { name: "non-empty directory: FailedPrecondition", options: { tweak: (w) => w.dirs.set(STAGE, 3) }, code: Code.FailedPrecondition, message: /not empty/, calls: () => [] },
+    { name: "the system volume: FailedPrecondition", id: (s) => s.systemId, code: Code.FailedPrecondition, message: /holds the Windows system volume C:/, calls: () => [] },
     {
-      name: "offline disk: FailedPrecondition",
-      tweak: (w) => {
-        formatted(w);
-        w.marks.push({ major: 7, minor: 3, diskSeq: "1", setReadOnly: true });
-      },
+      name: "a volume mounted outside the allowed dirs (a host that reports it): FailedPrecondition",
+      options: { policy: true, tweak: (w) => (w.disk(1).partitions[1].use = { mountPoints: ["D:\\"] }) },
       code: Code.FailedPrecondition,
-      message: /offline/,
-      calls: [],
+      message: /mounted at D:\\, outside/,
+      calls: () => [],
     },
-    {
-      name: "volume mounted outside the kubelet dir: FailedPrecondition",
-      tweak: (w) => {
-        formatted(w);
-        w.mountDirect("/dev/loop3p1", "/mnt/admin");
-      },
-      code: Code.FailedPrecondition,
-      message: /mounted at \/mnt\/admin, outside/,
-      calls: [],
-    },
-    {
-      name: "already mounted at another kubelet path: a second mount is fine",
-      tweak: (w) => {
-        formatted(w);
-        w.mkdir(`${KUBELET}/other`);
-        w.mountDirect("/dev/loop3p1", `${KUBELET}/other`);
-      },
-      calls: [mountCall],
-    },
-    { name: "the root filesystem's volume: FailedPrecondition", id: "\\\\?\\Volume{dev-254-0}\\", code: Code.FailedPrecondition, message: /root filesystem/, calls: [] },
+    { name: "unknown volume: NotFound", id: () => "\\\\?\\Volume{nope}\\", code: Code.NotFound, calls: () => [] },
+    { name: "empty id: upstream text", id: () => "", code: Code.InvalidArgument, message: /^MountVolumeRequest.VolumeId is empty$/, calls: () => [] },
+    { name: "empty target: upstream text", target: "", code: Code.InvalidArgument, message: /^MountVolumeRequest.TargetPath is empty$/, calls: () => [] },
+    { name: "with a path policy: a target outside is PermissionDenied", options: { policy: true }, target: "D:\\x", code: Code.PermissionDenied, calls: () => [] },
+    { name: "without a path policy (upstream): any target", options: { tweak: (w) => w.dirs.set("D:\\x", 0) }, target: "D:\\x", calls: (s) => [`mountVolume ${s.id} D:\\x`] },
   ];
   for (const c of cases) {
     test(c.name, async () => {
-      const s = setup({ tweak: c.tweak });
-      const p = s.volume.mountVolume({ volumeId: c.id ?? s.id, targetPath: c.target ?? STAGE });
+      const s = setup(c.options);
+      const p = s.volume.mountVolume({ volumeId: c.id ? c.id(s) : s.id, targetPath: c.target ?? STAGE });
       if (c.code !== undefined) await rejectsWith(p, c.code, c.message);
       else await p;
-      assert.deepEqual(s.world.calls, c.calls);
+      assert.deepEqual(s.world.calls, c.calls(s));
     });
   }
 });
 
 describe("UnmountVolume", () => {
-  const mounted = (w: FakeBlockWorld) => {
-    formatted(w);
-    w.mountDirect("/dev/loop3p1", STAGE);
-  };
-  const cases = [
-    { name: "flushes, then unmounts", tweak: mounted, calls: ["flush /dev/loop3p1", `unmount ${STAGE}`] },
-    { name: "not a mount point: NotFound (not idempotent, as upstream)", tweak: formatted, code: Code.NotFound, message: /not a mount point/, calls: [] },
-    {
-      name: "another volume mounted there: FailedPrecondition, left mounted",
-      tweak: (w: FakeBlockWorld) => {
-        formatted(w);
-        w.mountDirect("/dev/vda", STAGE);
-      },
-      code: Code.FailedPrecondition,
-      message: /refusing to unmount .* not volume/,
-      calls: [],
-    },
-    { name: "path outside the kubelet dir: PermissionDenied", tweak: mounted, target: "/mnt/admin", code: Code.PermissionDenied, calls: [] },
-    { name: "unknown volume: NotFound, nothing unmounted", tweak: mounted, id: gptId(42), code: Code.NotFound, calls: [] },
-    { name: "empty id: upstream text", id: "", code: Code.InvalidArgument, message: /^volume id empty$/, calls: [] },
-    { name: "empty path: upstream text", target: "", code: Code.InvalidArgument, message: /^target path empty$/, calls: [] },
-    {
-      name: "flush failure: nothing unmounted",
-      tweak: (w: FakeBlockWorld) => {
-        mounted(w);
-        w.failNext("flush");
-      },
-      code: Code.Internal,
-      message: /flush volume/,
-      calls: ["flush /dev/loop3p1"],
-    },
-  ];
-  for (const c of cases) {
-    test(c.name, async () => {
-      const s = setup({ tweak: c.tweak });
-      const p = s.volume.unmountVolume({ volumeId: c.id ?? s.id, targetPath: c.target ?? STAGE });
-      if (c.code !== undefined) await rejectsWith(p, c.code, c.message);
-      else await p;
-      assert.deepEqual(s.world.calls, c.calls);
-    });
-  }
+  const mounted = (w: FakeStorage) => w.mounts.set(STAGE, { volumeId: w.disk(1).partitions[1].volume!.id, description: "v" });
+  test("flushes, then removes the mount point; a second time NotFound (not idempotent, as upstream)", async () => {
+    const s = setup({ tweak: mounted });
+    await s.volume.unmountVolume({ volumeId: s.id, targetPath: STAGE });
+    assert.deepEqual(s.world.calls, [`flushVolume ${s.id}`, `unmountVolume ${STAGE}`]);
+    await rejectsWith(s.volume.unmountVolume({ volumeId: s.id, targetPath: STAGE }), Code.NotFound, /is not a mount point/);
+  });
+  test("another volume mounted there: FailedPrecondition, nothing flushed or unmounted", async () => {
+    const s = setup({ tweak: (w) => w.mounts.set(STAGE, { volumeId: "\\\\?\\Volume{other}\\", description: "volume \\\\?\\Volume{other}\\" }) });
+    await rejectsWith(s.volume.unmountVolume({ volumeId: s.id, targetPath: STAGE }), Code.FailedPrecondition, /refusing to unmount .* not volume/);
+    assert.deepEqual(s.world.calls, []);
+  });
+  test("something that is not a volume mounted there: FailedPrecondition", async () => {
+    const s = setup({ tweak: (w) => w.mounts.set(STAGE, { volumeId: null, description: "a tmpfs filesystem (tmpfs)" }) });
+    await rejectsWith(s.volume.unmountVolume({ volumeId: s.id, targetPath: STAGE }), Code.FailedPrecondition, /tmpfs/);
+  });
+  test("flush failure: nothing unmounted; unknown volume: NotFound; upstream texts for empty fields", async () => {
+    const s = setup({ tweak: (w) => (mounted(w), w.failNext("flushVolume")) });
+    await rejectsWith(s.volume.unmountVolume({ volumeId: s.id, targetPath: STAGE }), Code.Internal, /flush volume .* before unmounting/);
+    assert.deepEqual(s.world.calls, [`flushVolume ${s.id}`]);
+    await rejectsWith(s.volume.unmountVolume({ volumeId: "\\\\?\\Volume{nope}\\", targetPath: STAGE }), Code.NotFound);
+    await rejectsWith(s.volume.unmountVolume({ volumeId: "", targetPath: STAGE }), Code.InvalidArgument, /^volume id empty$/);
+    await rejectsWith(s.volume.unmountVolume({ volumeId: s.id, targetPath: "" }), Code.InvalidArgument, /^target path empty$/);
+  });
 });
 
 describe("IsVolumeFormatted / FormatVolume", () => {
-  const formattedCases = [
-    { name: "empty partition: false", want: false },
-    { name: "ext4: true", tweak: formatted, want: true },
-    { name: "xfs: true (any filesystem counts)", tweak: (w: FakeBlockWorld) => formatted(w, "xfs"), want: true },
-    { name: "swap signature: false (not a filesystem)", tweak: (w: FakeBlockWorld) => w.setContent("/dev/loop3p1", { kind: "signature", type: "swap", usage: "other" }), want: false },
-    { name: "conflicting signatures: false", tweak: (w: FakeBlockWorld) => w.setContent("/dev/loop3p1", { kind: "ambivalent" }), want: false },
-  ];
-  for (const c of formattedCases) {
-    test(`IsVolumeFormatted: ${c.name}`, async () => {
-      const s = setup({ tweak: c.tweak });
-      assert.deepEqual(await s.volume.isVolumeFormatted({ volumeId: s.id }), { formatted: c.want });
-    });
-  }
-  test("IsVolumeFormatted: empty id InvalidArgument, unknown NotFound", async () => {
-    const s = setup();
+  test("IsVolumeFormatted: any file system counts; nothing or a foreign signature does not", async () => {
+    assert.deepEqual(await setup().volume.isVolumeFormatted({ volumeId: setup().id }), { formatted: false });
+    const s = setup({ volume: { fileSystem: "ReFS" } });
+    assert.deepEqual(await s.volume.isVolumeFormatted({ volumeId: s.id }), { formatted: true });
+    const f = setup({ volume: { foreign: "LVM2_member (raid)" } });
+    assert.deepEqual(await f.volume.isVolumeFormatted({ volumeId: f.id }), { formatted: false });
     await rejectsWith(s.volume.isVolumeFormatted({ volumeId: "" }), Code.InvalidArgument, /^volume id empty$/);
-    await rejectsWith(s.volume.isVolumeFormatted({ volumeId: gptId(7) }), Code.NotFound);
   });
 
-  interface Case {
-    name: string;
-    fsType?: ManagedFsType;
-    tweak?: (w: FakeBlockWorld) => void;
-    code?: number;
-    message?: RegExp;
-    calls: string[];
-    /** Data on the device afterwards (undefined: no filesystem expected). */
-    data?: string[];
-  }
-  const cases: Case[] = [
-    { name: "empty: mkfs.ext4 (default)", calls: ["makeFilesystem /dev/loop3p1 ext4"], data: [] },
-    { name: "empty with -default-fs-type xfs: mkfs.xfs", fsType: "xfs", calls: ["makeFilesystem /dev/loop3p1 xfs"], data: [] },
-    { name: "already ext4: success, not reformatted, data intact", tweak: formatted, calls: [], data: ["precious"] },
+  const cases = [
+    { name: "nothing on it: formatted with the host's default (NTFS)", calls: (id: string) => [`formatVolume ${id}`], fs: "NTFS" },
+    { name: "the default already there: success, not reformatted", volume: ntfs, calls: () => [], fs: "NTFS" },
+    { name: "the default in another case: success", volume: { fileSystem: "ntfs" }, calls: () => [], fs: "ntfs" },
+    { name: "another file system: FailedPrecondition", volume: { fileSystem: "ReFS" }, code: Code.FailedPrecondition, message: /as NTFS: it already holds ReFS; formatting would destroy/, calls: () => [], fs: "ReFS" },
+    { name: "a foreign signature: FailedPrecondition", volume: { foreign: "conflicting signatures (x)" }, code: Code.FailedPrecondition, message: /conflicting signatures/, calls: () => [], fs: null },
     {
-      name: "already ext4 and mounted in the kubelet dir: success, untouched",
-      tweak: (w) => {
-        formatted(w);
-        w.mountDirect("/dev/loop3p1", STAGE);
-      },
-      calls: [],
-      data: ["precious"],
-    },
-    {
-      name: "xfs when ext4 is asked: FailedPrecondition, data intact",
-      tweak: (w) => formatted(w, "xfs"),
+      name: "busy (a host that reports it): FailedPrecondition",
+      tweak: (w: FakeStorage) => (w.disk(1).partitions[1].use = { busy: ["in use as swap"] }),
       code: Code.FailedPrecondition,
-      message: /already holds xfs; formatting would destroy/,
-      calls: [],
-      data: ["precious"],
+      message: /disk 1 partition 2 is in use as swap/,
+      calls: () => [],
+      fs: null,
     },
-    {
-      name: "LVM member: FailedPrecondition",
-      tweak: (w) => w.setContent("/dev/loop3p1", { kind: "signature", type: "LVM2_member", usage: "raid" }),
-      code: Code.FailedPrecondition,
-      message: /LVM2_member \(raid\)/,
-      calls: [],
-    },
-    { name: "conflicting signatures: FailedPrecondition", tweak: (w) => w.setContent("/dev/loop3p1", { kind: "ambivalent" }), code: Code.FailedPrecondition, calls: [] },
-    {
-      name: "mounted outside the kubelet dir: FailedPrecondition, data intact",
-      tweak: (w) => {
-        formatted(w, "xfs");
-        w.mountDirect("/dev/loop3p1", "/mnt/admin");
-      },
-      code: Code.FailedPrecondition,
-      message: /mounted at \/mnt\/admin/,
-      calls: [],
-      data: ["precious"],
-    },
-    { name: "holders on the partition: FailedPrecondition", tweak: (w) => (w.disk("loop3").table!.entries[0].holders = ["dm-2"]), code: Code.FailedPrecondition, calls: [] },
-    { name: "holders on the whole disk: FailedPrecondition", tweak: (w) => (w.disk("loop3").holders = ["dm-3"]), code: Code.FailedPrecondition, message: /dm-3/, calls: [] },
-    { name: "swap: FailedPrecondition", tweak: (w) => w.swaps.push({ major: 259, minor: 0 }), code: Code.FailedPrecondition, message: /swap/, calls: [] },
-    { name: "offline disk: FailedPrecondition", tweak: (w) => w.marks.push({ major: 7, minor: 3, diskSeq: "1", setReadOnly: false }), code: Code.FailedPrecondition, calls: [] },
-    { name: "empty id", tweak: undefined, code: Code.InvalidArgument, calls: [] },
   ];
   for (const c of cases) {
     test(`FormatVolume: ${c.name}`, async () => {
-      const s = setup({ tweak: c.tweak, fsType: c.fsType });
-      const p = s.volume.formatVolume({ volumeId: c.name === "empty id" ? "" : s.id });
+      const s = setup({ volume: c.volume, tweak: c.tweak });
+      const p = s.volume.formatVolume({ volumeId: s.id });
       if (c.code !== undefined) await rejectsWith(p, c.code, c.message);
       else await p;
-      assert.deepEqual(s.world.calls, c.calls);
-      if (c.data) assert.deepEqual(s.world.fsOf(s.dev).data, c.data);
+      assert.deepEqual(s.world.calls, c.calls(s.id));
+      assert.equal(s.world.volume(s.id).volume.fileSystem, c.fs);
     });
   }
-  test("FormatVolume: the root filesystem's volume is refused", async () => {
+  test("FormatVolume: the system volume is refused (even though it holds the default)", async () => {
     const s = setup();
-    await rejectsWith(s.volume.formatVolume({ volumeId: "\\\\?\\Volume{dev-254-0}\\" }), Code.FailedPrecondition, /root filesystem/);
+    await rejectsWith(s.volume.formatVolume({ volumeId: s.systemId }), Code.FailedPrecondition, /Windows system volume C:/);
   });
 });
 
 describe("ResizeVolume", () => {
-  const GiB = 1024n * MiB;
-  /** loop3 grows from 1 GiB to 2 GiB (rescanned), partition 1 is 512 MiB. */
-  const grown = (w: FakeBlockWorld) => {
-    w.disk("loop3").pendingSizeBytes = 2n * GiB;
-    w.applyPendingSize(w.disk("loop3"));
-  };
-  /** A second partition starting `mib` MiB after partition 1's start. */
-  const secondPartitionAt = (w: FakeBlockWorld, mib: bigint) =>
-    w.disk("loop3").table!.entries.push({ number: 2, startSectors: 2048n + mib * 2048n, sizeSectors: 2048n, uuid: "22222222-2222-2222-2222-222222222222", typeId: "x", minor: 77, holders: [] });
-  const maxSectors = (2n * GiB) / 512n - 33n - 2048n; // to the backup GPT, 512-byte sectors
+  const size = 10n * GiB;
   interface Case {
     name: string;
-    tweak?: (w: FakeBlockWorld) => void;
-    size: bigint;
+    sizeBytes: bigint;
+    tweak?: (w: FakeStorage) => void;
     code?: number;
     message?: RegExp;
-    calls: string[];
-    partitionSectors?: bigint;
-    fsBytes?: bigint;
+    calls: (id: string) => string[];
+    reads?: string[];
   }
-  const ext4Mounted = (w: FakeBlockWorld) => {
-    grown(w);
-    formatted(w);
-    w.mountDirect("/dev/loop3p1", STAGE);
-  };
   const cases: Case[] = [
+    { name: "0 = the largest supported size", sizeBytes: 0n, calls: (id) => [`resizePartition ${id} ${20n * GiB}`] },
+    { name: "explicit size", sizeBytes: size + RESIZE_THRESHOLD_BYTES, calls: (id) => [`resizePartition ${id} ${size + RESIZE_THRESHOLD_BYTES}`] },
+    { name: "growth below 100 MiB: success without change", sizeBytes: size + RESIZE_THRESHOLD_BYTES - 1n, calls: () => [] },
+    { name: "shrinking: success without change", sizeBytes: size - 1n, calls: () => [] },
+    { name: "0 on a partition at its largest size: success without change", sizeBytes: 0n, tweak: (w) => (w.disk(1).partitions[1].maxBytes = size), calls: () => [] },
+    { name: "beyond the supported size: OutOfRange", sizeBytes: 21n * GiB, code: Code.OutOfRange, message: /at most 21474836480 bytes are available to partition 2/, calls: () => [] },
+    { name: "negative: InvalidArgument, upstream text", sizeBytes: -5n, code: Code.InvalidArgument, message: /^invalid negative size -5 for volume \(/, calls: () => [] },
     {
-      name: "size 0 fills the disk: backup GPT moved, partition grown, mounted ext4 grown online",
-      tweak: ext4Mounted,
-      size: 0n,
-      calls: ["relocateGptBackup /dev/loop3", `resizePartition /dev/loop3 1 ${maxSectors}`, `growFilesystem /dev/loop3p1 ext4 ${STAGE}`],
-      partitionSectors: maxSectors,
-      fsBytes: maxSectors * 512n,
+      name: "a file system the host grows separately: grown after the partition",
+      sizeBytes: 0n,
+      tweak: (w) => (w.growth = "separate"),
+      calls: (id) => [`resizePartition ${id} ${20n * GiB}`, `growFilesystem ${id}`],
     },
     {
-      name: "explicit size (rounded down to the sector)",
-      tweak: ext4Mounted,
-      size: 1024n * MiB + 100n,
-      calls: ["relocateGptBackup /dev/loop3", "resizePartition /dev/loop3 1 2097152", `growFilesystem /dev/loop3p1 ext4 ${STAGE}`],
-      partitionSectors: 2097152n,
-    },
-    { name: "growth below 100 MiB: success without change", tweak: ext4Mounted, size: 512n * MiB + RESIZE_THRESHOLD_BYTES - 1n, calls: [], partitionSectors: 512n * 2048n },
-    { name: "shrink: success without change", tweak: ext4Mounted, size: 256n * MiB, calls: [] },
-    { name: "size 0 on a full partition: success without change", tweak: (w) => (w.disk("loop3").table!.entries[0].sizeSectors = 1024n * 2048n - 2048n - 33n), size: 0n, calls: [] },
-    { name: "negative size: InvalidArgument, upstream text", size: -1n, code: Code.InvalidArgument, message: /^invalid negative size -1 for volume \(/, calls: [] },
-    { name: "beyond the disk: OutOfRange", tweak: grown, size: 3n * GiB, code: Code.OutOfRange, calls: [] },
-    {
-      name: "size 0 stops at the next partition",
-      tweak: (w) => secondPartitionAt(w, 800n),
-      size: 0n,
-      calls: [`resizePartition /dev/loop3 1 ${800n * 2048n}`],
-    },
-    { name: "past the next partition: OutOfRange", tweak: (w) => secondPartitionAt(w, 800n), size: 900n * MiB, code: Code.OutOfRange, message: /at most 838860800 bytes/, calls: [] },
-    {
-      name: "mounted ext4 without CAP_SYS_RESOURCE: PermissionDenied before any change",
-      tweak: (w) => {
-        ext4Mounted(w);
-        w.capabilities.delete("CAP_SYS_RESOURCE");
-      },
-      size: 0n,
-      code: Code.PermissionDenied,
-      message: /CAP_SYS_RESOURCE/,
-      calls: [],
-      partitionSectors: 512n * 2048n,
-    },
-    {
-      name: "unmounted ext4: checked, then grown offline",
-      tweak: (w) => {
-        grown(w);
-        formatted(w);
-        w.capabilities.delete("CAP_SYS_RESOURCE");
-      },
-      size: 0n,
-      calls: ["relocateGptBackup /dev/loop3", `resizePartition /dev/loop3 1 ${maxSectors}`, "checkFilesystem /dev/loop3p1 ext4", "growFilesystem /dev/loop3p1 ext4 -"],
-      fsBytes: maxSectors * 512n,
-    },
-    {
-      name: "unmounted xfs: grown through a private temporary mount",
-      tweak: (w) => {
-        grown(w);
-        formatted(w, "xfs");
-      },
-      size: 0n,
-      calls: [
-        "relocateGptBackup /dev/loop3",
-        `resizePartition /dev/loop3 1 ${maxSectors}`,
-        "makeTempDir",
-        "mount /dev/loop3p1 /run/fake-csi-proxy-tmp-1 xfs",
-        "growFilesystem /dev/loop3p1 xfs /run/fake-csi-proxy-tmp-1",
-        "unmount /run/fake-csi-proxy-tmp-1",
-        "removeTempDir /run/fake-csi-proxy-tmp-1",
-      ],
-      fsBytes: maxSectors * 512n,
-    },
-    {
-      name: "mounted xfs: grown online",
-      tweak: (w) => {
-        grown(w);
-        formatted(w, "xfs");
-        w.mountDirect("/dev/loop3p1", STAGE);
-        w.capabilities.delete("CAP_SYS_RESOURCE");
-      },
-      size: 0n,
-      calls: ["relocateGptBackup /dev/loop3", `resizePartition /dev/loop3 1 ${maxSectors}`, `growFilesystem /dev/loop3p1 xfs ${STAGE}`],
-    },
-    { name: "unformatted: only the partition grows", tweak: grown, size: 0n, calls: ["relocateGptBackup /dev/loop3", `resizePartition /dev/loop3 1 ${maxSectors}`] },
-    {
-      name: "vfat: FailedPrecondition before any change",
-      tweak: (w) => {
-        grown(w);
-        formatted(w, "vfat");
-      },
-      size: 0n,
+      name: "a file system that cannot be grown: FailedPrecondition before any change",
+      sizeBytes: 0n,
+      tweak: (w) => (w.growth = { kind: "unsupported", reason: "growing vfat is not supported" }),
       code: Code.FailedPrecondition,
       message: /growing vfat is not supported/,
-      calls: [],
+      calls: () => [],
     },
     {
-      name: "mounted outside the kubelet dir: FailedPrecondition",
-      tweak: (w) => {
-        grown(w);
-        formatted(w);
-        w.mountDirect("/dev/loop3p1", "/mnt/admin");
-      },
-      size: 0n,
-      code: Code.FailedPrecondition,
-      calls: [],
+      name: "growth that needs a missing privilege: PermissionDenied before any change",
+      sizeBytes: 0n,
+      tweak: (w) => (w.growth = { kind: "needs-privilege", reason: "needs CAP_X" }),
+      code: Code.PermissionDenied,
+      message: /needs CAP_X/,
+      calls: () => [],
     },
-    { name: "offline disk: FailedPrecondition", tweak: (w) => (grown(w), w.marks.push({ major: 7, minor: 3, diskSeq: "1", setReadOnly: true })), size: 0n, code: Code.FailedPrecondition, calls: [] },
-    { name: "whole-disk volume: FailedPrecondition", size: 0n, code: Code.FailedPrecondition, message: /whole-disk/, calls: [] },
+    {
+      name: "a busy volume: FailedPrecondition before any change",
+      sizeBytes: 0n,
+      tweak: (w) => (w.disk(1).partitions[1].use = { busy: ["in use by /dev/md0 (holders)"] }),
+      code: Code.FailedPrecondition,
+      calls: () => [],
+    },
   ];
   for (const c of cases) {
     test(c.name, async () => {
       const s = setup({ tweak: c.tweak });
-      const id = c.name.startsWith("whole-disk") ? "\\\\?\\Volume{dev-254-0}\\" : s.id;
-      const p = s.volume.resizeVolume({ volumeId: id, sizeBytes: c.size });
+      const p = s.volume.resizeVolume({ volumeId: s.id, sizeBytes: c.sizeBytes });
       if (c.code !== undefined) await rejectsWith(p, c.code, c.message);
       else await p;
-      assert.deepEqual(s.world.calls, c.calls);
-      if (c.partitionSectors !== undefined) assert.equal(s.world.disk("loop3").table!.entries[0].sizeSectors, c.partitionSectors);
-      if (c.fsBytes !== undefined) assert.equal(s.world.fsOf(s.dev).sizeBytes, c.fsBytes);
+      assert.deepEqual(s.world.calls, c.calls(s.id));
     });
   }
-  test("failure growing the filesystem says the partition was grown", async () => {
-    const s = setup({ tweak: (w) => (ext4Mounted(w), w.failNext("growFilesystem")) });
-    await rejectsWith(s.volume.resizeVolume({ volumeId: s.id, sizeBytes: 0n }), Code.Internal, /partition was grown but growing the filesystem failed/);
+  test("a size below the threshold does not even ask for the supported size (upstream)", async () => {
+    const s = setup({ tweak: (w) => w.failNext("getPartitionSupportedSize", new Error("not asked")) });
+    await s.volume.resizeVolume({ volumeId: s.id, sizeBytes: size });
+  });
+  test("the file system grows with the partition where the host does it (Windows)", async () => {
+    const s = setup({ volume: { ...ntfs, sizeBytes: size, freeBytes: size } });
+    await s.volume.resizeVolume({ volumeId: s.id, sizeBytes: 0n });
+    assert.deepEqual(await s.volume.getVolumeStats({ volumeId: s.id }), { totalBytes: 20n * GiB, usedBytes: 0n });
   });
 });
 
 describe("GetVolumeStats / GetDiskNumberFromVolumeID / WriteVolumeCache", () => {
-  test("stats of a mounted volume come from statfs", async () => {
-    const s = setup({ tweak: (w) => (formatted(w), w.mountDirect("/dev/loop3p1", STAGE)) });
-    assert.deepEqual(await s.volume.getVolumeStats({ volumeId: s.id }), { totalBytes: 512n * MiB, usedBytes: 10n * MiB });
-    assert.deepEqual(s.world.calls, []);
-  });
-  test("stats of an unmounted volume come from the superblock", async () => {
-    const s = setup({ tweak: (w) => formatted(w, "xfs") });
-    assert.deepEqual(await s.volume.getVolumeStats({ volumeId: s.id }), { totalBytes: 512n * MiB, usedBytes: 10n * MiB });
-  });
-  test("stats of an unformatted volume: FailedPrecondition", async () => {
-    const s = setup();
-    await rejectsWith(s.volume.getVolumeStats({ volumeId: s.id }), Code.FailedPrecondition, /no signature/);
-  });
-  test("disk number of a partition's volume and of a whole-disk volume", async () => {
-    const s = setup();
-    assert.deepEqual(await s.volume.getDiskNumberFromVolumeId({ volumeId: s.id }), { diskNumber: diskNumberOf({ major: 7, minor: 3 }) });
-    assert.deepEqual(await s.volume.getDiskNumberFromVolumeId({ volumeId: "\\\\?\\Volume{dev-254-0}\\" }), { diskNumber: 266338304 });
-    await rejectsWith(s.volume.getDiskNumberFromVolumeId({ volumeId: "" }), Code.InvalidArgument);
-    await rejectsWith(s.volume.getDiskNumberFromVolumeId({ volumeId: gptId(9) }), Code.NotFound);
-  });
-  test("two partitions sharing a PARTUUID (cloned disk): FailedPrecondition, never a guess", async () => {
-    const s = setup({
-      tweak: (w) => {
-        w.addLoop(4, "/images/clone.img");
-        w.partition("loop4", [512]);
-        w.disk("loop4").table!.entries[0].uuid = w.disk("loop3").table!.entries[0].uuid;
-      },
-    });
-    await rejectsWith(s.volume.formatVolume({ volumeId: s.id }), Code.FailedPrecondition, /ambiguous/);
-    assert.deepEqual(s.world.calls, []);
-  });
-  test("WriteVolumeCache flushes the device", async () => {
-    const s = setup({ tweak: formatted });
+  test("stats: total and used (never negative); disk number; flush", async () => {
+    const s = setup({ volume: { ...ntfs, sizeBytes: 100n, freeBytes: 30n } });
+    assert.deepEqual(await s.volume.getVolumeStats({ volumeId: s.id }), { totalBytes: 100n, usedBytes: 70n });
+    s.world.volume(s.id).volume.freeBytes = 200n;
+    assert.deepEqual(await s.volume.getVolumeStats({ volumeId: s.id }), { totalBytes: 100n, usedBytes: 0n });
+    assert.deepEqual(await s.volume.getDiskNumberFromVolumeId({ volumeId: s.id }), { diskNumber: 1 });
     await s.volume.writeVolumeCache({ volumeId: s.id });
-    assert.deepEqual(s.world.calls, ["flush /dev/loop3p1"]);
+    assert.deepEqual(s.world.calls, [`flushVolume ${s.id}`]);
+    for (const call of [() => s.volume.getVolumeStats({ volumeId: "" }), () => s.volume.writeVolumeCache({ volumeId: "" }), () => s.volume.getDiskNumberFromVolumeId({ volumeId: "" })]) {
+      await rejectsWith(call(), Code.InvalidArgument, /^volume id empty$/);
+    }
+    await rejectsWith(s.volume.writeVolumeCache({ volumeId: "\\\\?\\Volume{nope}\\" }), Code.NotFound);
   });
 });
 
 describe("GetVolumeIDFromTargetPath / GetClosestVolumeIDFromTargetPath", () => {
-  const mounted = (w: FakeBlockWorld) => {
-    formatted(w);
-    w.mountDirect("/dev/loop3p1", STAGE);
-    w.mounts.push({ major: 0, minor: 50, mountPoint: `${KUBELET}/pods/tmp`, fsType: "tmpfs", source: "tmpfs" });
+  const tweak = (w: FakeStorage) => {
+    w.mounts.set(STAGE, { volumeId: w.disk(1).partitions[1].volume!.id, description: "v" });
+    w.mounts.set(`${KUBELET}\\tmp`, { volumeId: null, description: "a tmpfs filesystem (tmpfs)" });
   };
-  const cases = [
-    { name: "exact: the mount point's volume", fn: "exact", path: STAGE, want: gptId(1) },
-    { name: "exact: a directory that is not a mount point → NotFound", fn: "exact", path: KUBELET, code: Code.NotFound, message: /not a mount point/ },
-    { name: "exact: a tmpfs mount → NotFound", fn: "exact", path: `${KUBELET}/pods/tmp`, code: Code.NotFound, message: /tmpfs/ },
-    { name: "exact: outside the kubelet dir → PermissionDenied", fn: "exact", path: "/mnt/admin", code: Code.PermissionDenied },
-    { name: "exact: empty → InvalidArgument (upstream text)", fn: "exact", path: "", code: Code.InvalidArgument, message: /^target path is empty$/ },
-    { name: "closest: a nested path under the mount", fn: "closest", path: `${STAGE}/a/b`, want: gptId(1) },
-    { name: "closest: a plain kubelet directory → the root volume", fn: "closest", path: `${KUBELET}/pods`, want: "\\\\?\\Volume{dev-254-0}\\" },
-    { name: "closest: under tmpfs → NotFound", fn: "closest", path: `${KUBELET}/pods/tmp/x`, code: Code.NotFound, message: /error getting the closest volume/ },
-  ];
-  for (const c of cases) {
-    test(c.name, async () => {
-      const s = setup({ tweak: mounted });
-      const p =
-        c.fn === "exact" ? s.volume.getVolumeIdFromTargetPath({ targetPath: c.path }) : s.volume.getClosestVolumeIdFromTargetPath({ targetPath: c.path });
-      if (c.code !== undefined) await rejectsWith(p, c.code, c.message);
-      else assert.deepEqual(await p, { volumeId: c.want });
-    });
-  }
-});
-
-describe("the driver stage flow against the fakes (disk + volume services sharing one world)", () => {
-  test("partition → list → format → mount → id round trip → grow → resize → unmount", async () => {
-    const s = setup({ tweak: (w) => w.addLoop(5, "/images/flow.img") });
-    const ids = await s.disk.listDiskIds();
-    const diskNumber = [...ids].find(([, v]) => v.serialNumber === "/images/flow.img")![0];
-    await s.disk.setDiskState({ diskNumber, isOnline: true });
-    await s.disk.partitionDisk({ diskNumber });
-    const { volumeIds } = await s.volume.listVolumesOnDisk({ diskNumber, partitionNumber: 0 });
-    assert.equal(volumeIds.length, 1);
-    const [volumeId] = volumeIds;
-    assert.deepEqual(await s.volume.isVolumeFormatted({ volumeId }), { formatted: false });
-    await s.volume.formatVolume({ volumeId });
-    assert.deepEqual(await s.volume.isVolumeFormatted({ volumeId }), { formatted: true });
-    await s.volume.mountVolume({ volumeId, targetPath: STAGE });
-    await s.volume.mountVolume({ volumeId, targetPath: STAGE });
-    assert.deepEqual(await s.volume.getVolumeIdFromTargetPath({ targetPath: STAGE }), { volumeId });
-    assert.deepEqual(await s.volume.getDiskNumberFromVolumeId({ volumeId }), { diskNumber });
-    await s.volume.writeVolumeCache({ volumeId });
-    const before = await s.volume.getVolumeStats({ volumeId });
-    s.world.growMedium("loop5", 2048n * MiB);
-    await s.disk.rescan();
-    await s.volume.resizeVolume({ volumeId, sizeBytes: 0n });
-    const after = await s.volume.getVolumeStats({ volumeId });
-    assert.ok(after.totalBytes > before.totalBytes + 900n * MiB, `${after.totalBytes} vs ${before.totalBytes}`);
-    await s.volume.unmountVolume({ volumeId, targetPath: STAGE });
-    await rejectsWith(s.volume.unmountVolume({ volumeId, targetPath: STAGE }), Code.NotFound);
+  test("exact: the mount point's volume; a plain directory NotFound (not the C: volume); something else mounted NotFound", async () => {
+    const s = setup({ tweak });
+    assert.deepEqual(await s.volume.getVolumeIdFromTargetPath({ targetPath: STAGE }), { volumeId: s.id });
+    await rejectsWith(s.volume.getVolumeIdFromTargetPath({ targetPath: KUBELET }), Code.NotFound, /is not a mount point/);
+    await rejectsWith(s.volume.getVolumeIdFromTargetPath({ targetPath: `${KUBELET}\\tmp` }), Code.NotFound, /tmpfs/);
+    await rejectsWith(s.volume.getVolumeIdFromTargetPath({ targetPath: "" }), Code.InvalidArgument, /^target path is empty$/);
+  });
+  test("closest: under a mount → that volume; a plain directory → the drive's volume; under something else → NotFound", async () => {
+    const s = setup({ tweak });
+    assert.deepEqual(await s.volume.getClosestVolumeIdFromTargetPath({ targetPath: `${STAGE}\\a\\b` }), { volumeId: s.id });
+    assert.deepEqual(await s.volume.getClosestVolumeIdFromTargetPath({ targetPath: `${KUBELET}\\pods` }), { volumeId: s.systemId });
+    await rejectsWith(s.volume.getClosestVolumeIdFromTargetPath({ targetPath: `${KUBELET}\\tmp\\x` }), Code.NotFound, /^error getting the closest volume for the path=.*tmpfs/);
+    await rejectsWith(s.volume.getClosestVolumeIdFromTargetPath({ targetPath: "E:\\x" }), Code.NotFound, /error getting the closest volume for the path=E:\\x, err=no volume holds it/);
+  });
+  test("with a path policy, paths outside are PermissionDenied", async () => {
+    const s = setup({ tweak, policy: true });
+    await rejectsWith(s.volume.getVolumeIdFromTargetPath({ targetPath: "D:\\x" }), Code.PermissionDenied);
+    await rejectsWith(s.volume.getClosestVolumeIdFromTargetPath({ targetPath: "D:\\x" }), Code.PermissionDenied);
   });
 });
 
-describe("not root", () => {
-  const id = gptId(1);
-  const calls: [string, (v: ReturnType<typeof createVolumeService>) => Promise<unknown>][] = [
-    ["ListVolumesOnDisk", (v) => v.listVolumesOnDisk({ diskNumber: 1, partitionNumber: 0 })],
-    ["MountVolume", (v) => v.mountVolume({ volumeId: id, targetPath: STAGE })],
-    ["UnmountVolume", (v) => v.unmountVolume({ volumeId: id, targetPath: STAGE })],
-    ["IsVolumeFormatted", (v) => v.isVolumeFormatted({ volumeId: id })],
-    ["FormatVolume", (v) => v.formatVolume({ volumeId: id })],
-    ["ResizeVolume", (v) => v.resizeVolume({ volumeId: id, sizeBytes: 0n })],
-    ["GetVolumeStats", (v) => v.getVolumeStats({ volumeId: id })],
-    ["GetDiskNumberFromVolumeID", (v) => v.getDiskNumberFromVolumeId({ volumeId: id })],
-    ["GetVolumeIDFromTargetPath", (v) => v.getVolumeIdFromTargetPath({ targetPath: STAGE })],
-    ["GetClosestVolumeIDFromTargetPath", (v) => v.getClosestVolumeIdFromTargetPath({ targetPath: STAGE })],
-    ["WriteVolumeCache", (v) => v.writeVolumeCache({ volumeId: id })],
-  ];
-  for (const [name, call] of calls) {
-    test(`${name}: PermissionDenied saying root is required`, async () => {
-      const s = setup({ tweak: (w) => (w.uid = 1000) });
-      const volume = createVolumeService({ host: s.host, policy: { check: async (p) => p }, defaultFsType: "ext4" });
-      await rejectsWith(call(volume), Code.PermissionDenied, /must run as root.*uid 1000/);
-      assert.deepEqual(s.world.calls, []);
-    });
-  }
+describe("a host that lacks the privilege", () => {
+  test("every call: PermissionDenied with the host's reason, no host call", async () => {
+    const s = setup({ tweak: (w) => (w.missingPrivilege = "needs a privilege") });
+    const calls = [
+      () => s.volume.listVolumesOnDisk({ diskNumber: 1, partitionNumber: 0 }),
+      () => s.volume.mountVolume({ volumeId: s.id, targetPath: STAGE }),
+      () => s.volume.unmountVolume({ volumeId: s.id, targetPath: STAGE }),
+      () => s.volume.isVolumeFormatted({ volumeId: s.id }),
+      () => s.volume.formatVolume({ volumeId: s.id }),
+      () => s.volume.resizeVolume({ volumeId: s.id, sizeBytes: 0n }),
+      () => s.volume.getVolumeStats({ volumeId: s.id }),
+      () => s.volume.getDiskNumberFromVolumeId({ volumeId: s.id }),
+      () => s.volume.getVolumeIdFromTargetPath({ targetPath: STAGE }),
+      () => s.volume.getClosestVolumeIdFromTargetPath({ targetPath: STAGE }),
+      () => s.volume.writeVolumeCache({ volumeId: s.id }),
+    ];
+    for (const call of calls) await rejectsWith(call(), Code.PermissionDenied, /^volume \w+: needs a privilege$/);
+    assert.deepEqual(s.world.calls, []);
+  });
 });

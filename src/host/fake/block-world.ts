@@ -1,6 +1,6 @@
 /**
- * A stateful in-memory model of a Linux host's block devices, shared by the fake disk and volume
- * hosts (host/fake/disk.ts, host/fake/volume.ts) and by every unit test of those groups.
+ * A stateful in-memory model of a Linux host's block devices, behind the fake Linux block tools
+ * (host/fake/block-tools.ts) and the unit tests of the Linux disk and volume hosts.
  *
  * It behaves like the real host where that matters for the services' decisions: partitions appear
  * only after the kernel is told (sfdisk/partx), mkfs refuses a device that already has a signature
@@ -8,17 +8,9 @@
  * while mounted, disks grow only after a rescan. Every mutating host call is logged in `calls`;
  * `failNext(method, error)` injects a failure.
  */
-import type {
-  BlockDisk,
-  BlockMount,
-  BlockPartition,
-  DevNumber,
-  OfflineMark,
-  PartitionTable,
-  ProbeResult,
-} from "../../groups/disk/host-api.ts";
-import type { FilesystemUsage, ManagedFsType } from "../../groups/volume/host-api.ts";
+import type { BlockDisk, BlockMount, BlockPartition, DevNumber, FilesystemUsage, ManagedFsType, OfflineMark, PartitionTable, ProbeResult } from "../linux/block-tools.ts";
 import { internal, notFound, failedPrecondition } from "../../errors.ts";
+import { FakeCallLog } from "./call-log.ts";
 
 const MiB = 1024n * 1024n;
 
@@ -38,24 +30,12 @@ export interface FakePartition {
   holders: string[];
 }
 
-export interface FakeDisk {
-  name: string;
-  major: number;
-  minor: number;
-  diskSeq: string | null;
-  sizeBytes: bigint;
+/** What sysfs shows of a disk (its partitions and table are modelled below). */
+type SysfsDisk = Omit<BlockDisk, "devPath" | "removable" | "partitions" | "partitionTable">;
+
+export interface FakeDisk extends SysfsDisk {
   /** Capacity the medium has grown to, applied by a rescan (SCSI) or capacity refresh (loop). */
   pendingSizeBytes?: bigint;
-  logicalBlockSize: number;
-  readOnly: boolean;
-  loopBackingFile: string | null;
-  scsiAddress: BlockDisk["scsiAddress"];
-  scsiState: string | null;
-  serial: string | null;
-  vpdPage80: Uint8Array | null;
-  vpdPage83: Uint8Array | null;
-  wwid: string | null;
-  holders: string[];
   table: { type: "gpt" | "dos"; entries: FakePartition[]; backupAtEnd: boolean; mbrSignature: string } | null;
   /** Whether the kernel shows the table's partitions (false: written but not yet re-read). */
   kernelSeesPartitions: boolean;
@@ -65,7 +45,7 @@ export interface FakeDisk {
 
 export type FakeDiskInit = Partial<Omit<FakeDisk, "name" | "major" | "minor">> & { name: string; major: number; minor: number };
 
-export class FakeBlockWorld {
+export class FakeBlockWorld extends FakeCallLog {
   uid = 0;
   capabilities = new Set(["CAP_SYS_ADMIN", "CAP_SYS_RESOURCE"]);
   disks: FakeDisk[] = [];
@@ -77,27 +57,9 @@ export class FakeBlockWorld {
   dirs = new Map<string, number>();
   /** Content of partitions, by "major:minor". */
   partitionContent = new Map<string, FakeContent | null>();
-  /** Mutating host calls, e.g. "createGptTable /dev/loop3". */
-  calls: string[] = [];
-  private failures = new Map<string, Error>();
   private nextPartMinor = 0;
   private nextUuid = 1;
   private nextTemp = 1;
-
-  /** The next call of host method `method` rejects with `error` (once). */
-  failNext(method: string, error: Error = internal(`${method}: injected failure`)): void {
-    this.failures.set(method, error);
-  }
-
-  /** Called by the fake hosts at the start of every method. */
-  enter(method: string, detail = "", mutating = false): void {
-    if (mutating) this.calls.push(`${method}${detail ? ` ${detail}` : ""}`);
-    const failure = this.failures.get(method);
-    if (failure) {
-      this.failures.delete(method);
-      throw failure;
-    }
-  }
 
   addDisk(init: FakeDiskInit): FakeDisk {
     const disk: FakeDisk = {

@@ -1,48 +1,86 @@
-import type { DiskHostApi, OfflineMark } from "../../groups/disk/host-api.ts";
-import { FakeBlockHost } from "./block-host.ts";
-import { internal } from "../../errors.ts";
+import type { DiskHostApi, DiskLayout, HostDisk, HostPartition } from "../../groups/disk/host-api.ts";
+import type { DiskIds } from "../../groups/disk/types.ts";
+import { FakeStorage, type FakeDiskRow, type FakePartitionRow } from "./storage-world.ts";
 
-/** Stateful fake of the disk host: operates on its {@link FakeBlockWorld} (share one world with a FakeVolumeHost). */
-export class FakeDiskHost extends FakeBlockHost implements DiskHostApi {
-  async createGptTable(devPath: string): Promise<void> {
-    this.world.enter("createGptTable", devPath, true);
-    this.world.createGptTable(devPath);
+/** Stateful fake of the disk host, in Windows' shape, over a {@link FakeStorage} (share one with a FakeVolumeHost). */
+export class FakeDiskHost implements DiskHostApi {
+  readonly world: FakeStorage;
+
+  constructor(world: FakeStorage = new FakeStorage()) {
+    this.world = world;
   }
-  async appendPartition(devPath: string, typeId: string): Promise<void> {
-    this.world.enter("appendPartition", `${devPath} ${typeId}`, true);
-    this.world.appendPartition(devPath, typeId);
+
+  #disk(d: FakeDiskRow): HostDisk {
+    return {
+      number: d.number,
+      name: `\\\\.\\PhysicalDrive${d.number}`,
+      location: d.location,
+      sizeBytes: d.sizeBytes,
+      online: d.online,
+      use: { system: d.use.system ?? null, mountPoints: [...(d.use.mountPoints ?? [])], busy: [...(d.use.busy ?? [])] },
+    };
   }
-  async syncPartitions(devPath: string): Promise<void> {
-    this.world.enter("syncPartitions", devPath, true);
-    this.world.find(devPath).disk.kernelSeesPartitions = true;
+
+  #partition(d: FakeDiskRow, p: FakePartitionRow): HostPartition {
+    return { number: p.number, name: `disk ${d.number} partition ${p.number}`, type: p.type, reserved: p.reserved, online: p.online, use: this.world.partitionUse(p) };
   }
-  async listScsiHosts(): Promise<number[]> {
-    this.world.enter("listScsiHosts");
-    return [...this.world.scsiHosts];
+
+  missingPrivilege(): string | null {
+    return this.world.missingPrivilege;
   }
-  async scanScsiHost(host: number): Promise<void> {
-    this.world.enter("scanScsiHost", String(host), true);
+  async listDisks(): Promise<HostDisk[]> {
+    this.world.enter("listDisks");
+    return this.world.disks.map((d) => this.#disk(d)).sort((a, b) => a.number - b.number);
   }
-  async rescanScsiDevice(name: string): Promise<void> {
-    this.world.enter("rescanScsiDevice", name, true);
-    this.world.applyPendingSize(this.world.disk(name));
+  async listDiskIds(): Promise<Map<number, DiskIds>> {
+    this.world.enter("listDiskIds");
+    return new Map(this.world.disks.map((d) => [d.number, { ...d.ids }]));
   }
-  async refreshLoopCapacity(devPath: string): Promise<void> {
-    this.world.enter("refreshLoopCapacity", devPath, true);
-    this.world.applyPendingSize(this.world.find(devPath).disk);
+  async getDisk(diskNumber: number): Promise<HostDisk> {
+    this.world.enter("getDisk", String(diskNumber));
+    return this.#disk(this.world.disk(diskNumber));
   }
-  async setScsiState(name: string, state: "running" | "offline"): Promise<void> {
-    this.world.enter("setScsiState", `${name} ${state}`, true);
-    const disk = this.world.disk(name);
-    if (disk.scsiState === null) throw internal(`fake: ${name} is not a SCSI device`);
-    disk.scsiState = state;
+  async getDiskLayout(diskNumber: number): Promise<DiskLayout> {
+    this.world.enter("getDiskLayout", String(diskNumber));
+    const d = this.world.disk(diskNumber);
+    return { disk: this.#disk(d), partitionStyle: d.style, content: d.content, partitions: d.partitions.map((p) => this.#partition(d, p)) };
   }
-  async setReadOnly(devPath: string, readOnly: boolean): Promise<void> {
-    this.world.enter("setReadOnly", `${devPath} ${readOnly}`, true);
-    this.world.find(devPath).disk.readOnly = readOnly;
+  async probeDiskLayout(diskNumber: number): Promise<DiskLayout> {
+    return this.getDiskLayout(diskNumber);
   }
-  async writeOfflineMarks(marks: OfflineMark[]): Promise<void> {
-    this.world.enter("writeOfflineMarks", marks.map((m) => `${m.major}:${m.minor}`).join(",") || "-", true);
-    this.world.marks = marks.map((m) => ({ ...m }));
+  async listPartitions(diskNumber: number): Promise<HostPartition[]> {
+    this.world.enter("listPartitions", String(diskNumber));
+    const d = this.world.disk(diskNumber);
+    return d.partitions.map((p) => this.#partition(d, p));
+  }
+  async initializeDisk(diskNumber: number): Promise<void> {
+    this.world.enter("initializeDisk", String(diskNumber), true);
+    this.world.initialize(diskNumber);
+  }
+  async createDataPartition(diskNumber: number, style: "gpt" | "mbr"): Promise<void> {
+    this.world.enter("createDataPartition", `${diskNumber} ${style}`, true);
+    this.world.createPartition(diskNumber, style);
+  }
+  async refreshDisk(diskNumber: number): Promise<void> {
+    this.world.enter("refreshDisk", String(diskNumber), true);
+  }
+  async onlinePartition(diskNumber: number, partitionNumber: number): Promise<void> {
+    this.world.enter("onlinePartition", `${diskNumber} ${partitionNumber}`, true);
+    const p = this.world.disk(diskNumber).partitions.find((x) => x.number === partitionNumber);
+    if (p && p.online !== null) p.online = true;
+  }
+  async scanForDisks(): Promise<number[]> {
+    this.world.enter("scanForDisks", "", true);
+    if (this.world.refreshOneByOne) return this.world.disks.map((d) => d.number);
+    for (const d of this.world.disks) this.world.applyPendingSize(d);
+    return [];
+  }
+  async refreshDiskSize(diskNumber: number): Promise<void> {
+    this.world.enter("refreshDiskSize", String(diskNumber), true);
+    this.world.applyPendingSize(this.world.disk(diskNumber));
+  }
+  async setDiskOnline(diskNumber: number, online: boolean): Promise<void> {
+    this.world.enter("setDiskOnline", `${diskNumber} ${online}`, true);
+    this.world.disk(diskNumber).online = online;
   }
 }

@@ -1,60 +1,202 @@
 /**
- * Disk host operations on Linux: sysfs writes for SCSI, util-linux (sfdisk, partx, losetup,
- * blockdev) through runCommand argv arrays for the rest. Pass-through: no decisions here.
+ * The disk group's host on Linux block devices ({@link DiskHostApi}): every answer is read from
+ * sysfs, procfs, the partition table or blkid through {@link BlockTools} and interpreted by
+ * block-model.ts; every operation is one tool step. Decisions are disk-service.ts's.
+ * docs/linux-concept-map.md says what each concept means here.
  */
-import { readdir, writeFile } from "node:fs/promises";
-import type { DiskHostApi } from "../../groups/disk/host-api.ts";
-import { runCommand } from "../exec/run-command.ts";
-import { fsError } from "../fs-error.ts";
-import { LinuxBlockHost } from "./block-host.ts";
+import type { DiskHostApi, DiskLayout, HostDisk, HostPartition } from "../../groups/disk/host-api.ts";
+import type { DiskIds } from "../../groups/disk/types.ts";
+import { internal } from "../../errors.ts";
+import type { BlockDisk, BlockTools, PartitionTable } from "./block-tools.ts";
+import {
+  deviceUse,
+  devOfDiskNumber,
+  diskIds,
+  diskLocation,
+  diskNumberOf,
+  isDiskOnline,
+  isReservedPartition,
+  LINUX_DATA_GPT_TYPE,
+  LINUX_DATA_MBR_TYPE,
+  liveMarks,
+  markOf,
+  noUse,
+  requireDisk,
+  rootRequirement,
+  takeSnapshot,
+  type BlockSnapshot,
+} from "./block-model.ts";
 
-/** sfdisk never wipes signatures on its own: csi-proxy decides what may be overwritten. */
-const SFDISK = ["--quiet", "--wipe", "never", "--wipe-partitions", "never"];
+const styleOf = (t: PartitionTable) => (t.type === "gpt" ? "gpt" : "mbr");
 
-async function writeSysfs(file: string, value: string): Promise<void> {
-  await writeFile(file, value).catch((e) => {
-    throw fsError(e, "write", file);
-  });
+/** What blkid found on a disk without partition table, for messages: "ext4 (filesystem)". */
+function signature(type: string | null, usage: string | null): string {
+  return [type, usage && `(${usage})`].filter(Boolean).join(" ") || "an unknown signature";
 }
 
-export class LinuxDiskHost extends LinuxBlockHost implements DiskHostApi {
-  async createGptTable(devPath: string): Promise<void> {
-    await runCommand("sfdisk", [...SFDISK, devPath], { stdin: "label: gpt\n" });
+export class LinuxDiskHost implements DiskHostApi {
+  readonly #tools: BlockTools;
+
+  constructor(tools: BlockTools) {
+    this.#tools = tools;
   }
 
-  async appendPartition(devPath: string, typeId: string): Promise<void> {
-    // The type is a constant chosen by the service, never request data.
-    await runCommand("sfdisk", [...SFDISK, "--append", devPath], { stdin: `type=${typeId}\n` });
-    await this.syncPartitions(devPath);
+  missingPrivilege(): string | null {
+    return rootRequirement(this.#tools.effectiveUid());
   }
 
-  async syncPartitions(devPath: string): Promise<void> {
-    // BLKPG: works on kernels without a parser for the table and on disks with mounted partitions, where BLKRRPART cannot.
-    await runCommand("partx", ["--update", devPath]);
+  /** A snapshot holding just disk `n`, and that disk (NotFound when it is not a disk with a medium). */
+  async #disk(n: number): Promise<{ snap: BlockSnapshot; disk: BlockDisk }> {
+    const snap = await takeSnapshot(this.#tools, devOfDiskNumber(n));
+    return { snap, disk: requireDisk(snap, n) };
   }
 
-  async listScsiHosts(): Promise<number[]> {
-    const names = await readdir("/sys/class/scsi_host").catch(() => [] as string[]);
-    return names.map((n) => /^host(\d+)$/.exec(n)).filter((m) => m !== null).map((m) => Number(m[1]));
+  #hostDisk(snap: BlockSnapshot, disk: BlockDisk): HostDisk {
+    return {
+      number: diskNumberOf(disk),
+      name: disk.devPath,
+      location: diskLocation(disk),
+      sizeBytes: disk.sizeBytes,
+      online: isDiskOnline(snap, disk),
+      use: deviceUse(snap, disk),
+    };
   }
 
-  async scanScsiHost(host: number): Promise<void> {
-    await writeSysfs(`/sys/class/scsi_host/host${host}/scan`, "- - -");
+  /** The table's entries, online when the kernel shows them (with their uses); partitions the kernel shows without an entry too. */
+  #partitions(snap: BlockSnapshot, disk: BlockDisk, table: PartitionTable | null): HostPartition[] {
+    const entries = table?.entries ?? [];
+    const out: HostPartition[] = entries.map((e) => {
+      const kernel = disk.partitions.find((p) => p.number === e.number);
+      return {
+        number: e.number,
+        name: kernel?.devPath ?? `${disk.devPath} partition ${e.number}`,
+        type: e.typeId ?? "unknown",
+        reserved: isReservedPartition(e),
+        online: kernel !== undefined,
+        use: kernel ? deviceUse(snap, kernel) : noUse(),
+      };
+    });
+    for (const p of disk.partitions) {
+      if (entries.some((e) => e.number === p.number)) continue;
+      out.push({ number: p.number, name: p.devPath, type: p.typeId ?? "unknown", reserved: isReservedPartition(p), online: true, use: deviceUse(snap, p) });
+    }
+    return out.sort((a, b) => a.number - b.number);
   }
 
-  async rescanScsiDevice(name: string): Promise<void> {
-    await writeSysfs(`/sys/block/${name}/device/rescan`, "1");
+  async listDisks(): Promise<HostDisk[]> {
+    const snap = await takeSnapshot(this.#tools);
+    return snap.disks.map((d) => this.#hostDisk(snap, d));
   }
 
-  async refreshLoopCapacity(devPath: string): Promise<void> {
-    await runCommand("losetup", ["--set-capacity", devPath]);
+  async listDiskIds(): Promise<Map<number, DiskIds>> {
+    const out = new Map<number, DiskIds>();
+    for (const disk of (await takeSnapshot(this.#tools)).disks) out.set(diskNumberOf(disk), diskIds(disk));
+    return out;
   }
 
-  async setScsiState(name: string, state: "running" | "offline"): Promise<void> {
-    await writeSysfs(`/sys/block/${name}/device/state`, state);
+  async getDisk(n: number): Promise<HostDisk> {
+    const { snap, disk } = await this.#disk(n);
+    return this.#hostDisk(snap, disk);
   }
 
-  async setReadOnly(devPath: string, readOnly: boolean): Promise<void> {
-    await runCommand("blockdev", [readOnly ? "--setro" : "--setrw", devPath]);
+  /** From the kernel's partitions and the table read off the device; a disk the kernel shows no partitions on needs {@link probeDiskLayout}. */
+  getDiskLayout(n: number): Promise<DiskLayout> {
+    return this.#layout(n, false);
+  }
+
+  /** RAW means no signature at all (blkid): a disk without partition table may well hold a filesystem. */
+  probeDiskLayout(n: number): Promise<DiskLayout> {
+    return this.#layout(n, true);
+  }
+
+  async #layout(n: number, probeContent: boolean): Promise<DiskLayout> {
+    const { snap, disk } = await this.#disk(n);
+    const hostDisk = this.#hostDisk(snap, disk);
+    const layout = (partitionStyle: DiskLayout["partitionStyle"], content: string | null, table: PartitionTable | null = null): DiskLayout => ({
+      disk: hostDisk,
+      partitionStyle,
+      content,
+      partitions: this.#partitions(snap, disk, table),
+    });
+    if (disk.partitions.length > 0) {
+      const table = disk.partitionTable;
+      return table ? layout(styleOf(table), null, table) : layout("unknown", "the kernel shows partitions but the partition table cannot be read");
+    }
+    if (!probeContent) return layout(null, null);
+    const probe = await this.#tools.probe(disk.devPath);
+    if (probe.kind === "empty") return layout("raw", null);
+    if (probe.kind === "ambivalent") return layout("raw", `conflicting signatures (${probe.detail})`);
+    if (!probe.ptType) return layout("raw", signature(probe.type, probe.usage));
+    const table = await this.#tools.readPartitionTable(disk);
+    return table ? layout(styleOf(table), null, table) : layout("unknown", `blkid reports a ${probe.ptType} partition table, which csi-proxy cannot read`);
+  }
+
+  async listPartitions(n: number): Promise<HostPartition[]> {
+    const { snap, disk } = await this.#disk(n);
+    const table = disk.partitions.length > 0 ? disk.partitionTable : await this.#tools.readPartitionTable(disk);
+    return this.#partitions(snap, disk, table);
+  }
+
+  async initializeDisk(n: number): Promise<void> {
+    await this.#tools.createGptTable((await this.#disk(n)).disk.devPath);
+  }
+
+  async createDataPartition(n: number, style: "gpt" | "mbr"): Promise<void> {
+    // Linux types, so that Linux tools and udev treat the partition normally. appendPartition also
+    // synchronises the kernel's partitions.
+    await this.#tools.appendPartition((await this.#disk(n)).disk.devPath, style === "gpt" ? LINUX_DATA_GPT_TYPE : LINUX_DATA_MBR_TYPE);
+  }
+
+  async refreshDisk(): Promise<void> {
+    // Nothing to do: partition tables csi-proxy writes are synchronised with the kernel as they are written.
+  }
+
+  async onlinePartition(n: number, partitionNumber: number): Promise<void> {
+    const { disk } = await this.#disk(n);
+    await this.#tools.syncPartitions(disk.devPath);
+    if (!(await this.#disk(n)).disk.partitions.some((p) => p.number === partitionNumber)) {
+      throw internal(`disk ${n} (${disk.devPath}) has partition ${partitionNumber} in its table, but the kernel does not show it`);
+    }
+  }
+
+  async scanForDisks(): Promise<number[]> {
+    for (const host of await this.#tools.listScsiHosts()) await this.#tools.scanScsiHost(host);
+    // SCSI disks re-read their capacity, loop devices their backing file's size, one by one.
+    return (await takeSnapshot(this.#tools)).disks.filter((d) => d.scsiAddress || d.loopBackingFile).map(diskNumberOf);
+  }
+
+  async refreshDiskSize(n: number): Promise<void> {
+    const { disk } = await this.#disk(n);
+    if (disk.scsiAddress) await this.#tools.rescanScsiDevice(disk.name);
+    else if (disk.loopBackingFile) await this.#tools.refreshLoopCapacity(disk.devPath);
+  }
+
+  /**
+   * SCSI disks: the SCSI device state. Other disks: a persisted offline mark plus the kernel
+   * read-only flag, which going online clears only if going offline set it. Marks of devices that
+   * are gone or hold another medium are dropped on the way.
+   */
+  async setDiskOnline(n: number, online: boolean): Promise<void> {
+    const snap = await takeSnapshot(this.#tools);
+    const disk = requireDisk(snap, n);
+    if (disk.scsiState !== null) {
+      await this.#tools.setScsiState(disk.name, online ? "running" : "offline");
+      return;
+    }
+    const mark = markOf(snap, disk);
+    const others = liveMarks(snap).filter((m) => m !== mark);
+    if (online) {
+      if (mark?.setReadOnly) await this.#tools.setReadOnly(disk.devPath, false);
+      await this.#tools.writeOfflineMarks(others);
+      return;
+    }
+    const setReadOnly = !disk.readOnly;
+    if (setReadOnly) await this.#tools.setReadOnly(disk.devPath, true);
+    try {
+      await this.#tools.writeOfflineMarks([...others, { major: disk.major, minor: disk.minor, diskSeq: disk.diskSeq, setReadOnly }]);
+    } catch (e) {
+      if (setReadOnly) await this.#tools.setReadOnly(disk.devPath, false).catch(() => {});
+      throw e;
+    }
   }
 }

@@ -24,7 +24,7 @@
  * the name the target answers with (`username_in`), which the API has no field for; the target's
  * IQN is used (what targets send by default when no mutual user name is configured).
  *
- * Disk numbers follow the disk group's numbering (src/groups/disk/block-model.ts `diskNumberOf`):
+ * Disk numbers follow the disk group's numbering (src/host/linux/block-model.ts `diskNumberOf`):
  * the block device's dev_t as (major << 20) | minor.
  */
 import * as fs from "node:fs/promises";

@@ -5,7 +5,7 @@ import { closeSync, ftruncateSync, mkdtempSync, openSync, rmSync } from "node:fs
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { guidToString, readPartitionTable } from "./partition-table.ts";
-import { capabilityNames, decodeDev, parseBlkidExport } from "./block-host.ts";
+import { capabilityNames, decodeDev, parseBlkidExport } from "./linux-block-tools.ts";
 
 const dir = mkdtempSync(path.join(tmpdir(), "csi-pt-"));
 after(() => rmSync(dir, { recursive: true, force: true }));

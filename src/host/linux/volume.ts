@@ -1,120 +1,220 @@
 /**
- * Volume host operations on Linux: statfs/fs calls where the kernel answers directly, e2fsprogs,
- * xfsprogs and util-linux through runCommand argv arrays otherwise. Pass-through: no decisions here.
+ * The volume group's host on Linux block devices ({@link VolumeHostApi}). Volumes are partitions or
+ * whole-disk filesystems, named `\\?\Volume{<PARTUUID>}\` (block-model.ts); what they hold comes from
+ * the mount table or blkid; changes are tool steps through {@link BlockTools}. Decisions are
+ * volume-service.ts's; docs/linux-concept-map.md says what each concept means here.
  */
-import { mkdtemp, opendir, readFile, realpath, rmdir, stat, statfs } from "node:fs/promises";
-import * as os from "node:os";
-import * as path from "node:path";
-import type { FilesystemUsage, ManagedFsType, VolumeHostApi } from "../../groups/volume/host-api.ts";
-import { runCommand } from "../exec/run-command.ts";
-import { fsError } from "../fs-error.ts";
-import { internal } from "../../errors.ts";
-import { LinuxBlockHost } from "./block-host.ts";
+import type { FilesystemGrowth, MountedVolume, VolumeContent, VolumeHostApi, VolumeLocation, VolumeUsage } from "../../groups/volume/host-api.ts";
+import { failedPrecondition } from "../../errors.ts";
+import type { BlockMount, BlockTools, ManagedFsType, ProbeResult } from "./block-tools.ts";
+import {
+  describeProbe,
+  deviceUse,
+  diskNumberOf,
+  findVolume,
+  growableFamily,
+  isDiskOnline,
+  isFilesystem,
+  isVolumePartition,
+  mountAt,
+  mountsOf,
+  rootRequirement,
+  takeSnapshot,
+  volumeOfDevice,
+  volumeOfPartition,
+  volumeOfWholeDisk,
+  type BlockSnapshot,
+  type VolumeRef,
+} from "./block-model.ts";
 
-/** mkfs, fsck and resize can take a while on large devices. */
-const LONG = { timeoutMs: 30 * 60_000 };
-
-/** "Block count:   523244" → 523244n from dumpe2fs -h / xfs_db print output. */
-function field(text: string, re: RegExp, what: string): bigint {
-  const m = re.exec(text);
-  if (!m) throw internal(`cannot find ${what} in tool output`);
-  return BigInt(m[1]);
+export interface LinuxVolumeHostOptions {
+  /** What FormatVolume creates (flag -default-fs-type). */
+  defaultFileSystem: ManagedFsType;
 }
 
-export class LinuxVolumeHost extends LinuxBlockHost implements VolumeHostApi {
-  async makeFilesystem(devPath: string, fsType: ManagedFsType): Promise<void> {
-    // No -F / -f: mke2fs and mkfs.xfs keep refusing devices that already hold a filesystem.
-    if (fsType === "ext4") await runCommand("mkfs.ext4", ["-q", devPath], LONG);
-    else await runCommand("mkfs.xfs", ["-q", devPath], LONG);
+const isWithinPath = (child: string, parent: string) => parent === "/" || child === parent || child.startsWith(parent + "/");
+
+export class LinuxVolumeHost implements VolumeHostApi {
+  readonly #tools: BlockTools;
+  readonly defaultFileSystem: ManagedFsType;
+  /** mount(8) needs a filesystem type. */
+  readonly mountRequiresFilesystem = true;
+
+  constructor(tools: BlockTools, options: LinuxVolumeHostOptions) {
+    this.#tools = tools;
+    this.defaultFileSystem = options.defaultFileSystem;
   }
 
-  async mount(devPath: string, target: string, fsType: string): Promise<void> {
-    await runCommand("mount", ["--types", fsType, "--source", devPath, "--target", target]);
+  missingPrivilege(): string | null {
+    return rootRequirement(this.#tools.effectiveUid());
   }
 
-  async unmount(target: string): Promise<void> {
-    await runCommand("umount", [target]);
+  async #volume(volumeId: string): Promise<{ snap: BlockSnapshot; vol: VolumeRef }> {
+    const snap = await takeSnapshot(this.#tools);
+    return { snap, vol: findVolume(snap, volumeId) };
   }
 
-  async inspectDirectory(p: string): Promise<{ isDirectory: boolean; empty: boolean } | null> {
-    let st;
-    try {
-      st = await stat(p);
-    } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code;
-      if (code === "ENOENT" || code === "ENOTDIR") return null;
-      throw fsError(e, "stat", p);
-    }
-    if (!st.isDirectory()) return { isDirectory: false, empty: false };
-    const dir = await opendir(p).catch((e) => {
-      throw fsError(e, "open directory", p);
-    });
-    try {
-      return { isDirectory: true, empty: (await dir.read()) === null };
-    } finally {
-      await dir.close().catch(() => {});
-    }
+  /** What the volume holds: the mounted filesystem's type when mounted, else a probe. */
+  async #probe(snap: BlockSnapshot, vol: VolumeRef): Promise<ProbeResult> {
+    const mounted = mountsOf(snap, vol.dev)[0];
+    if (mounted) return { kind: "found", type: mounted.fsType, usage: "filesystem", ptType: null };
+    return this.#tools.probe(vol.devPath);
   }
 
-  async statfs(mountPoint: string): Promise<FilesystemUsage> {
-    const s = await statfs(mountPoint, { bigint: true }).catch((e) => {
-      throw fsError(e, "statfs", mountPoint);
-    });
-    return { totalBytes: s.blocks * s.bsize, freeBytes: s.bfree * s.bsize };
+  async listVolumes(diskNumber: number, partitionNumber: number): Promise<string[]> {
+    const snap = await takeSnapshot(this.#tools);
+    const disk = snap.disks.find((d) => diskNumberOf(d) === diskNumber);
+    if (!disk) return []; // upstream (WMI era): unknown disk → empty list
+    const parts = disk.partitions.filter((p) => isVolumePartition(p) && (partitionNumber === 0 || p.number === partitionNumber));
+    if (parts.length > 0 || disk.partitions.length > 0) return parts.sort((a, b) => a.number - b.number).map((p) => volumeOfPartition(disk, p).id);
+    // No partitions: a whole-disk filesystem is the disk's one volume (partition number 0 only).
+    if (partitionNumber !== 0) return [];
+    const whole = volumeOfWholeDisk(disk);
+    return isFilesystem(await this.#probe(snap, whole)) ? [whole.id] : [];
   }
 
-  async readFilesystemUsage(devPath: string, fsType: ManagedFsType): Promise<FilesystemUsage> {
-    if (fsType === "ext4") {
-      const { stdout } = await runCommand("dumpe2fs", ["-h", devPath]);
-      const blockSize = field(stdout, /^Block size:\s+(\d+)/m, "Block size");
+  async locateVolume(volumeId: string): Promise<VolumeLocation> {
+    const { snap, vol } = await this.#volume(volumeId);
+    const p = vol.partition;
+    return {
+      id: vol.id,
+      diskNumber: diskNumberOf(vol.disk),
+      partitionNumber: p ? p.number : null,
+      sizeBytes: p ? p.sizeSectors * 512n : vol.disk.sizeBytes,
+      name: vol.devPath,
+      diskOnline: isDiskOnline(snap, vol.disk),
+      // The volume and its disk (holders stacked on the whole disk, e.g. multipath, block it too).
+      devices: (p ? [p, vol.disk] : [vol.disk]).map((d) => ({ name: d.devPath, use: deviceUse(snap, d) })),
+    };
+  }
+
+  async getVolumeContent(volumeId: string): Promise<VolumeContent> {
+    const { snap, vol } = await this.#volume(volumeId);
+    const probe = await this.#probe(snap, vol);
+    return { fileSystem: isFilesystem(probe) ? probe.type : null, empty: probe.kind === "empty", description: describeProbe(probe) };
+  }
+
+  /** Mounted: statfs. Unmounted ext* or xfs: the superblock. Anything else cannot be measured: FailedPrecondition. */
+  async getVolumeUsage(volumeId: string): Promise<VolumeUsage> {
+    const { snap, vol } = await this.#volume(volumeId);
+    const mount = mountsOf(snap, vol.dev)[0];
+    if (mount) return this.#tools.statfs(mount.mountPoint);
+    const probe = await this.#probe(snap, vol);
+    const family = isFilesystem(probe) ? growableFamily(probe.type) : null;
+    if (!family) throw failedPrecondition(`cannot read the size of volume ${volumeId}: it holds ${describeProbe(probe)}${isFilesystem(probe) ? " and is not mounted" : ""}`);
+    return this.#tools.readFilesystemUsage(vol.devPath, family);
+  }
+
+  async formatVolume(volumeId: string): Promise<void> {
+    await this.#tools.makeFilesystem((await this.#volume(volumeId)).vol.devPath, this.defaultFileSystem);
+  }
+
+  async flushVolume(volumeId: string): Promise<void> {
+    await this.#tools.flush((await this.#volume(volumeId)).vol.devPath);
+  }
+
+  /** Up to the next partition, or to the end of the disk (before the GPT backup area); whole logical blocks. */
+  async getPartitionSupportedSize(volumeId: string): Promise<{ maxBytes: bigint; alignBytes: bigint }> {
+    const { vol } = await this.#volume(volumeId);
+    const p = vol.partition;
+    const table = vol.disk.partitionTable;
+    if (!p) throw failedPrecondition(`${vol.devPath} is a whole-disk filesystem, not a partition`);
+    if (!table) throw failedPrecondition(`the partition table of ${vol.disk.devPath} cannot be read`);
+    const unit = BigInt(Math.max(1, vol.disk.logicalBlockSize / 512));
+    const diskSectors = vol.disk.sizeBytes / 512n;
+    const next = table.entries.map((e) => e.startSectors).filter((s) => s > p.startSectors).sort((a, b) => (a < b ? -1 : 1))[0];
+    const end = next ?? diskSectors - (table.type === "gpt" ? (table.trailerSectors ?? 33n * unit) : 0n);
+    return { maxBytes: ((end - p.startSectors) / unit) * unit * 512n, alignBytes: 512n * unit };
+  }
+
+  /** ext* and xfs grow after their partition; a mounted ext* needs CAP_SYS_RESOURCE (the kernel's rule for the online-resize ioctl). */
+  async getFilesystemGrowth(volumeId: string): Promise<FilesystemGrowth> {
+    const { snap, vol } = await this.#volume(volumeId);
+    const probe = await this.#probe(snap, vol);
+    if (probe.kind === "empty") return { kind: "none" };
+    const family = isFilesystem(probe) ? growableFamily(probe.type) : null;
+    if (!family || !isFilesystem(probe)) return { kind: "unsupported", reason: `growing ${describeProbe(probe)} is not supported` };
+    if (family === "ext4" && mountsOf(snap, vol.dev).length > 0 && !(await this.#tools.effectiveCapabilities()).has("CAP_SYS_RESOURCE")) {
       return {
-        totalBytes: field(stdout, /^Block count:\s+(\d+)/m, "Block count") * blockSize,
-        freeBytes: field(stdout, /^Free blocks:\s+(\d+)/m, "Free blocks") * blockSize,
+        kind: "needs-privilege",
+        reason: `growing a mounted ${probe.type} filesystem needs CAP_SYS_RESOURCE, which csi-proxy lacks; unmount the volume and retry (offline growth needs no capability)`,
       };
     }
-    const { stdout } = await runCommand("xfs_db", ["-r", "-c", "sb 0", "-c", "print dblocks fdblocks blocksize", devPath]);
-    const blockSize = field(stdout, /^blocksize = (\d+)/m, "blocksize");
-    return { totalBytes: field(stdout, /^dblocks = (\d+)/m, "dblocks") * blockSize, freeBytes: field(stdout, /^fdblocks = (\d+)/m, "fdblocks") * blockSize };
+    return { kind: "separate" };
   }
 
-  async flush(devPath: string): Promise<void> {
-    // BLKFLSBUF: syncs the filesystem mounted from the device (if any), then the device's own buffers.
-    await runCommand("blockdev", ["--flushbufs", devPath]);
+  /** Moves the GPT backup header to the end first when the disk grew, then sets the size and tells the kernel. */
+  async resizePartition(volumeId: string, sizeBytes: bigint): Promise<void> {
+    const { vol } = await this.#volume(volumeId);
+    const p = vol.partition;
+    if (!p) throw failedPrecondition(`${vol.devPath} is a whole-disk filesystem, not a partition`);
+    const table = vol.disk.partitionTable;
+    if (table?.type === "gpt" && table.backupAtEnd === false) await this.#tools.relocateGptBackup(vol.disk.devPath);
+    await this.#tools.resizePartition(vol.disk.devPath, p.number, sizeBytes / 512n);
   }
 
-  async relocateGptBackup(diskDevPath: string): Promise<void> {
-    await runCommand("sfdisk", ["--quiet", "--relocate", "gpt-bak-std", diskDevPath]);
-  }
-
-  async resizePartition(diskDevPath: string, number: number, sizeSectors: bigint): Promise<void> {
-    // sfdisk counts in logical sectors.
-    const name = (await realpath(diskDevPath)).split("/").pop() ?? "";
-    const lbs = BigInt((await readFile(`/sys/class/block/${name}/queue/logical_block_size`, "utf8").catch(() => "512")).trim() || "512");
-    const size = (sizeSectors * 512n) / lbs;
-    await runCommand("sfdisk", ["--quiet", "--no-reread", "--no-tell-kernel", "--wipe", "never", "-N", String(number), diskDevPath], {
-      stdin: `, ${size}\n`,
-    });
-    await runCommand("partx", ["--update", "--nr", String(number), diskDevPath]);
-  }
-
-  async checkFilesystem(devPath: string, fsType: ManagedFsType): Promise<void> {
-    if (fsType === "ext4") await runCommand("e2fsck", ["-f", "-p", devPath], { ...LONG, okExitCodes: [0, 1] });
-    else await runCommand("xfs_repair", ["-n", devPath], LONG);
-  }
-
-  async growFilesystem(devPath: string, fsType: ManagedFsType, mountPoint: string | null): Promise<void> {
-    if (fsType === "ext4") await runCommand("resize2fs", [devPath], LONG);
-    else {
-      if (!mountPoint) throw internal("xfs_growfs needs a mount point");
-      await runCommand("xfs_growfs", ["-d", mountPoint], LONG);
+  /** resize2fs online when mounted, offline after e2fsck -f -p; xfs_growfs on its mount, or on a private temporary one. */
+  async growFilesystem(volumeId: string): Promise<void> {
+    const { snap, vol } = await this.#volume(volumeId);
+    const probe = await this.#probe(snap, vol);
+    const family = isFilesystem(probe) ? growableFamily(probe.type) : null;
+    if (!family) throw failedPrecondition(`growing ${describeProbe(probe)} is not supported`);
+    const mountPoint = mountsOf(snap, vol.dev)[0]?.mountPoint ?? null;
+    if (mountPoint) return this.#tools.growFilesystem(vol.devPath, family, mountPoint);
+    if (family === "ext4") {
+      await this.#tools.checkFilesystem(vol.devPath, family);
+      return this.#tools.growFilesystem(vol.devPath, family, null);
+    }
+    const dir = await this.#tools.makeTempDir();
+    try {
+      await this.#tools.mount(vol.devPath, dir, "xfs");
+      try {
+        await this.#tools.growFilesystem(vol.devPath, family, dir);
+      } finally {
+        await this.#tools.unmount(dir);
+      }
+    } finally {
+      await this.#tools.removeTempDir(dir).catch(() => {});
     }
   }
 
-  async makeTempDir(): Promise<string> {
-    return mkdtemp(path.join(os.tmpdir(), "csi-proxy-grow-"));
+  #mounted(snap: BlockSnapshot, m: BlockMount): MountedVolume {
+    const vol = volumeOfDevice(snap, m);
+    return { mountPoint: m.mountPoint, volumeId: vol?.id ?? null, description: vol ? `volume ${vol.id}` : `a ${m.fsType} filesystem (${m.source})` };
   }
 
-  async removeTempDir(p: string): Promise<void> {
-    await rmdir(p);
+  async mountedAt(path: string): Promise<MountedVolume | null> {
+    const snap = await takeSnapshot(this.#tools);
+    const m = mountAt(snap, path);
+    return m ? this.#mounted(snap, m) : null;
+  }
+
+  /** The longest mount point containing `path` (the service passes a path with its links resolved). */
+  async volumeHolding(path: string): Promise<MountedVolume | null> {
+    const snap = await takeSnapshot(this.#tools);
+    const holder = snap.mounts
+      .filter((m) => isWithinPath(path, m.mountPoint))
+      .reduce<string | null>((best, m) => (best === null || m.mountPoint.length > best.length ? m.mountPoint : best), null);
+    const m = holder === null ? undefined : mountAt(snap, holder);
+    return m ? this.#mounted(snap, m) : null;
+  }
+
+  inspectDirectory(path: string): Promise<{ isDirectory: boolean; empty: boolean } | null> {
+    return this.#tools.inspectDirectory(path);
+  }
+
+  async mountVolume(volumeId: string, path: string, fileSystem: string | null): Promise<void> {
+    const { snap, vol } = await this.#volume(volumeId);
+    let type = fileSystem;
+    if (!type) {
+      const probe = await this.#probe(snap, vol);
+      if (!isFilesystem(probe)) throw failedPrecondition(`${vol.devPath} holds ${describeProbe(probe)}, not a filesystem`);
+      type = probe.type;
+    }
+    await this.#tools.mount(vol.devPath, path, type);
+  }
+
+  unmountVolume(path: string): Promise<void> {
+    return this.#tools.unmount(path);
   }
 }

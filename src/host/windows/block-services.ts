@@ -6,8 +6,9 @@ import { WindowsDiskHost } from "./disk.ts";
 import { WindowsVolumeHost } from "./volume.ts";
 import { PowerShellPool } from "./powershell-pool.ts";
 import { powershellArgs } from "./scripts/worker-script.ts";
-import { createWindowsDiskService } from "./windows-disk-service.ts";
-import { createWindowsVolumeService } from "./windows-volume-service.ts";
+import { createDiskService } from "../../groups/disk/disk-service.ts";
+import { createVolumeService } from "../../groups/volume/volume-service.ts";
+import { createKeyedMutex } from "../../util/keyed-mutex.ts";
 
 /**
  * Windows PowerShell 5.1 by absolute path under %SystemRoot% (never a PATH lookup, which a
@@ -18,16 +19,22 @@ export function powershellExe(env: NodeJS.ProcessEnv = process.env): string {
   return path.win32.join(systemRoot, "System32", "WindowsPowerShell", "v1.0", "powershell.exe");
 }
 
-/** Disk and volume services on Windows, sharing one PowerShell worker pool (started on first use). */
+/**
+ * Disk and volume services on Windows (the groups' services over the Windows hosts), sharing one
+ * PowerShell worker pool (started on first use) and one lock per disk. No path policy, as upstream:
+ * volume target paths are not confined to the kubelet dir on Windows (the path policy resolves links
+ * with realpath, which does not see through volume mount points).
+ */
 export function createWindowsBlockServices(deps: { win32: Win32; pool?: PowerShellPool; log?: (msg: string) => void }): {
   disk: DiskService;
   volume: VolumeService;
   pool: PowerShellPool;
 } {
+  const locks = createKeyedMutex();
   const pool = deps.pool ?? new PowerShellPool({ command: { file: powershellExe(), args: powershellArgs() }, size: 2, log: deps.log });
   return {
-    disk: createWindowsDiskService({ host: new WindowsDiskHost(pool, deps.win32) }),
-    volume: createWindowsVolumeService({ host: new WindowsVolumeHost(pool, deps.win32) }),
+    disk: createDiskService({ host: new WindowsDiskHost(pool, deps.win32), locks }),
+    volume: createVolumeService({ host: new WindowsVolumeHost(pool, deps.win32), locks }),
     pool,
   };
 }

@@ -5,7 +5,7 @@
  * precision above 2^53).
  */
 import { internal } from "../../errors.ts";
-import type { CimDisk, CimPartition, CimVolume } from "./host-api.ts";
+import type { CimDisk, CimPartition, CimVolume } from "./cim-types.ts";
 
 type Obj = Record<string, unknown>;
 

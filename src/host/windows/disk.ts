@@ -1,65 +1,164 @@
-import type { Win32 } from "../../windows/win32.ts";
-import type { CimDisk, CimPartition, WindowsDiskHostApi } from "./host-api.ts";
+/**
+ * The disk group's host on Windows ({@link DiskHostApi}): MSFT_Disk / MSFT_Partition through the
+ * PowerShell worker pool and disk ids through IOCTLs ({@link WindowsDiskCim}), reported in the
+ * group's terms. Decisions are disk-service.ts's (upstream master's, reference-behaviour.md §2.2).
+ *
+ * Facts Windows gives here: online (IsOffline), partition style, partitions and their drive letters.
+ * A partition holding the system drive (%SystemDrive%, C:) makes its disk the system disk. Other drive
+ * letters are not reported as mounts: Windows assigns them to arriving volumes on its own, and a
+ * re-attached data disk must stay usable. Holders, swap and other access paths are not visible to
+ * the worker's queries, nor is what a RAW disk holds.
+ */
+import type { DiskHostApi, DiskLayout, DeviceUse, HostDisk, HostPartition } from "../../groups/disk/host-api.ts";
+import type { DiskIds, DiskLocation } from "../../groups/disk/types.ts";
 import type { PowerShellPool } from "./powershell-pool.ts";
-import { list, page83FromDescriptor, parseDisk, parsePartition } from "./cim-output.ts";
+import { WindowsDiskCim, type DiskIoctls } from "./disk-cim.ts";
+import { GPT_BASIC_DATA, GPT_MICROSOFT_RESERVED, PartitionStyle, type CimDisk, type CimPartition } from "./cim-types.ts";
 
-/** The Win32 calls the disk host needs (a {@link Win32}, or a fake in tests). */
-export type DiskIoctls = Pick<Win32, "openForQuery" | "closeHandle" | "storageDeviceNumber" | "storageDeviceIdDescriptor">;
+/**
+ * Upstream's Location parsing: split on ":", at least 5 segments; each trimmed segment of exactly two
+ * space-separated tokens `Key Value` sets Adapter, Target, LUN, Bus (other keys ignored); null when
+ * no two-token segment was seen.
+ */
+export function parseLocation(location: string): DiskLocation | null {
+  const segments = location.split(":");
+  if (segments.length < 5) return null;
+  const loc: DiskLocation = { adapter: "", bus: "", target: "", lunId: "" };
+  let seen = false;
+  for (const segment of segments) {
+    const tokens = segment.trim().split(" ");
+    if (tokens.length !== 2) continue;
+    seen = true;
+    const [key, value] = tokens;
+    if (key === "Adapter") loc.adapter = value;
+    else if (key === "Target") loc.target = value;
+    else if (key === "LUN") loc.lunId = value;
+    else if (key === "Bus") loc.bus = value;
+  }
+  return seen ? loc : null;
+}
 
-/** Disk host on Windows: CIM (MSFT_Disk, MSFT_Partition, MSFT_StorageSetting) through the worker pool; disk ids through IOCTLs. */
-export class WindowsDiskHost implements WindowsDiskHostApi {
-  readonly #pool: PowerShellPool;
-  readonly #win32: DiskIoctls;
+/** The drive letter of %SystemDrive% ("C"), upper case. */
+export function systemDriveLetter(env: NodeJS.ProcessEnv = process.env): string {
+  return (/^([A-Za-z]):/.exec(env.SystemDrive ?? env.SYSTEMDRIVE ?? "")?.[1] ?? "C").toUpperCase();
+}
 
-  constructor(pool: PowerShellPool, win32: DiskIoctls) {
-    this.#pool = pool;
-    this.#win32 = win32;
+/** A partition's uses: only whether it holds the system drive (see the module comment). */
+export function partitionUse(p: CimPartition, systemDrive: string): DeviceUse {
+  const system = p.driveLetter.toUpperCase() === systemDrive ? `the Windows system volume ${systemDrive}:` : null;
+  return { system, mountPoints: [], busy: [] };
+}
+
+export const partitionName = (p: Pick<CimPartition, "diskNumber" | "partitionNumber">) => `disk ${p.diskNumber} partition ${p.partitionNumber}`;
+
+const STYLES: Record<number, DiskLayout["partitionStyle"]> = { [PartitionStyle.RAW]: "raw", [PartitionStyle.MBR]: "mbr", [PartitionStyle.GPT]: "gpt" };
+
+export interface WindowsDiskHostOptions {
+  /** Drive letter of the system volume (default: from %SystemDrive%). */
+  systemDrive?: string;
+}
+
+export class WindowsDiskHost implements DiskHostApi {
+  readonly cim: WindowsDiskCim;
+  readonly #systemDrive: string;
+
+  constructor(pool: PowerShellPool, win32: DiskIoctls, options: WindowsDiskHostOptions = {}) {
+    this.cim = new WindowsDiskCim(pool, win32);
+    this.#systemDrive = (options.systemDrive ?? systemDriveLetter()).toUpperCase();
   }
 
-  async listDisks(): Promise<CimDisk[]> {
-    return list("disk.list", await this.#pool.call("disk.list")).map((d) => parseDisk("disk.list", d));
+  missingPrivilege(): string | null {
+    return null; // Storage WMI answers AccessDenied itself (mapped to PermissionDenied)
   }
 
-  async getDisk(diskNumber: number): Promise<CimDisk> {
-    return parseDisk("disk.get", await this.#pool.call("disk.get", { diskNumber }));
+  #hostDisk(d: CimDisk): HostDisk {
+    return {
+      number: d.number,
+      name: `\\\\.\\PhysicalDrive${d.number}`,
+      location: parseLocation(d.location),
+      sizeBytes: d.size,
+      online: !d.isOffline,
+      use: { system: null, mountPoints: [], busy: [] },
+    };
   }
 
-  async initializeDisk(diskNumber: number, partitionStyle: number): Promise<void> {
-    await this.#pool.call("disk.initialize", { diskNumber, partitionStyle });
+  #partition(p: CimPartition): HostPartition {
+    return {
+      number: p.partitionNumber,
+      name: partitionName(p),
+      type: p.gptType || (p.mbrType === null ? "" : `0x${p.mbrType.toString(16)}`),
+      reserved: p.gptType.toLowerCase() === GPT_MICROSOFT_RESERVED,
+      online: null, // MSFT_Partition.IsOffline is not among the worker's properties
+      use: partitionUse(p, this.#systemDrive),
+    };
   }
 
-  async listPartitions(diskNumber: number): Promise<CimPartition[]> {
-    return list("disk.partitions", await this.#pool.call("disk.partitions", { diskNumber })).map((p) => parsePartition("disk.partitions", p));
+  async listDisks(): Promise<HostDisk[]> {
+    return (await this.cim.listDisks()).map((d) => this.#hostDisk(d)).sort((a, b) => a.number - b.number);
   }
 
-  async createPartition(diskNumber: number, gptType: string | null): Promise<void> {
-    await this.#pool.call("disk.createPartition", { diskNumber, gptType });
+  /** Keyed by the IOCTL device number, as upstream; a disk that cannot be opened or queried fails the whole call. */
+  async listDiskIds(): Promise<Map<number, DiskIds>> {
+    const ids = new Map<number, DiskIds>();
+    for (const disk of await this.cim.listDisks()) {
+      const { deviceNumber, page83 } = await this.cim.queryDeviceIds(disk.path);
+      ids.set(deviceNumber, { page83, serialNumber: disk.serialNumber ?? "" });
+    }
+    return ids;
+  }
+
+  async getDisk(diskNumber: number): Promise<HostDisk> {
+    return this.#hostDisk(await this.cim.getDisk(diskNumber));
+  }
+
+  /** MSFT_Disk, and its MSFT_Partition rows unless it is RAW (a RAW disk has none). */
+  async getDiskLayout(diskNumber: number): Promise<DiskLayout> {
+    const d = await this.cim.getDisk(diskNumber);
+    const partitionStyle = STYLES[d.partitionStyle] ?? "unknown";
+    return {
+      disk: this.#hostDisk(d),
+      partitionStyle,
+      content: partitionStyle === "unknown" ? `partition style ${d.partitionStyle}` : null, // Windows does not say what a RAW disk holds
+      partitions: partitionStyle === "raw" ? [] : await this.listPartitions(diskNumber),
+    };
+  }
+
+  probeDiskLayout(diskNumber: number): Promise<DiskLayout> {
+    return this.getDiskLayout(diskNumber);
+  }
+
+  async listPartitions(diskNumber: number): Promise<HostPartition[]> {
+    return (await this.cim.listPartitions(diskNumber)).map((p) => this.#partition(p));
+  }
+
+  async initializeDisk(diskNumber: number): Promise<void> {
+    await this.cim.initializeDisk(diskNumber, PartitionStyle.GPT);
+  }
+
+  /** Upstream's basic data partition: GptType {ebd0a0a2-…} on GPT, none on MBR. */
+  async createDataPartition(diskNumber: number, style: "gpt" | "mbr"): Promise<void> {
+    await this.cim.createPartition(diskNumber, style === "gpt" ? GPT_BASIC_DATA : null);
   }
 
   async refreshDisk(diskNumber: number): Promise<void> {
-    await this.#pool.call("disk.refresh", { diskNumber });
+    await this.cim.refreshDisk(diskNumber);
   }
 
   async onlinePartition(diskNumber: number, partitionNumber: number): Promise<void> {
-    await this.#pool.call("partition.online", { diskNumber, partitionNumber });
+    await this.cim.onlinePartition(diskNumber, partitionNumber);
   }
 
-  async rescan(): Promise<void> {
-    await this.#pool.call("disk.rescan");
+  /** UpdateHostStorageCache re-reads every disk's size too: nothing to refresh one by one. */
+  async scanForDisks(): Promise<number[]> {
+    await this.cim.rescan();
+    return [];
+  }
+
+  async refreshDiskSize(): Promise<void> {
+    // Covered by UpdateHostStorageCache (scanForDisks returns no disk).
   }
 
   async setDiskOnline(diskNumber: number, online: boolean): Promise<void> {
-    await this.#pool.call("disk.setOnline", { diskNumber, online });
-  }
-
-  async queryDeviceIds(path: string): Promise<{ deviceNumber: number; page83: string }> {
-    const h = this.#win32.openForQuery(path);
-    try {
-      const deviceNumber = this.#win32.storageDeviceNumber(h, path);
-      const page83 = page83FromDescriptor(this.#win32.storageDeviceIdDescriptor(h, path));
-      return { deviceNumber, page83 };
-    } finally {
-      this.#win32.closeHandle(h);
-    }
+    await this.cim.setDiskOnline(diskNumber, online);
   }
 }

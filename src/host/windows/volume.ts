@@ -1,94 +1,181 @@
-import * as fs from "node:fs/promises";
-import type { Win32 } from "../../windows/win32.ts";
-import { fsError } from "../fs-error.ts";
-import type { CimPartition, CimVolume, WindowsVolumeHostApi } from "./host-api.ts";
+/**
+ * The volume group's host on Windows ({@link VolumeHostApi}): MSFT_Volume / MSFT_Partition through
+ * the PowerShell worker pool, volume mount points through Win32 ({@link WindowsVolumeCim}), reported
+ * in the group's terms. Decisions are volume-service.ts's (upstream master's, reference-behaviour.md
+ * §2.3). The uses of a volume are those of its partition (host/windows/disk.ts says which Windows
+ * reports); whether its disk is online is not reported with it.
+ */
+import * as path from "node:path";
+import type { FilesystemGrowth, MountedVolume, VolumeContent, VolumeHostApi, VolumeLocation, VolumeUsage } from "../../groups/volume/host-api.ts";
+import { failedPrecondition } from "../../errors.ts";
+import { IO_REPARSE_TAG_MOUNT_POINT, IO_REPARSE_TAG_SYMLINK, Win32Error } from "../../windows/win32.ts";
 import type { PowerShellPool } from "./powershell-pool.ts";
-import { parsePartition, parseStringList, parseSupportedSize, parseVolume } from "./cim-output.ts";
+import { inspectDirectory } from "../inspect-directory.ts";
+import { WindowsVolumeCim, type VolumeWin32 } from "./volume-cim.ts";
+import { FileSystemType } from "./cim-types.ts";
+import { partitionName, partitionUse, systemDriveLetter } from "./disk.ts";
 
-/** The Win32 calls the volume host needs (a {@link Win32}, or a fake in tests). */
-export type VolumeWin32 = Pick<Win32, "setVolumeMountPoint" | "deleteVolumeMountPoint" | "getVolumePathName" | "getVolumeNameForVolumeMountPoint" | "reparseTag">;
+/** Links followed at most while resolving a path (upstream fails closed after 256, 32abcf4). */
+const MAX_HOPS = 256;
+const VOLUME_NAME = /Volume\{[\w-]*\}/i;
 
-/** Volume host on Windows: CIM (MSFT_Volume, MSFT_Partition) through the worker pool; mount points through Win32 (koffi). */
-export class WindowsVolumeHost implements WindowsVolumeHostApi {
-  readonly #pool: PowerShellPool;
-  readonly #win32: VolumeWin32;
+const withSlash = (p: string) => (p.endsWith("\\") ? p : p + "\\");
+const noSlash = (p: string) => p.replace(/\\+$/, "");
 
-  constructor(pool: PowerShellPool, win32: VolumeWin32) {
-    this.#pool = pool;
-    this.#win32 = win32;
+export interface WindowsVolumeHostOptions {
+  /** Drive letter of the system volume (default: from %SystemDrive%). */
+  systemDrive?: string;
+}
+
+export class WindowsVolumeHost implements VolumeHostApi {
+  readonly cim: WindowsVolumeCim;
+  readonly #systemDrive: string;
+  /** MSFT_Volume.Format creates NTFS (upstream). */
+  readonly defaultFileSystem = "NTFS";
+  /** SetVolumeMountPoint mounts RAW volumes too. */
+  readonly mountRequiresFilesystem = false;
+
+  constructor(pool: PowerShellPool, win32: VolumeWin32, options: WindowsVolumeHostOptions = {}) {
+    this.cim = new WindowsVolumeCim(pool, win32);
+    this.#systemDrive = (options.systemDrive ?? systemDriveLetter()).toUpperCase();
   }
 
-  async listVolumesOnDisk(diskNumber: number, partitionNumber: number): Promise<string[]> {
-    return parseStringList("volume.listOnDisk", await this.#pool.call("volume.listOnDisk", { diskNumber, partitionNumber }));
+  missingPrivilege(): string | null {
+    return null; // Storage WMI answers AccessDenied itself (mapped to PermissionDenied)
   }
 
-  async getVolume(volumeId: string): Promise<CimVolume> {
-    return parseVolume("volume.get", await this.#pool.call("volume.get", { volumeId }));
+  listVolumes(diskNumber: number, partitionNumber: number): Promise<string[]> {
+    return this.cim.listVolumesOnDisk(diskNumber, partitionNumber);
   }
 
-  async formatVolume(volumeId: string): Promise<void> {
-    await this.#pool.call("volume.format", { volumeId }, { timeoutMs: 15 * 60_000 });
+  /** The volume's MSFT_Partition. The id is the one asked for (the worker matched it exactly, ignoring case). */
+  async locateVolume(volumeId: string): Promise<VolumeLocation> {
+    const p = await this.cim.getVolumePartition(volumeId);
+    const name = partitionName(p);
+    return {
+      id: volumeId,
+      diskNumber: p.diskNumber,
+      partitionNumber: p.partitionNumber,
+      sizeBytes: p.size,
+      name,
+      diskOnline: null,
+      devices: [{ name, use: partitionUse(p, this.#systemDrive) }],
+    };
   }
 
-  async flushVolume(volumeId: string): Promise<void> {
-    await this.#pool.call("volume.flush", { volumeId });
+  /** FileSystemType Unknown (0) is both "empty" and "a file system Windows cannot read": Windows cannot tell them apart. */
+  async getVolumeContent(volumeId: string): Promise<VolumeContent> {
+    const v = await this.cim.getVolume(volumeId);
+    if (v.fileSystemType === FileSystemType.Unknown) return { fileSystem: null, empty: true, description: "no file system Windows knows" };
+    const fileSystem = v.fileSystemType === FileSystemType.NTFS ? "NTFS" : v.fileSystem || `file system type ${v.fileSystemType}`;
+    return { fileSystem, empty: false, description: fileSystem };
   }
 
-  async getVolumePartition(volumeId: string): Promise<CimPartition> {
-    return parsePartition("volume.partition", await this.#pool.call("volume.partition", { volumeId }));
+  async getVolumeUsage(volumeId: string): Promise<VolumeUsage> {
+    const v = await this.cim.getVolume(volumeId);
+    return { totalBytes: v.size, freeBytes: v.sizeRemaining };
   }
 
-  async getPartitionSupportedSize(volumeId: string): Promise<{ sizeMin: bigint; sizeMax: bigint }> {
-    return parseSupportedSize("volume.supportedSize", await this.#pool.call("volume.supportedSize", { volumeId }));
+  formatVolume(volumeId: string): Promise<void> {
+    return this.cim.formatVolume(volumeId);
   }
 
-  async resizePartition(volumeId: string, sizeBytes: bigint): Promise<void> {
-    await this.#pool.call("volume.resize", { volumeId, size: sizeBytes.toString() }, { timeoutMs: 15 * 60_000 });
+  flushVolume(volumeId: string): Promise<void> {
+    return this.cim.flushVolume(volumeId);
   }
 
-  async setVolumeMountPoint(mountPoint: string, volumeId: string): Promise<void> {
-    this.#win32.setVolumeMountPoint(mountPoint, volumeId);
+  async getPartitionSupportedSize(volumeId: string): Promise<{ maxBytes: bigint; alignBytes: bigint }> {
+    return { maxBytes: (await this.cim.getPartitionSupportedSize(volumeId)).sizeMax, alignBytes: 1n };
   }
 
-  async deleteVolumeMountPoint(mountPoint: string): Promise<void> {
-    this.#win32.deleteVolumeMountPoint(mountPoint);
+  /** MSFT_Partition.Resize grows the file system with the partition. */
+  async getFilesystemGrowth(): Promise<FilesystemGrowth> {
+    return { kind: "none" };
   }
 
-  async getVolumePathName(path: string): Promise<string> {
-    return this.#win32.getVolumePathName(path);
+  /** MSFT_Partition.Resize, then MSFT_Disk.Refresh. */
+  resizePartition(volumeId: string, sizeBytes: bigint): Promise<void> {
+    return this.cim.resizePartition(volumeId, sizeBytes);
   }
 
-  async getVolumeNameForVolumeMountPoint(mountPoint: string): Promise<string> {
-    return this.#win32.getVolumeNameForVolumeMountPoint(mountPoint);
+  async growFilesystem(): Promise<void> {
+    // Never needed: getFilesystemGrowth is always "none" (Resize grew the file system already).
   }
 
-  async reparseTag(path: string): Promise<number | null> {
-    return this.#win32.reparseTag(path);
+  /**
+   * The volume mounted at a directory: a volume mount point, or a symlink/junction leading to one
+   * (at most 256 links; more is FailedPrecondition); null when `path` is neither.
+   */
+  async mountedAt(p: string): Promise<MountedVolume | null> {
+    let current = noSlash(p);
+    for (let hop = 0; hop < MAX_HOPS; hop++) {
+      const tag = await this.cim.reparseTag(current);
+      if (tag === IO_REPARSE_TAG_MOUNT_POINT) {
+        const id = await this.#volumeNameOf(current);
+        if (id) return mounted(p, id);
+        // a junction to a directory, not a volume mount point: follow it
+      } else if (tag !== IO_REPARSE_TAG_SYMLINK) {
+        return null;
+      }
+      const next = await this.#follow(current);
+      if (next.volumeId) return mounted(p, next.volumeId);
+      current = next.path;
+    }
+    throw failedPrecondition(`${p}: more than ${MAX_HOPS} links`);
   }
 
-  async readLink(path: string): Promise<string> {
-    return fs.readlink(path).catch((err) => {
-      throw fsError(err, "readlink", path);
-    });
+  /** Walks up from `path`: the nearest mount point (links followed, at most 256), or the drive's own volume. */
+  async volumeHolding(p: string): Promise<MountedVolume | null> {
+    let current = noSlash(path.win32.normalize(p));
+    for (let hop = 0; hop < MAX_HOPS; hop++) {
+      if (/^[A-Za-z]:$/.test(current)) return mounted(current + "\\", await this.cim.getVolumeNameForVolumeMountPoint(current + "\\"));
+      const tag = await this.cim.reparseTag(current);
+      if (tag === IO_REPARSE_TAG_MOUNT_POINT || tag === IO_REPARSE_TAG_SYMLINK) {
+        const id = tag === IO_REPARSE_TAG_MOUNT_POINT ? await this.#volumeNameOf(current) : null;
+        if (id) return mounted(current, id);
+        const next = await this.#follow(current);
+        if (next.volumeId) return mounted(current, next.volumeId);
+        current = next.path;
+        continue;
+      }
+      const parent = path.win32.dirname(current);
+      if (parent === current) break;
+      current = noSlash(parent);
+    }
+    return null;
   }
 
-  async inspectDirectory(path: string): Promise<{ isDirectory: boolean; empty: boolean } | null> {
-    let st;
+  /** The volume of a volume mount point; null when the reparse point is not one (a directory junction). */
+  async #volumeNameOf(mountPoint: string): Promise<string | null> {
     try {
-      st = await fs.stat(path);
+      return await this.cim.getVolumeNameForVolumeMountPoint(withSlash(mountPoint));
     } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === "ENOENT" || code === "ENOTDIR") return null;
-      throw fsError(err, "stat", path);
+      if (err instanceof Win32Error) return null;
+      throw err;
     }
-    if (!st.isDirectory()) return { isDirectory: false, empty: false };
-    const dir = await fs.opendir(path).catch((err) => {
-      throw fsError(err, "read directory", path);
-    });
-    try {
-      return { isDirectory: true, empty: (await dir.read()) === null };
-    } finally {
-      await dir.close().catch(() => {});
-    }
+  }
+
+  /** Where a link leads: a volume (`…Volume{GUID}…` in its target), or the next path to look at. */
+  async #follow(link: string): Promise<{ volumeId: string | null; path: string }> {
+    const target = await this.cim.readLink(link);
+    const m = VOLUME_NAME.exec(target);
+    if (m) return { volumeId: `\\\\?\\${m[0]}\\`, path: link };
+    return { volumeId: null, path: noSlash(path.win32.resolve(path.win32.dirname(link), target)) };
+  }
+
+  inspectDirectory(p: string): Promise<{ isDirectory: boolean; empty: boolean } | null> {
+    return inspectDirectory(p);
+  }
+
+  /** SetVolumeMountPointW(path\, volume\). */
+  mountVolume(volumeId: string, p: string): Promise<void> {
+    return this.cim.setVolumeMountPoint(withSlash(p), withSlash(volumeId));
+  }
+
+  /** DeleteVolumeMountPointW(path\). */
+  unmountVolume(p: string): Promise<void> {
+    return this.cim.deleteVolumeMountPoint(withSlash(p));
   }
 }
+
+const mounted = (mountPoint: string, volumeId: string): MountedVolume => ({ mountPoint, volumeId, description: `volume ${volumeId}` });

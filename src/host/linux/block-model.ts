@@ -1,11 +1,13 @@
 /**
- * The Linux block-device model behind the disk and volume groups: pure decisions shared by both
- * services (docs/linux-concept-map.md explains every choice). Nothing here touches the host; the
- * services feed it what their host reports.
+ * What Linux block devices mean in the disk and volume APIs' terms (docs/linux-concept-map.md explains
+ * every choice): disk numbers, identifiers, locations, volume ids, online state, and the facts the
+ * services' refusals need. Pure interpretation shared by the Linux disk and volume hosts; nothing here
+ * touches the host (they feed it what {@link BlockTools} reports) and nothing here decides what to do.
  */
-import { Code, CsiProxyError, failedPrecondition, invalidArgument, notFound, permissionDenied } from "../../errors.ts";
-import type { BlockDisk, BlockHostApi, BlockMount, BlockPartition, DevNumber, OfflineMark } from "./host-api.ts";
-import type { DiskIds, DiskLocation } from "./types.ts";
+import { failedPrecondition, invalidArgument, notFound } from "../../errors.ts";
+import type { DeviceUse } from "../../groups/disk/host-api.ts";
+import type { DiskIds, DiskLocation } from "../../groups/disk/types.ts";
+import type { BlockDisk, BlockMount, BlockPartition, BlockTools, DevNumber, ManagedFsType, OfflineMark, ProbeResult } from "./block-tools.ts";
 
 /* ---------------------------------------------------------------- disk numbers */
 
@@ -19,12 +21,6 @@ export function diskNumberOf(dev: DevNumber): number {
 /** The device a disk number names (inverse of {@link diskNumberOf}). */
 export function devOfDiskNumber(diskNumber: number): DevNumber {
   return { major: Math.floor(diskNumber / MINOR_BITS), minor: diskNumber % MINOR_BITS };
-}
-
-/** InvalidArgument unless `n` is a uint32 (the wire type); protects services called in-process. */
-export function checkDiskNumber(n: number): number {
-  if (!Number.isInteger(n) || n < 0 || n > 0xffffffff) throw invalidArgument(`disk number ${n} is not a uint32`);
-  return n;
 }
 
 export const sameDev = (a: DevNumber, b: DevNumber) => a.major === b.major && a.minor === b.minor;
@@ -106,9 +102,9 @@ export const LINUX_DATA_GPT_TYPE = "0fc63daf-8483-4772-8e79-3d69d8477de4";
 /** MBR "Linux" (0x83). */
 export const LINUX_DATA_MBR_TYPE = "83";
 
-/** Upstream's "data partition" test: every partition except the Microsoft reserved one (MBR partitions count). */
-export function isDataPartition(p: { typeId: string | null }): boolean {
-  return p.typeId?.toLowerCase() !== MSR_TYPE;
+/** The Microsoft reserved partition (upstream never counts it as a data partition). */
+export function isReservedPartition(p: { typeId: string | null }): boolean {
+  return p.typeId?.toLowerCase() === MSR_TYPE;
 }
 
 /** Partitions that are volumes: all but MSR, BIOS boot and MBR extended containers. */
@@ -173,9 +169,14 @@ export interface BlockSnapshot {
   marks: OfflineMark[];
 }
 
-export async function takeSnapshot(host: BlockHostApi): Promise<BlockSnapshot> {
-  const [disks, mounts, swaps, marks] = await Promise.all([host.listDisks(), host.readMounts(), host.readSwapDevices(), host.readOfflineMarks()]);
-  return { disks: visibleDisks(disks), mounts, swaps, marks };
+/**
+ * Reads everything the hosts' facts need, once per operation: every disk, or (with `dev`) only the
+ * disk with that device number — then `disks` is that disk or empty.
+ */
+export async function takeSnapshot(tools: BlockTools, dev?: DevNumber): Promise<BlockSnapshot> {
+  const disks = dev ? tools.findDisk(dev).then((d) => (d ? [d] : [])) : tools.listDisks();
+  const [all, mounts, swaps, marks] = await Promise.all([disks, tools.readMounts(), tools.readSwapDevices(), tools.readOfflineMarks()]);
+  return { disks: visibleDisks(all), mounts, swaps, marks };
 }
 
 /** The disk with this number; NotFound otherwise. */
@@ -239,73 +240,47 @@ export function isDiskOnline(snap: BlockSnapshot, disk: BlockDisk): boolean {
   return markOf(snap, disk) === undefined;
 }
 
-export function requireOnline(snap: BlockSnapshot, disk: BlockDisk, what: string): void {
-  if (!isDiskOnline(snap, disk)) {
-    throw failedPrecondition(`cannot ${what}: disk ${diskNumberOf(disk)} (${disk.devPath}) is offline; bring it online with SetDiskState first`);
-  }
-}
 
-/* ---------------------------------------------------------------- in-use refusals */
+/* ---------------------------------------------------------------- facts for the services' refusals */
 
-/** Answers whether a mount point lies inside the kubelet path / working dirs. */
-export type AllowedMountPoint = (mountPoint: string) => Promise<boolean>;
-
-export interface InUseOptions {
-  /** What is about to happen, for the message ("partition disk 7340035"). */
-  what: string;
-  /** Mounts inside the allowed dirs are fine (true) or also refused (false: e.g. going offline). */
-  allowMountsInside: boolean;
-  isAllowed: AllowedMountPoint;
-}
-
-/**
- * Never destroy data: FailedPrecondition when any of `devices` (a disk and its partitions, or one
- * volume plus its disk's holders) holds `/`, is used as swap, has holders (device-mapper, md,
- * bcache… stacked on it), or is mounted outside the allowed dirs (or anywhere, when mounts are not
- * allowed). The message names every reason.
- */
-export async function refuseInUse(snap: BlockSnapshot, devices: readonly (BlockDisk | BlockPartition)[], options: InUseOptions): Promise<void> {
-  const reasons: string[] = [];
+/** How the kernel uses a device: the root filesystem, swap, holders stacked on it, its mounts. */
+export function deviceUse(snap: BlockSnapshot, dev: BlockDisk | BlockPartition): DeviceUse {
   const root = rootMount(snap);
-  for (const dev of devices) {
-    if (root && sameDev(root, dev)) reasons.push(`${dev.devPath} holds the root filesystem /`);
-    if (snap.swaps.some((s) => sameDev(s, dev))) reasons.push(`${dev.devPath} is in use as swap`);
-    if (dev.holders.length) reasons.push(`${dev.devPath} is in use by ${dev.holders.map((h) => `/dev/${h}`).join(", ")} (holders)`);
-    for (const m of mountsOf(snap, dev)) {
-      if (m.mountPoint === "/") continue; // reported above
-      const inside = await options.isAllowed(m.mountPoint);
-      if (!inside) reasons.push(`${dev.devPath} is mounted at ${m.mountPoint}, outside the kubelet and working directories`);
-      else if (!options.allowMountsInside) reasons.push(`${dev.devPath} is mounted at ${m.mountPoint}; unmount it first`);
-    }
-  }
-  if (reasons.length) throw failedPrecondition(`refusing to ${options.what}: ${[...new Set(reasons)].join("; ")}`);
-}
-
-/** A path policy's `check` turned into an inside/outside answer for mount points. */
-export function allowedMountPoint(policy: { check(path: string): Promise<string> }): AllowedMountPoint {
-  return (mountPoint) => policy.check(mountPoint).then(
-    () => true,
-    () => false,
-  );
-}
-
-/* ---------------------------------------------------------------- privileges */
-
-/**
- * Disk and volume operations need root (block devices, mount, mkfs). Checked once when the service
- * is built; afterwards every call of a non-root daemon fails the same clear way.
- */
-export function rootGuard(host: Pick<BlockHostApi, "effectiveUid">, group: string): (method: string) => void {
-  const uid = host.effectiveUid();
-  return (method) => {
-    if (uid !== 0) {
-      throw permissionDenied(`${group} ${method}: csi-proxy must run as root to manage block devices (it runs as uid ${uid})`);
-    }
+  const busy: string[] = [];
+  if (snap.swaps.some((s) => sameDev(s, dev))) busy.push("in use as swap");
+  if (dev.holders.length) busy.push(`in use by ${dev.holders.map((h) => `/dev/${h}`).join(", ")} (holders)`);
+  return {
+    system: root && sameDev(root, dev) ? "the root filesystem /" : null,
+    mountPoints: mountsOf(snap, dev)
+      .map((m) => m.mountPoint)
+      .filter((m) => m !== "/"), // reported as `system`
+    busy,
   };
 }
 
-/** Wraps a host error with context, keeping its code (host errors are Internal unless the host knew better). */
-export function hostFailure(what: string, err: unknown): CsiProxyError {
-  const e = CsiProxyError.from(err, Code.Internal);
-  return new CsiProxyError(e.code, `${what}: ${e.message}`, { cause: err });
+/** Nothing known about a device the kernel does not show. */
+export const noUse = (): DeviceUse => ({ system: null, mountPoints: [], busy: [] });
+
+/** "xfs", "LVM2_member (raid)", "conflicting signatures (…)" for messages. */
+export function describeProbe(p: ProbeResult): string {
+  if (p.kind === "empty") return "no signature";
+  if (p.kind === "ambivalent") return `conflicting signatures (${p.detail})`;
+  if (p.ptType && !p.type) return `a ${p.ptType} partition table`;
+  return `${p.type ?? "an unknown signature"}${p.usage && p.usage !== "filesystem" ? ` (${p.usage})` : ""}`;
+}
+
+/** A probe that found exactly one filesystem. */
+export const isFilesystem = (p: ProbeResult): p is { kind: "found"; type: string; usage: string; ptType: string | null } =>
+  p.kind === "found" && p.usage === "filesystem" && p.type !== null;
+
+/** resize2fs grows the whole ext family; xfs_growfs grows xfs. Other filesystems cannot be grown here. */
+export function growableFamily(fsType: string | null): ManagedFsType | null {
+  if (fsType === "ext2" || fsType === "ext3" || fsType === "ext4") return "ext4";
+  if (fsType === "xfs") return "xfs";
+  return null;
+}
+
+/** What the uid means for managing block devices: root is needed (block devices, mount, mkfs). */
+export function rootRequirement(uid: number): string | null {
+  return uid === 0 ? null : `csi-proxy must run as root to manage block devices (it runs as uid ${uid})`;
 }

@@ -1,0 +1,158 @@
+/**
+ * Stateful fake of the Linux {@link BlockTools}, answering from and acting on one
+ * {@link FakeBlockWorld}. Put a LinuxDiskHost and a LinuxVolumeHost over it to unit-test the Linux
+ * semantics of the disk and volume groups. Every mutating call is logged in `world.calls`.
+ */
+import type { BlockDisk, BlockMount, BlockTools, DevNumber, FilesystemUsage, ManagedFsType, OfflineMark, PartitionTable, ProbeResult } from "../linux/block-tools.ts";
+import { FakeBlockWorld } from "./block-world.ts";
+import { internal } from "../../errors.ts";
+
+export class FakeBlockTools implements BlockTools {
+  readonly world: FakeBlockWorld;
+  /** Devices flushed, in order (a flush must precede each unmount). */
+  flushed: string[] = [];
+
+  constructor(world: FakeBlockWorld = new FakeBlockWorld()) {
+    this.world = world;
+  }
+
+  /* ---------------------------------------------------------------- reads */
+
+  effectiveUid(): number {
+    return this.world.uid;
+  }
+  async effectiveCapabilities(): Promise<Set<string>> {
+    this.world.enter("effectiveCapabilities");
+    return new Set(this.world.capabilities);
+  }
+  async listDisks(): Promise<BlockDisk[]> {
+    this.world.enter("listDisks");
+    return this.world.blockDisks();
+  }
+  async findDisk(dev: DevNumber): Promise<BlockDisk | null> {
+    this.world.enter("findDisk");
+    return this.world.blockDisks().find((d) => d.major === dev.major && d.minor === dev.minor) ?? null;
+  }
+  async readMounts(): Promise<BlockMount[]> {
+    this.world.enter("readMounts");
+    return this.world.mounts.map((m) => ({ ...m }));
+  }
+  async readSwapDevices(): Promise<DevNumber[]> {
+    this.world.enter("readSwapDevices");
+    return [...this.world.swaps];
+  }
+  async probe(devPath: string): Promise<ProbeResult> {
+    this.world.enter("probe", devPath);
+    return this.world.probe(devPath);
+  }
+  async readPartitionTable(disk: Pick<BlockDisk, "devPath">): Promise<PartitionTable | null> {
+    this.world.enter("readPartitionTable", disk.devPath);
+    return this.world.tableView(this.world.find(disk.devPath).disk);
+  }
+  async readOfflineMarks(): Promise<OfflineMark[]> {
+    this.world.enter("readOfflineMarks");
+    return this.world.marks.map((m) => ({ ...m }));
+  }
+  async inspectDirectory(path: string): Promise<{ isDirectory: boolean; empty: boolean } | null> {
+    this.world.enter("inspectDirectory", path);
+    const entries = this.world.dirs.get(path);
+    return entries === undefined ? null : { isDirectory: true, empty: entries === 0 };
+  }
+  async statfs(mountPoint: string): Promise<FilesystemUsage> {
+    this.world.enter("statfs", mountPoint);
+    return this.world.statfs(mountPoint);
+  }
+  async readFilesystemUsage(devPath: string, fsType: ManagedFsType): Promise<FilesystemUsage> {
+    this.world.enter("readFilesystemUsage", `${devPath} ${fsType}`);
+    const fs = this.world.fsOf(devPath);
+    return { totalBytes: fs.sizeBytes, freeBytes: fs.sizeBytes - fs.usedBytes };
+  }
+
+  /* ---------------------------------------------------------------- disks */
+
+  async createGptTable(devPath: string): Promise<void> {
+    this.world.enter("createGptTable", devPath, true);
+    this.world.createGptTable(devPath);
+  }
+  async appendPartition(devPath: string, typeId: string): Promise<void> {
+    this.world.enter("appendPartition", `${devPath} ${typeId}`, true);
+    this.world.appendPartition(devPath, typeId);
+  }
+  async syncPartitions(devPath: string): Promise<void> {
+    this.world.enter("syncPartitions", devPath, true);
+    this.world.find(devPath).disk.kernelSeesPartitions = true;
+  }
+  async listScsiHosts(): Promise<number[]> {
+    this.world.enter("listScsiHosts");
+    return [...this.world.scsiHosts];
+  }
+  async scanScsiHost(host: number): Promise<void> {
+    this.world.enter("scanScsiHost", String(host), true);
+  }
+  async rescanScsiDevice(name: string): Promise<void> {
+    this.world.enter("rescanScsiDevice", name, true);
+    this.world.applyPendingSize(this.world.disk(name));
+  }
+  async refreshLoopCapacity(devPath: string): Promise<void> {
+    this.world.enter("refreshLoopCapacity", devPath, true);
+    this.world.applyPendingSize(this.world.find(devPath).disk);
+  }
+  async setScsiState(name: string, state: "running" | "offline"): Promise<void> {
+    this.world.enter("setScsiState", `${name} ${state}`, true);
+    const disk = this.world.disk(name);
+    if (disk.scsiState === null) throw internal(`fake: ${name} is not a SCSI device`);
+    disk.scsiState = state;
+  }
+  async setReadOnly(devPath: string, readOnly: boolean): Promise<void> {
+    this.world.enter("setReadOnly", `${devPath} ${readOnly}`, true);
+    this.world.find(devPath).disk.readOnly = readOnly;
+  }
+  async writeOfflineMarks(marks: OfflineMark[]): Promise<void> {
+    this.world.enter("writeOfflineMarks", marks.map((m) => `${m.major}:${m.minor}`).join(",") || "-", true);
+    this.world.marks = marks.map((m) => ({ ...m }));
+  }
+
+  /* ---------------------------------------------------------------- volumes */
+
+  async makeFilesystem(devPath: string, fsType: ManagedFsType): Promise<void> {
+    this.world.enter("makeFilesystem", `${devPath} ${fsType}`, true);
+    this.world.makeFilesystem(devPath, fsType);
+  }
+  async mount(devPath: string, target: string, fsType: string): Promise<void> {
+    this.world.enter("mount", `${devPath} ${target} ${fsType}`, true);
+    this.world.mount(devPath, target, fsType);
+  }
+  async unmount(target: string): Promise<void> {
+    this.world.enter("unmount", target, true);
+    this.world.unmount(target);
+  }
+  async flush(devPath: string): Promise<void> {
+    this.world.enter("flush", devPath, true);
+    this.flushed.push(devPath);
+  }
+  async relocateGptBackup(diskDevPath: string): Promise<void> {
+    this.world.enter("relocateGptBackup", diskDevPath, true);
+    const table = this.world.find(diskDevPath).disk.table;
+    if (!table) throw internal("fake sfdisk: no table");
+    table.backupAtEnd = true;
+  }
+  async resizePartition(diskDevPath: string, number: number, sizeSectors: bigint): Promise<void> {
+    this.world.enter("resizePartition", `${diskDevPath} ${number} ${sizeSectors}`, true);
+    this.world.resizePartition(diskDevPath, number, sizeSectors);
+  }
+  async checkFilesystem(devPath: string, fsType: ManagedFsType): Promise<void> {
+    this.world.enter("checkFilesystem", `${devPath} ${fsType}`, true);
+  }
+  async growFilesystem(devPath: string, fsType: ManagedFsType, mountPoint: string | null): Promise<void> {
+    this.world.enter("growFilesystem", `${devPath} ${fsType} ${mountPoint ?? "-"}`, true);
+    this.world.growFilesystem(devPath, fsType, mountPoint);
+  }
+  async makeTempDir(): Promise<string> {
+    this.world.enter("makeTempDir", "", true);
+    return this.world.makeTempDir();
+  }
+  async removeTempDir(path: string): Promise<void> {
+    this.world.enter("removeTempDir", path, true);
+    this.world.dirs.delete(path);
+  }
+}

@@ -1,0 +1,609 @@
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+/**
+ * The volume group's Linux semantics: the unified volume service (and disk service) over
+ * LinuxVolumeHost / LinuxDiskHost, on the fake Linux block tools.
+ */
+import { createVolumeService, RESIZE_THRESHOLD_BYTES } from "../../groups/volume/volume-service.ts";
+import type { ManagedFsType } from "./block-tools.ts";
+import { createDiskService } from "../../groups/disk/disk-service.ts";
+import { diskNumberOf, parseVolumeId } from "./block-model.ts";
+import { LinuxDiskHost } from "./disk.ts";
+import { LinuxVolumeHost } from "./volume.ts";
+import { createPathPolicy } from "../../groups/filesystem/path-policy.ts";
+import { FakeBlockWorld } from "../fake/block-world.ts";
+import { FakeBlockTools } from "../fake/block-tools.ts";
+import { createKeyedMutex } from "../../util/keyed-mutex.ts";
+import { Code } from "../../errors.ts";
+
+const KUBELET = "/var/lib/kubelet";
+const STAGE = `${KUBELET}/plugins/kubernetes.io/csi/pv/globalmount`;
+const MiB = 1024n * 1024n;
+const MSR = "e3c9e316-0b5c-4db8-817d-f92df00215ae";
+/** Volume ids the fake gives GPT partitions, in creation order. */
+const gptId = (n: number) => `\\\\?\\Volume{00000000-0000-4000-8000-${n.toString(16).padStart(12, "0")}}\\`;
+
+/**
+ * Root disk vda (whole-disk ext4 on /), loop3 with one 512 MiB partition (volume gptId(1), /dev/loop3p1)
+ * on a 1 GiB disk, an empty staging directory under the kubelet dir.
+ */
+function setup(options: { tweak?: (w: FakeBlockWorld) => void; fsType?: ManagedFsType } = {}) {
+  const world = new FakeBlockWorld();
+  world.addDisk({ name: "vda", major: 254, minor: 0, sizeBytes: 256n * 1024n * MiB });
+  world.putFilesystem("/dev/vda", "ext4");
+  world.mountDirect("/dev/vda", "/");
+  world.addLoop(3, "/images/a.img");
+  world.partition("loop3", [512]);
+  world.mkdir(STAGE);
+  world.mkdir("/mnt/admin");
+  options.tweak?.(world);
+  const tools = new FakeBlockTools(world);
+  const host = new LinuxVolumeHost(tools, { defaultFileSystem: options.fsType ?? "ext4" });
+  const policy = createPathPolicy({ platform: "linux", allowedDirs: [KUBELET], resolve: async (p) => p });
+  const locks = createKeyedMutex();
+  const volume = createVolumeService({ host, policy, locks });
+  const disk = createDiskService({ host: new LinuxDiskHost(tools), policy, locks });
+  return { world, host, volume, disk, id: gptId(1), dev: "/dev/loop3p1" };
+}
+
+async function rejectsWith(p: Promise<unknown>, code: number, pattern?: RegExp) {
+  await assert.rejects(p, (err: { code?: number; message: string }) => {
+    assert.equal(err.code, code, `expected code ${code}, got ${err.code}: ${err.message}`);
+    if (pattern) assert.match(err.message, pattern);
+    return true;
+  });
+}
+
+const formatted = (w: FakeBlockWorld, type = "ext4") => w.putFilesystem("/dev/loop3p1", type, ["precious"]);
+
+describe("volume ids", () => {
+  const cases = [
+    { name: "GPT PARTUUID", id: "\\\\?\\Volume{0FC63DAF-8483-4772-8E79-3D69D8477DE4}\\", want: { kind: "uuid", uuid: "0fc63daf-8483-4772-8e79-3d69d8477de4" } },
+    { name: "without trailing backslash", id: "\\\\?\\Volume{0fc63daf-8483-4772-8e79-3d69d8477de4}", want: { kind: "uuid", uuid: "0fc63daf-8483-4772-8e79-3d69d8477de4" } },
+    { name: "MBR PARTUUID", id: "\\\\?\\Volume{0badcafe-01}\\", want: { kind: "uuid", uuid: "0badcafe-01" } },
+    { name: "device number", id: "\\\\?\\Volume{dev-254-0}\\", want: { kind: "dev", dev: { major: 254, minor: 0 } } },
+  ];
+  for (const c of cases) test(`parses ${c.name}`, () => assert.deepEqual(parseVolumeId(c.id), c.want));
+  for (const bad of ["-1", "Volume{x}", "\\\\?\\Volume{}\\", "\\\\?\\Volume{../../etc}\\", "C:\\"]) {
+    test(`rejects ${JSON.stringify(bad)} as InvalidArgument`, () => assert.throws(() => parseVolumeId(bad), { code: Code.InvalidArgument }));
+  }
+  test("ids match drivers' regex Volume\\{[\\w-]*\\}", () => {
+    assert.match(gptId(1), /Volume\{[\w-]*\}/);
+    assert.match("\\\\?\\Volume{dev-254-0}\\", /Volume\{[\w-]*\}/);
+  });
+});
+
+describe("ListVolumesOnDisk", () => {
+  const cases = [
+    { name: "one data partition", want: [gptId(1)] },
+    {
+      name: "MSR and BIOS-boot partitions are not volumes; partition number filters",
+      tweak: (w: FakeBlockWorld) => {
+        w.addLoop(4, "/b.img");
+        w.partition("loop4", [16], "gpt", MSR);
+        w.disk("loop4").table!.entries.push({ ...w.disk("loop4").table!.entries[0], number: 2, typeId: "21686148-6449-6e6f-744e-656564454649", uuid: "x" });
+        w.disk("loop4").table!.entries.push({ ...w.disk("loop4").table!.entries[0], number: 3, typeId: "0fc63daf-8483-4772-8e79-3d69d8477de4", uuid: "11111111-1111-1111-1111-111111111111" });
+      },
+      disk: "loop4",
+      want: ["\\\\?\\Volume{11111111-1111-1111-1111-111111111111}\\"],
+    },
+    { name: "partition number 1 of loop3", partitionNumber: 1, want: [gptId(1)] },
+    { name: "partition number 2 of loop3 (none)", partitionNumber: 2, want: [] },
+    { name: "raw disk: none", tweak: (w: FakeBlockWorld) => w.addLoop(4, "/b.img"), disk: "loop4", want: [] },
+    { name: "unknown disk: empty list, no error (upstream)", disk: "none", want: [] },
+    { name: "whole-disk filesystem: one dev-numbered volume", disk: "vda", want: ["\\\\?\\Volume{dev-254-0}\\"] },
+    {
+      name: "MBR partitions: PARTUUID <signature>-<nn>",
+      tweak: (w: FakeBlockWorld) => {
+        w.addLoop(4, "/b.img");
+        w.partition("loop4", [10, 10], "dos");
+      },
+      disk: "loop4",
+      want: ["\\\\?\\Volume{0badcafe-01}\\", "\\\\?\\Volume{0badcafe-02}\\"],
+    },
+  ];
+  for (const c of cases) {
+    test(c.name, async () => {
+      const s = setup({ tweak: c.tweak });
+      const n = c.disk === "none" ? 4242 : diskNumberOf(s.world.disk(c.disk ?? "loop3"));
+      assert.deepEqual(await s.volume.listVolumesOnDisk({ diskNumber: n, partitionNumber: c.partitionNumber ?? 0 }), { volumeIds: c.want });
+    });
+  }
+});
+
+describe("MountVolume", () => {
+  interface Case {
+    name: string;
+    tweak?: (w: FakeBlockWorld) => void;
+    id?: string;
+    target?: string;
+    code?: number;
+    message?: RegExp;
+    calls: string[];
+  }
+  const mountCall = `mount /dev/loop3p1 ${STAGE} ext4`;
+  const cases: Case[] = [
+    { name: "formatted volume into an empty staging dir", tweak: formatted, calls: [mountCall] },
+    {
+      name: "same volume already at the path: success, nothing done (idempotent)",
+      tweak: (w) => {
+        formatted(w);
+        w.mountDirect("/dev/loop3p1", STAGE);
+      },
+      calls: [],
+    },
+    {
+      name: "another filesystem already at the path: FailedPrecondition",
+      tweak: (w) => {
+        formatted(w);
+        w.mountDirect("/dev/vda", STAGE);
+      },
+      code: Code.FailedPrecondition,
+      message: /Volume\{dev-254-0\}.* already mounted there/,
+      calls: [],
+    },
+    { name: "empty volume id: upstream text", id: "", code: Code.InvalidArgument, message: /^MountVolumeRequest.VolumeId is empty$/, calls: [] },
+    { name: "empty target path: upstream text", target: "", code: Code.InvalidArgument, message: /^MountVolumeRequest.TargetPath is empty$/, calls: [] },
+    { name: "target outside the kubelet dir: PermissionDenied", tweak: formatted, target: "/mnt/admin", code: Code.PermissionDenied, calls: [] },
+    { name: "target with .. escaping: PermissionDenied", tweak: formatted, target: `${KUBELET}/../../etc`, code: Code.PermissionDenied, calls: [] },
+    { name: "unknown volume: NotFound", id: gptId(99), code: Code.NotFound, calls: [] },
+    { name: "malformed volume id: InvalidArgument", id: "-1", code: Code.InvalidArgument, calls: [] },
+    { name: "missing target directory: NotFound", tweak: formatted, target: `${KUBELET}/nope`, code: Code.NotFound, calls: [] },
+    {
+      name: "non-empty target directory: FailedPrecondition",
+      tweak: (w) => {
+        formatted(w);
+        w.mkdir(STAGE, 2);
+      },
+      code: Code.FailedPrecondition,
+      message: /not empty/,
+      calls: [],
+    },
+    { name: "unformatted volume: FailedPrecondition", code: Code.FailedPrecondition, message: /no signature, not a filesystem/, calls: [] },
+    {
+      name: "offline disk: FailedPrecondition",
+      tweak: (w) => {
+        formatted(w);
+        w.marks.push({ major: 7, minor: 3, diskSeq: "1", setReadOnly: true });
+      },
+      code: Code.FailedPrecondition,
+      message: /offline/,
+      calls: [],
+    },
+    {
+      name: "volume mounted outside the kubelet dir: FailedPrecondition",
+      tweak: (w) => {
+        formatted(w);
+        w.mountDirect("/dev/loop3p1", "/mnt/admin");
+      },
+      code: Code.FailedPrecondition,
+      message: /mounted at \/mnt\/admin, outside/,
+      calls: [],
+    },
+    {
+      name: "already mounted at another kubelet path: a second mount is fine",
+      tweak: (w) => {
+        formatted(w);
+        w.mkdir(`${KUBELET}/other`);
+        w.mountDirect("/dev/loop3p1", `${KUBELET}/other`);
+      },
+      calls: [mountCall],
+    },
+    { name: "the root filesystem's volume: FailedPrecondition", id: "\\\\?\\Volume{dev-254-0}\\", code: Code.FailedPrecondition, message: /root filesystem/, calls: [] },
+  ];
+  for (const c of cases) {
+    test(c.name, async () => {
+      const s = setup({ tweak: c.tweak });
+      const p = s.volume.mountVolume({ volumeId: c.id ?? s.id, targetPath: c.target ?? STAGE });
+      if (c.code !== undefined) await rejectsWith(p, c.code, c.message);
+      else await p;
+      assert.deepEqual(s.world.calls, c.calls);
+    });
+  }
+});
+
+describe("UnmountVolume", () => {
+  const mounted = (w: FakeBlockWorld) => {
+    formatted(w);
+    w.mountDirect("/dev/loop3p1", STAGE);
+  };
+  const cases = [
+    { name: "flushes, then unmounts", tweak: mounted, calls: ["flush /dev/loop3p1", `unmount ${STAGE}`] },
+    { name: "not a mount point: NotFound (not idempotent, as upstream)", tweak: formatted, code: Code.NotFound, message: /not a mount point/, calls: [] },
+    {
+      name: "another volume mounted there: FailedPrecondition, left mounted",
+      tweak: (w: FakeBlockWorld) => {
+        formatted(w);
+        w.mountDirect("/dev/vda", STAGE);
+      },
+      code: Code.FailedPrecondition,
+      message: /refusing to unmount .* not volume/,
+      calls: [],
+    },
+    { name: "path outside the kubelet dir: PermissionDenied", tweak: mounted, target: "/mnt/admin", code: Code.PermissionDenied, calls: [] },
+    { name: "unknown volume: NotFound, nothing unmounted", tweak: mounted, id: gptId(42), code: Code.NotFound, calls: [] },
+    { name: "empty id: upstream text", id: "", code: Code.InvalidArgument, message: /^volume id empty$/, calls: [] },
+    { name: "empty path: upstream text", target: "", code: Code.InvalidArgument, message: /^target path empty$/, calls: [] },
+    {
+      name: "flush failure: nothing unmounted",
+      tweak: (w: FakeBlockWorld) => {
+        mounted(w);
+        w.failNext("flush");
+      },
+      code: Code.Internal,
+      message: /flush volume/,
+      calls: ["flush /dev/loop3p1"],
+    },
+  ];
+  for (const c of cases) {
+    test(c.name, async () => {
+      const s = setup({ tweak: c.tweak });
+      const p = s.volume.unmountVolume({ volumeId: c.id ?? s.id, targetPath: c.target ?? STAGE });
+      if (c.code !== undefined) await rejectsWith(p, c.code, c.message);
+      else await p;
+      assert.deepEqual(s.world.calls, c.calls);
+    });
+  }
+});
+
+describe("IsVolumeFormatted / FormatVolume", () => {
+  const formattedCases = [
+    { name: "empty partition: false", want: false },
+    { name: "ext4: true", tweak: formatted, want: true },
+    { name: "xfs: true (any filesystem counts)", tweak: (w: FakeBlockWorld) => formatted(w, "xfs"), want: true },
+    { name: "swap signature: false (not a filesystem)", tweak: (w: FakeBlockWorld) => w.setContent("/dev/loop3p1", { kind: "signature", type: "swap", usage: "other" }), want: false },
+    { name: "conflicting signatures: false", tweak: (w: FakeBlockWorld) => w.setContent("/dev/loop3p1", { kind: "ambivalent" }), want: false },
+  ];
+  for (const c of formattedCases) {
+    test(`IsVolumeFormatted: ${c.name}`, async () => {
+      const s = setup({ tweak: c.tweak });
+      assert.deepEqual(await s.volume.isVolumeFormatted({ volumeId: s.id }), { formatted: c.want });
+    });
+  }
+  test("IsVolumeFormatted: empty id InvalidArgument, unknown NotFound", async () => {
+    const s = setup();
+    await rejectsWith(s.volume.isVolumeFormatted({ volumeId: "" }), Code.InvalidArgument, /^volume id empty$/);
+    await rejectsWith(s.volume.isVolumeFormatted({ volumeId: gptId(7) }), Code.NotFound);
+  });
+
+  interface Case {
+    name: string;
+    fsType?: ManagedFsType;
+    tweak?: (w: FakeBlockWorld) => void;
+    code?: number;
+    message?: RegExp;
+    calls: string[];
+    /** Data on the device afterwards (undefined: no filesystem expected). */
+    data?: string[];
+  }
+  const cases: Case[] = [
+    { name: "empty: mkfs.ext4 (default)", calls: ["makeFilesystem /dev/loop3p1 ext4"], data: [] },
+    { name: "empty with -default-fs-type xfs: mkfs.xfs", fsType: "xfs", calls: ["makeFilesystem /dev/loop3p1 xfs"], data: [] },
+    { name: "already ext4: success, not reformatted, data intact", tweak: formatted, calls: [], data: ["precious"] },
+    {
+      name: "already ext4 and mounted in the kubelet dir: success, untouched",
+      tweak: (w) => {
+        formatted(w);
+        w.mountDirect("/dev/loop3p1", STAGE);
+      },
+      calls: [],
+      data: ["precious"],
+    },
+    {
+      name: "xfs when ext4 is asked: FailedPrecondition, data intact",
+      tweak: (w) => formatted(w, "xfs"),
+      code: Code.FailedPrecondition,
+      message: /already holds xfs; formatting would destroy/,
+      calls: [],
+      data: ["precious"],
+    },
+    {
+      name: "LVM member: FailedPrecondition",
+      tweak: (w) => w.setContent("/dev/loop3p1", { kind: "signature", type: "LVM2_member", usage: "raid" }),
+      code: Code.FailedPrecondition,
+      message: /LVM2_member \(raid\)/,
+      calls: [],
+    },
+    { name: "conflicting signatures: FailedPrecondition", tweak: (w) => w.setContent("/dev/loop3p1", { kind: "ambivalent" }), code: Code.FailedPrecondition, calls: [] },
+    {
+      name: "mounted outside the kubelet dir: FailedPrecondition, data intact",
+      tweak: (w) => {
+        formatted(w, "xfs");
+        w.mountDirect("/dev/loop3p1", "/mnt/admin");
+      },
+      code: Code.FailedPrecondition,
+      message: /mounted at \/mnt\/admin/,
+      calls: [],
+      data: ["precious"],
+    },
+    { name: "holders on the partition: FailedPrecondition", tweak: (w) => (w.disk("loop3").table!.entries[0].holders = ["dm-2"]), code: Code.FailedPrecondition, calls: [] },
+    { name: "holders on the whole disk: FailedPrecondition", tweak: (w) => (w.disk("loop3").holders = ["dm-3"]), code: Code.FailedPrecondition, message: /dm-3/, calls: [] },
+    { name: "swap: FailedPrecondition", tweak: (w) => w.swaps.push({ major: 259, minor: 0 }), code: Code.FailedPrecondition, message: /swap/, calls: [] },
+    { name: "offline disk: FailedPrecondition", tweak: (w) => w.marks.push({ major: 7, minor: 3, diskSeq: "1", setReadOnly: false }), code: Code.FailedPrecondition, calls: [] },
+    { name: "empty id", tweak: undefined, code: Code.InvalidArgument, calls: [] },
+  ];
+  for (const c of cases) {
+    test(`FormatVolume: ${c.name}`, async () => {
+      const s = setup({ tweak: c.tweak, fsType: c.fsType });
+      const p = s.volume.formatVolume({ volumeId: c.name === "empty id" ? "" : s.id });
+      if (c.code !== undefined) await rejectsWith(p, c.code, c.message);
+      else await p;
+      assert.deepEqual(s.world.calls, c.calls);
+      if (c.data) assert.deepEqual(s.world.fsOf(s.dev).data, c.data);
+    });
+  }
+  test("FormatVolume: the root filesystem's volume is refused", async () => {
+    const s = setup();
+    await rejectsWith(s.volume.formatVolume({ volumeId: "\\\\?\\Volume{dev-254-0}\\" }), Code.FailedPrecondition, /root filesystem/);
+  });
+});
+
+describe("ResizeVolume", () => {
+  const GiB = 1024n * MiB;
+  /** loop3 grows from 1 GiB to 2 GiB (rescanned), partition 1 is 512 MiB. */
+  const grown = (w: FakeBlockWorld) => {
+    w.disk("loop3").pendingSizeBytes = 2n * GiB;
+    w.applyPendingSize(w.disk("loop3"));
+  };
+  /** A second partition starting `mib` MiB after partition 1's start. */
+  const secondPartitionAt = (w: FakeBlockWorld, mib: bigint) =>
+    w.disk("loop3").table!.entries.push({ number: 2, startSectors: 2048n + mib * 2048n, sizeSectors: 2048n, uuid: "22222222-2222-2222-2222-222222222222", typeId: "x", minor: 77, holders: [] });
+  const maxSectors = (2n * GiB) / 512n - 33n - 2048n; // to the backup GPT, 512-byte sectors
+  interface Case {
+    name: string;
+    tweak?: (w: FakeBlockWorld) => void;
+    size: bigint;
+    code?: number;
+    message?: RegExp;
+    calls: string[];
+    partitionSectors?: bigint;
+    fsBytes?: bigint;
+  }
+  const ext4Mounted = (w: FakeBlockWorld) => {
+    grown(w);
+    formatted(w);
+    w.mountDirect("/dev/loop3p1", STAGE);
+  };
+  const cases: Case[] = [
+    {
+      name: "size 0 fills the disk: backup GPT moved, partition grown, mounted ext4 grown online",
+      tweak: ext4Mounted,
+      size: 0n,
+      calls: ["relocateGptBackup /dev/loop3", `resizePartition /dev/loop3 1 ${maxSectors}`, `growFilesystem /dev/loop3p1 ext4 ${STAGE}`],
+      partitionSectors: maxSectors,
+      fsBytes: maxSectors * 512n,
+    },
+    {
+      name: "explicit size (rounded down to the sector)",
+      tweak: ext4Mounted,
+      size: 1024n * MiB + 100n,
+      calls: ["relocateGptBackup /dev/loop3", "resizePartition /dev/loop3 1 2097152", `growFilesystem /dev/loop3p1 ext4 ${STAGE}`],
+      partitionSectors: 2097152n,
+    },
+    { name: "growth below 100 MiB: success without change", tweak: ext4Mounted, size: 512n * MiB + RESIZE_THRESHOLD_BYTES - 1n, calls: [], partitionSectors: 512n * 2048n },
+    { name: "shrink: success without change", tweak: ext4Mounted, size: 256n * MiB, calls: [] },
+    { name: "size 0 on a full partition: success without change", tweak: (w) => (w.disk("loop3").table!.entries[0].sizeSectors = 1024n * 2048n - 2048n - 33n), size: 0n, calls: [] },
+    { name: "negative size: InvalidArgument, upstream text", size: -1n, code: Code.InvalidArgument, message: /^invalid negative size -1 for volume \(/, calls: [] },
+    { name: "beyond the disk: OutOfRange", tweak: grown, size: 3n * GiB, code: Code.OutOfRange, calls: [] },
+    {
+      name: "size 0 stops at the next partition",
+      tweak: (w) => secondPartitionAt(w, 800n),
+      size: 0n,
+      calls: [`resizePartition /dev/loop3 1 ${800n * 2048n}`],
+    },
+    { name: "past the next partition: OutOfRange", tweak: (w) => secondPartitionAt(w, 800n), size: 900n * MiB, code: Code.OutOfRange, message: /at most 838860800 bytes/, calls: [] },
+    {
+      name: "mounted ext4 without CAP_SYS_RESOURCE: PermissionDenied before any change",
+      tweak: (w) => {
+        ext4Mounted(w);
+        w.capabilities.delete("CAP_SYS_RESOURCE");
+      },
+      size: 0n,
+      code: Code.PermissionDenied,
+      message: /CAP_SYS_RESOURCE/,
+      calls: [],
+      partitionSectors: 512n * 2048n,
+    },
+    {
+      name: "unmounted ext4: checked, then grown offline",
+      tweak: (w) => {
+        grown(w);
+        formatted(w);
+        w.capabilities.delete("CAP_SYS_RESOURCE");
+      },
+      size: 0n,
+      calls: ["relocateGptBackup /dev/loop3", `resizePartition /dev/loop3 1 ${maxSectors}`, "checkFilesystem /dev/loop3p1 ext4", "growFilesystem /dev/loop3p1 ext4 -"],
+      fsBytes: maxSectors * 512n,
+    },
+    {
+      name: "unmounted xfs: grown through a private temporary mount",
+      tweak: (w) => {
+        grown(w);
+        formatted(w, "xfs");
+      },
+      size: 0n,
+      calls: [
+        "relocateGptBackup /dev/loop3",
+        `resizePartition /dev/loop3 1 ${maxSectors}`,
+        "makeTempDir",
+        "mount /dev/loop3p1 /run/fake-csi-proxy-tmp-1 xfs",
+        "growFilesystem /dev/loop3p1 xfs /run/fake-csi-proxy-tmp-1",
+        "unmount /run/fake-csi-proxy-tmp-1",
+        "removeTempDir /run/fake-csi-proxy-tmp-1",
+      ],
+      fsBytes: maxSectors * 512n,
+    },
+    {
+      name: "mounted xfs: grown online",
+      tweak: (w) => {
+        grown(w);
+        formatted(w, "xfs");
+        w.mountDirect("/dev/loop3p1", STAGE);
+        w.capabilities.delete("CAP_SYS_RESOURCE");
+      },
+      size: 0n,
+      calls: ["relocateGptBackup /dev/loop3", `resizePartition /dev/loop3 1 ${maxSectors}`, `growFilesystem /dev/loop3p1 xfs ${STAGE}`],
+    },
+    { name: "unformatted: only the partition grows", tweak: grown, size: 0n, calls: ["relocateGptBackup /dev/loop3", `resizePartition /dev/loop3 1 ${maxSectors}`] },
+    {
+      name: "vfat: FailedPrecondition before any change",
+      tweak: (w) => {
+        grown(w);
+        formatted(w, "vfat");
+      },
+      size: 0n,
+      code: Code.FailedPrecondition,
+      message: /growing vfat is not supported/,
+      calls: [],
+    },
+    {
+      name: "mounted outside the kubelet dir: FailedPrecondition",
+      tweak: (w) => {
+        grown(w);
+        formatted(w);
+        w.mountDirect("/dev/loop3p1", "/mnt/admin");
+      },
+      size: 0n,
+      code: Code.FailedPrecondition,
+      calls: [],
+    },
+    { name: "offline disk: FailedPrecondition", tweak: (w) => (grown(w), w.marks.push({ major: 7, minor: 3, diskSeq: "1", setReadOnly: true })), size: 0n, code: Code.FailedPrecondition, calls: [] },
+    { name: "whole-disk volume: FailedPrecondition", size: 0n, code: Code.FailedPrecondition, message: /whole-disk/, calls: [] },
+  ];
+  for (const c of cases) {
+    test(c.name, async () => {
+      const s = setup({ tweak: c.tweak });
+      const id = c.name.startsWith("whole-disk") ? "\\\\?\\Volume{dev-254-0}\\" : s.id;
+      const p = s.volume.resizeVolume({ volumeId: id, sizeBytes: c.size });
+      if (c.code !== undefined) await rejectsWith(p, c.code, c.message);
+      else await p;
+      assert.deepEqual(s.world.calls, c.calls);
+      if (c.partitionSectors !== undefined) assert.equal(s.world.disk("loop3").table!.entries[0].sizeSectors, c.partitionSectors);
+      if (c.fsBytes !== undefined) assert.equal(s.world.fsOf(s.dev).sizeBytes, c.fsBytes);
+    });
+  }
+  test("failure growing the filesystem says the partition was grown", async () => {
+    const s = setup({ tweak: (w) => (ext4Mounted(w), w.failNext("growFilesystem")) });
+    await rejectsWith(s.volume.resizeVolume({ volumeId: s.id, sizeBytes: 0n }), Code.Internal, /partition was grown but growing the filesystem failed/);
+  });
+});
+
+describe("GetVolumeStats / GetDiskNumberFromVolumeID / WriteVolumeCache", () => {
+  test("stats of a mounted volume come from statfs", async () => {
+    const s = setup({ tweak: (w) => (formatted(w), w.mountDirect("/dev/loop3p1", STAGE)) });
+    assert.deepEqual(await s.volume.getVolumeStats({ volumeId: s.id }), { totalBytes: 512n * MiB, usedBytes: 10n * MiB });
+    assert.deepEqual(s.world.calls, []);
+  });
+  test("stats of an unmounted volume come from the superblock", async () => {
+    const s = setup({ tweak: (w) => formatted(w, "xfs") });
+    assert.deepEqual(await s.volume.getVolumeStats({ volumeId: s.id }), { totalBytes: 512n * MiB, usedBytes: 10n * MiB });
+  });
+  test("stats of an unformatted volume: FailedPrecondition", async () => {
+    const s = setup();
+    await rejectsWith(s.volume.getVolumeStats({ volumeId: s.id }), Code.FailedPrecondition, /no signature/);
+  });
+  test("disk number of a partition's volume and of a whole-disk volume", async () => {
+    const s = setup();
+    assert.deepEqual(await s.volume.getDiskNumberFromVolumeId({ volumeId: s.id }), { diskNumber: diskNumberOf({ major: 7, minor: 3 }) });
+    assert.deepEqual(await s.volume.getDiskNumberFromVolumeId({ volumeId: "\\\\?\\Volume{dev-254-0}\\" }), { diskNumber: 266338304 });
+    await rejectsWith(s.volume.getDiskNumberFromVolumeId({ volumeId: "" }), Code.InvalidArgument);
+    await rejectsWith(s.volume.getDiskNumberFromVolumeId({ volumeId: gptId(9) }), Code.NotFound);
+  });
+  test("two partitions sharing a PARTUUID (cloned disk): FailedPrecondition, never a guess", async () => {
+    const s = setup({
+      tweak: (w) => {
+        w.addLoop(4, "/images/clone.img");
+        w.partition("loop4", [512]);
+        w.disk("loop4").table!.entries[0].uuid = w.disk("loop3").table!.entries[0].uuid;
+      },
+    });
+    await rejectsWith(s.volume.formatVolume({ volumeId: s.id }), Code.FailedPrecondition, /ambiguous/);
+    assert.deepEqual(s.world.calls, []);
+  });
+  test("WriteVolumeCache flushes the device", async () => {
+    const s = setup({ tweak: formatted });
+    await s.volume.writeVolumeCache({ volumeId: s.id });
+    assert.deepEqual(s.world.calls, ["flush /dev/loop3p1"]);
+  });
+});
+
+describe("GetVolumeIDFromTargetPath / GetClosestVolumeIDFromTargetPath", () => {
+  const mounted = (w: FakeBlockWorld) => {
+    formatted(w);
+    w.mountDirect("/dev/loop3p1", STAGE);
+    w.mounts.push({ major: 0, minor: 50, mountPoint: `${KUBELET}/pods/tmp`, fsType: "tmpfs", source: "tmpfs" });
+  };
+  const cases = [
+    { name: "exact: the mount point's volume", fn: "exact", path: STAGE, want: gptId(1) },
+    { name: "exact: a directory that is not a mount point → NotFound", fn: "exact", path: KUBELET, code: Code.NotFound, message: /not a mount point/ },
+    { name: "exact: a tmpfs mount → NotFound", fn: "exact", path: `${KUBELET}/pods/tmp`, code: Code.NotFound, message: /tmpfs/ },
+    { name: "exact: outside the kubelet dir → PermissionDenied", fn: "exact", path: "/mnt/admin", code: Code.PermissionDenied },
+    { name: "exact: empty → InvalidArgument (upstream text)", fn: "exact", path: "", code: Code.InvalidArgument, message: /^target path is empty$/ },
+    { name: "closest: a nested path under the mount", fn: "closest", path: `${STAGE}/a/b`, want: gptId(1) },
+    { name: "closest: a plain kubelet directory → the root volume", fn: "closest", path: `${KUBELET}/pods`, want: "\\\\?\\Volume{dev-254-0}\\" },
+    { name: "closest: under tmpfs → NotFound", fn: "closest", path: `${KUBELET}/pods/tmp/x`, code: Code.NotFound, message: /error getting the closest volume/ },
+  ];
+  for (const c of cases) {
+    test(c.name, async () => {
+      const s = setup({ tweak: mounted });
+      const p =
+        c.fn === "exact" ? s.volume.getVolumeIdFromTargetPath({ targetPath: c.path }) : s.volume.getClosestVolumeIdFromTargetPath({ targetPath: c.path });
+      if (c.code !== undefined) await rejectsWith(p, c.code, c.message);
+      else assert.deepEqual(await p, { volumeId: c.want });
+    });
+  }
+});
+
+describe("the driver stage flow against the fakes (disk + volume services sharing one world)", () => {
+  test("partition → list → format → mount → id round trip → grow → resize → unmount", async () => {
+    const s = setup({ tweak: (w) => w.addLoop(5, "/images/flow.img") });
+    const ids = await s.disk.listDiskIds();
+    const diskNumber = [...ids].find(([, v]) => v.serialNumber === "/images/flow.img")![0];
+    await s.disk.setDiskState({ diskNumber, isOnline: true });
+    await s.disk.partitionDisk({ diskNumber });
+    const { volumeIds } = await s.volume.listVolumesOnDisk({ diskNumber, partitionNumber: 0 });
+    assert.equal(volumeIds.length, 1);
+    const [volumeId] = volumeIds;
+    assert.deepEqual(await s.volume.isVolumeFormatted({ volumeId }), { formatted: false });
+    await s.volume.formatVolume({ volumeId });
+    assert.deepEqual(await s.volume.isVolumeFormatted({ volumeId }), { formatted: true });
+    await s.volume.mountVolume({ volumeId, targetPath: STAGE });
+    await s.volume.mountVolume({ volumeId, targetPath: STAGE });
+    assert.deepEqual(await s.volume.getVolumeIdFromTargetPath({ targetPath: STAGE }), { volumeId });
+    assert.deepEqual(await s.volume.getDiskNumberFromVolumeId({ volumeId }), { diskNumber });
+    await s.volume.writeVolumeCache({ volumeId });
+    const before = await s.volume.getVolumeStats({ volumeId });
+    s.world.growMedium("loop5", 2048n * MiB);
+    await s.disk.rescan();
+    await s.volume.resizeVolume({ volumeId, sizeBytes: 0n });
+    const after = await s.volume.getVolumeStats({ volumeId });
+    assert.ok(after.totalBytes > before.totalBytes + 900n * MiB, `${after.totalBytes} vs ${before.totalBytes}`);
+    await s.volume.unmountVolume({ volumeId, targetPath: STAGE });
+    await rejectsWith(s.volume.unmountVolume({ volumeId, targetPath: STAGE }), Code.NotFound);
+  });
+});
+
+describe("not root", () => {
+  const id = gptId(1);
+  const calls: [string, (v: ReturnType<typeof createVolumeService>) => Promise<unknown>][] = [
+    ["ListVolumesOnDisk", (v) => v.listVolumesOnDisk({ diskNumber: 1, partitionNumber: 0 })],
+    ["MountVolume", (v) => v.mountVolume({ volumeId: id, targetPath: STAGE })],
+    ["UnmountVolume", (v) => v.unmountVolume({ volumeId: id, targetPath: STAGE })],
+    ["IsVolumeFormatted", (v) => v.isVolumeFormatted({ volumeId: id })],
+    ["FormatVolume", (v) => v.formatVolume({ volumeId: id })],
+    ["ResizeVolume", (v) => v.resizeVolume({ volumeId: id, sizeBytes: 0n })],
+    ["GetVolumeStats", (v) => v.getVolumeStats({ volumeId: id })],
+    ["GetDiskNumberFromVolumeID", (v) => v.getDiskNumberFromVolumeId({ volumeId: id })],
+    ["GetVolumeIDFromTargetPath", (v) => v.getVolumeIdFromTargetPath({ targetPath: STAGE })],
+    ["GetClosestVolumeIDFromTargetPath", (v) => v.getClosestVolumeIdFromTargetPath({ targetPath: STAGE })],
+    ["WriteVolumeCache", (v) => v.writeVolumeCache({ volumeId: id })],
+  ];
+  for (const [name, call] of calls) {
+    test(`${name}: PermissionDenied saying root is required`, async () => {
+      const s = setup({ tweak: (w) => (w.uid = 1000) });
+      const volume = createVolumeService({ host: s.host, policy: { check: async (p) => p } });
+      await rejectsWith(call(volume), Code.PermissionDenied, /must run as root.*uid 1000/);
+      assert.deepEqual(s.world.calls, []);
+    });
+  }
+});

@@ -1,0 +1,82 @@
+import type { Win32 } from "../../windows/win32.ts";
+import type { CimDisk, CimPartition } from "./cim-types.ts";
+import type { PowerShellPool } from "./powershell-pool.ts";
+import { list, page83FromDescriptor, parseDisk, parsePartition } from "./cim-output.ts";
+
+/** The Win32 calls the disk host needs (a {@link Win32}, or a fake in tests). */
+export type DiskIoctls = Pick<Win32, "openForQuery" | "closeHandle" | "storageDeviceNumber" | "storageDeviceIdDescriptor">;
+
+/**
+ * The Storage WMI disk and partition calls upstream csi-proxy's `pkg/os/disk` makes: one worker op
+ * (MSFT_Disk, MSFT_Partition, MSFT_StorageSetting through the PowerShell pool) or one IOCTL sequence
+ * (koffi) each. Pass-through; host/windows/disk.ts turns this into the disk group's host.
+ *
+ * Errors are CsiProxyErrors: unknown disk / partition NotFound; CIM errors and failed method return
+ * values mapped by powershell-pool.ts; Win32 errors by windows/win32.ts.
+ */
+export class WindowsDiskCim {
+  readonly #pool: PowerShellPool;
+  readonly #win32: DiskIoctls;
+
+  constructor(pool: PowerShellPool, win32: DiskIoctls) {
+    this.#pool = pool;
+    this.#win32 = win32;
+  }
+
+  /** SELECT * FROM MSFT_Disk. */
+  async listDisks(): Promise<CimDisk[]> {
+    return list("disk.list", await this.#pool.call("disk.list")).map((d) => parseDisk("disk.list", d));
+  }
+
+  /** The MSFT_Disk with this Number (NotFound). */
+  async getDisk(diskNumber: number): Promise<CimDisk> {
+    return parseDisk("disk.get", await this.#pool.call("disk.get", { diskNumber }));
+  }
+
+  /** MSFT_Disk.Initialize(PartitionStyle). */
+  async initializeDisk(diskNumber: number, partitionStyle: number): Promise<void> {
+    await this.#pool.call("disk.initialize", { diskNumber, partitionStyle });
+  }
+
+  /** MSFT_Partition rows of the disk. */
+  async listPartitions(diskNumber: number): Promise<CimPartition[]> {
+    return list("disk.partitions", await this.#pool.call("disk.partitions", { diskNumber })).map((p) => parsePartition("disk.partitions", p));
+  }
+
+  /** MSFT_Disk.CreatePartition(UseMaximumSize, AssignDriveLetter=false, GptType when given, IsHidden=false, IsActive=false). */
+  async createPartition(diskNumber: number, gptType: string | null): Promise<void> {
+    await this.#pool.call("disk.createPartition", { diskNumber, gptType });
+  }
+
+  /** MSFT_Disk.Refresh(). */
+  async refreshDisk(diskNumber: number): Promise<void> {
+    await this.#pool.call("disk.refresh", { diskNumber });
+  }
+
+  /** MSFT_Partition.Online(). */
+  async onlinePartition(diskNumber: number, partitionNumber: number): Promise<void> {
+    await this.#pool.call("partition.online", { diskNumber, partitionNumber });
+  }
+
+  /** MSFT_StorageSetting.UpdateHostStorageCache(). */
+  async rescan(): Promise<void> {
+    await this.#pool.call("disk.rescan");
+  }
+
+  /** MSFT_Disk.Online() / Offline(). */
+  async setDiskOnline(diskNumber: number, online: boolean): Promise<void> {
+    await this.#pool.call("disk.setOnline", { diskNumber, online });
+  }
+
+  /** CreateFileW(path) + IOCTL_STORAGE_GET_DEVICE_NUMBER + IOCTL_STORAGE_QUERY_PROPERTY(StorageDeviceIdProperty). */
+  async queryDeviceIds(path: string): Promise<{ deviceNumber: number; page83: string }> {
+    const h = this.#win32.openForQuery(path);
+    try {
+      const deviceNumber = this.#win32.storageDeviceNumber(h, path);
+      const page83 = page83FromDescriptor(this.#win32.storageDeviceIdDescriptor(h, path));
+      return { deviceNumber, page83 };
+    } finally {
+      this.#win32.closeHandle(h);
+    }
+  }
+}
