@@ -10,18 +10,6 @@ import type { VolumeService } from "./groups/volume/types.ts";
 import type { SmbService } from "./groups/smb/types.ts";
 import type { IscsiService } from "./groups/iscsi/types.ts";
 import type { SystemService } from "./groups/system/types.ts";
-import { createFilesystemService } from "./groups/filesystem/filesystem-service.ts";
-import { createFsResolver, createPathPolicy } from "./groups/filesystem/path-policy.ts";
-import * as fsPromises from "node:fs/promises";
-import { unavailableService } from "./groups/unavailable-service.ts";
-import { createSmbService } from "./groups/smb/smb-service.ts";
-import { smbStateFile } from "./groups/smb/smb-state.ts";
-import { createIscsiService } from "./groups/iscsi/iscsi-service.ts";
-import { createSystemService } from "./groups/system/system-service.ts";
-import { createDiskService } from "./groups/disk/disk-service.ts";
-import { createVolumeService } from "./groups/volume/volume-service.ts";
-import { createKeyedMutex } from "./util/keyed-mutex.ts";
-import * as nodePath from "node:path";
 import { filesystemAdapters } from "./groups/filesystem/adapters.ts";
 import { diskAdapters } from "./groups/disk/adapters.ts";
 import { volumeAdapters } from "./groups/volume/adapters.ts";
@@ -60,35 +48,13 @@ export interface Services {
   system: SystemService;
 }
 
-/** Builds every group service with this platform's host layer. The only place that picks hosts. */
+/**
+ * Builds every group service with this platform's host layer: the only place that picks hosts. Each
+ * platform's module is loaded only on that platform (Windows code never loads on Linux).
+ */
 export async function createServices(config: ProxyConfig): Promise<Services> {
-  if (config.platform === "win32") {
-    // Windows hosts (koffi, PowerShell worker pool) are loaded only on Windows.
-    const { createWindowsServices } = await import("./host/windows/compose-windows.ts");
-    return createWindowsServices(config);
-  }
-  if (config.platform !== "linux") throw new Error(`no host layer for ${config.platform} yet`);
-  const { LinuxFilesystemHost } = await import("./host/linux/filesystem.ts");
-  const fsHost = new LinuxFilesystemHost();
-  const { LinuxDiskHost } = await import("./host/linux/disk.ts");
-  const { LinuxVolumeHost } = await import("./host/linux/volume.ts");
-  const { LinuxBlockTools } = await import("./host/linux/linux-block-tools.ts");
-  /** Disk and volume share one lock per disk and one offline-state file (beside the sockets: per daemon, gone at reboot). */
-  const locks = createKeyedMutex();
-  const blockTools = new LinuxBlockTools({ stateFile: nodePath.join(config.socketDir, "csi-proxy-disk-state.json") });
-  const policy = createPathPolicy({
-    platform: config.platform,
-    allowedDirs: [...config.workingDirs, config.kubeletPath],
-    resolve: createFsResolver(fsPromises, config.platform),
-  });
-  return {
-    filesystem: createFilesystemService({ host: fsHost, policy, platform: config.platform }),
-    disk: createDiskService({ host: new LinuxDiskHost(blockTools), policy, locks }),
-    volume: createVolumeService({ host: new LinuxVolumeHost(blockTools, { defaultFileSystem: config.defaultFsType }), policy, locks }),
-    smb: await createSmbService({ host: new (await import("./host/linux/smb.ts")).LinuxSmbHost(config), policy, state: smbStateFile(config.stateDir), requirePrivacy: config.requirePrivacy, platform: config.platform, log: config.logger }),
-    iscsi: createIscsiService({ host: new (await import("./host/linux/iscsi.ts")).LinuxIscsiHost(config) }),
-    system: createSystemService({ host: new (await import("./host/linux/system.ts")).LinuxSystemHost(), platform: config.platform, allowedServices: config.allowedServices }),
-  };
+  if (config.platform === "win32") return (await import("./host/windows/compose-windows.ts")).createWindowsServices(config);
+  return (await import("./host/linux/compose-linux.ts")).createLinuxServices(config);
 }
 
 const adapters = {

@@ -1,0 +1,51 @@
+/**
+ * The Linux branch of compose.ts: builds the group services over the Linux hosts. Filesystem:
+ * Node fs. Disk and volume: sysfs/procfs reads and util-linux/e2fsprogs/xfsprogs through
+ * run-command, sharing one lock per disk and one offline-state file (beside the sockets: per
+ * daemon, gone at reboot). SMB: CIFS mounts under the state dir. iSCSI: open-iscsi. System: DMI and
+ * systemd.
+ */
+import * as fsPromises from "node:fs/promises";
+import * as path from "node:path";
+import type { ProxyConfig, Services } from "../../compose.ts";
+import { createFilesystemService } from "../../groups/filesystem/filesystem-service.ts";
+import { createFsResolver, createPathPolicy } from "../../groups/filesystem/path-policy.ts";
+import { createDiskService } from "../../groups/disk/disk-service.ts";
+import { createVolumeService } from "../../groups/volume/volume-service.ts";
+import { createSmbService } from "../../groups/smb/smb-service.ts";
+import { smbStateFile } from "../../groups/smb/smb-state.ts";
+import { createIscsiService } from "../../groups/iscsi/iscsi-service.ts";
+import { createSystemService } from "../../groups/system/system-service.ts";
+import { createKeyedMutex } from "../../util/keyed-mutex.ts";
+import { LinuxFilesystemHost } from "./filesystem.ts";
+import { LinuxBlockTools } from "./linux-block-tools.ts";
+import { LinuxDiskHost } from "./disk.ts";
+import { LinuxVolumeHost } from "./volume.ts";
+import { LinuxSmbHost } from "./smb.ts";
+import { LinuxIscsiHost } from "./iscsi.ts";
+import { LinuxSystemHost } from "./system.ts";
+
+export async function createLinuxServices(config: ProxyConfig): Promise<Services> {
+  const policy = createPathPolicy({
+    platform: "linux",
+    allowedDirs: [...config.workingDirs, config.kubeletPath],
+    resolve: createFsResolver(fsPromises, "linux"),
+  });
+  const locks = createKeyedMutex();
+  const blockTools = new LinuxBlockTools({ stateFile: path.join(config.socketDir, "csi-proxy-disk-state.json") });
+  return {
+    filesystem: createFilesystemService({ host: new LinuxFilesystemHost(), policy, platform: "linux" }),
+    disk: createDiskService({ host: new LinuxDiskHost(blockTools), policy, locks }),
+    volume: createVolumeService({ host: new LinuxVolumeHost(blockTools, { defaultFileSystem: config.defaultFsType }), policy, locks }),
+    smb: await createSmbService({
+      host: new LinuxSmbHost(config),
+      policy,
+      state: smbStateFile(config.stateDir),
+      requirePrivacy: config.requirePrivacy,
+      platform: "linux",
+      log: config.logger,
+    }),
+    iscsi: createIscsiService({ host: new LinuxIscsiHost(config) }),
+    system: createSystemService({ host: new LinuxSystemHost(), platform: "linux", allowedServices: config.allowedServices }),
+  };
+}
