@@ -62,10 +62,13 @@ function callObserver(logger: Logger, metrics: GrpcMetrics | undefined): CallObs
       if (v4.enabled) v4.info(`${name} request=${formatRequest(request)}`);
       return (code, error) => {
         record?.(code);
+        const failed = code === Code.Internal || code === Code.Unknown;
+        const v2 = logger.v(2);
+        if (!failed && !v2.enabled) return; // the hot path formats nothing when the line is not logged
         const ms = Number(process.hrtime.bigint() - t0) / 1e6;
         const line = `${name} code=${codeName(code)} duration=${ms.toFixed(3)}ms${error ? ` error=${quote(error.message, 1024)}` : ""}`;
-        if (code === Code.Internal || code === Code.Unknown) logger.error(`${line}${error?.cause ? ` cause=${String(error.cause)}` : ""}`);
-        else logger.v(2).info(line);
+        if (failed) logger.error(`${line}${error?.cause ? ` cause=${String(error.cause)}` : ""}`);
+        else v2.info(line);
       };
     },
   };
