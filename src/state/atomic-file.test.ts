@@ -2,8 +2,10 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs/promises";
 import * as os from "node:os";
 import * as path from "node:path";
+import { execFileSync } from "node:child_process";
 import { after, before, describe, it } from "node:test";
-import { createJsonStateFile, readFileIfExists, removeFileDurably, writeFileAtomic } from "./atomic-file.ts";
+import { Code } from "../errors.ts";
+import { createJsonStateFile, readFileIfExists, readStateFile, removeFileDurably, writeFileAtomic } from "./atomic-file.ts";
 
 let dir: string;
 before(async () => {
@@ -77,5 +79,55 @@ describe("createJsonStateFile()", () => {
     await fs.writeFile(file, '{"m": 1}');
     await assert.rejects(createJsonStateFile(file, validate).load(), /bad shape/);
     assert.equal(await fs.readFile(file, "utf8"), '{"m": 1}');
+  });
+});
+
+describe("readStateFile()", () => {
+  const failed = (re: RegExp) => (err: unknown) => (err as { code?: number }).code === Code.FailedPrecondition && re.test((err as Error).message);
+
+  it("reads a regular file of ours; null when absent", async () => {
+    const file = path.join(dir, "plain-state");
+    assert.equal(await readStateFile(file), null);
+    await writeFileAtomic(file, "content");
+    assert.equal(await readStateFile(file), "content");
+  });
+
+  it("refuses a symbolic link (O_NOFOLLOW) with FailedPrecondition, even to a file of ours", async () => {
+    const target = path.join(dir, "link-target");
+    await writeFileAtomic(target, "secret");
+    const link = path.join(dir, "linked-state");
+    await fs.symlink(target, link);
+    await assert.rejects(readStateFile(link), failed(/linked-state is a symbolic link; csi-proxy reads state only from regular files it owns/));
+    const dangling = path.join(dir, "dangling-state");
+    await fs.symlink(path.join(dir, "nothing-here"), dangling);
+    await assert.rejects(readStateFile(dangling), failed(/is a symbolic link/), "a dangling link is not 'absent'");
+  });
+
+  it("refuses a FIFO without blocking, and a directory", async () => {
+    const fifo = path.join(dir, "fifo-state");
+    execFileSync("mkfifo", [fifo]);
+    await assert.rejects(readStateFile(fifo), failed(/fifo-state is not a regular file/));
+    await fs.mkdir(path.join(dir, "dir-state"));
+    await assert.rejects(readStateFile(path.join(dir, "dir-state")), failed(/is not a regular file/));
+  });
+
+  it("refuses a file owned by another uid (fstat of the opened file)", async () => {
+    const file = path.join(dir, "foreign-state");
+    await writeFileAtomic(file, "x");
+    const mine = process.getuid!();
+    await assert.rejects(readStateFile(file, { uid: mine + 1 }), failed(new RegExp(`foreign-state is owned by uid ${mine}, not by the user csi-proxy runs as \\(uid ${mine + 1}\\)`)));
+    if (mine === 0) {
+      await fs.chown(file, 65534, 65534);
+      await assert.rejects(readStateFile(file), failed(/is owned by uid 65534/));
+    }
+    assert.equal(await readStateFile(file, { uid: null }), "x", "uid null: no owner check (Windows)");
+  });
+
+  it("createJsonStateFile().load() goes through it", async () => {
+    const target = path.join(dir, "json-target.json");
+    await fs.writeFile(target, '{"n": 1}');
+    const link = path.join(dir, "json-link.json");
+    await fs.symlink(target, link);
+    await assert.rejects(createJsonStateFile(link, (raw) => raw).load(), failed(/json-link\.json is a symbolic link/));
   });
 });

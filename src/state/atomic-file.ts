@@ -7,8 +7,10 @@
  * mix. Works on Linux and Windows (where the directory fsync is skipped: NTFS journals the rename).
  */
 import * as fs from "node:fs/promises";
+import { constants as fsConstants } from "node:fs";
 import * as path from "node:path";
 import { randomBytes } from "node:crypto";
+import { failedPrecondition } from "../errors.ts";
 
 /**
  * Writes `data` to `file` atomically (see module doc), creating missing parent directories (0700).
@@ -64,8 +66,40 @@ export async function readFileIfExists(file: string): Promise<string | null> {
 }
 
 /**
+ * Content of the state file `file`, or null when it does not exist. Only a regular file owned by
+ * `uid` (default: this process's; not checked where there are no uids, i.e. Windows, whose owner
+ * check is done at start-up by src/windows/state-dir-security.ts) is read: the last component is
+ * opened with O_NOFOLLOW (a symbolic link fails instead of being followed) and O_NONBLOCK (a FIFO
+ * cannot hang the open), and the opened file itself is checked with fstat, so what was checked is
+ * what is read. Anything else is refused with FailedPrecondition naming the file.
+ */
+export async function readStateFile(file: string, options: { uid?: number | null } = {}): Promise<string | null> {
+  const uid = options.uid === undefined ? (process.getuid?.() ?? null) : options.uid;
+  const flags = fsConstants.O_RDONLY | (fsConstants.O_NOFOLLOW ?? 0) | (fsConstants.O_NONBLOCK ?? 0);
+  let handle: fs.FileHandle;
+  try {
+    handle = await fs.open(file, flags);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return null;
+    if (code === "ELOOP") throw failedPrecondition(`state file ${file} is a symbolic link; csi-proxy reads state only from regular files it owns: remove it`);
+    throw err;
+  }
+  try {
+    const st = await handle.stat();
+    if (!st.isFile()) throw failedPrecondition(`state file ${file} is not a regular file: remove it`);
+    if (uid !== null && st.uid !== uid) {
+      throw failedPrecondition(`state file ${file} is owned by uid ${st.uid}, not by the user csi-proxy runs as (uid ${uid}), so it is not trusted: check it, then remove it or chown it`);
+    }
+    return await handle.readFile("utf8");
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
  * A JSON document kept in one file. `load` parses and validates it (null when absent; throws on a
- * corrupt or invalid file, never silently resets); `save` replaces it atomically. Saves are
+ * corrupt or invalid file, never silently resets; read with {@link readStateFile}'s checks); `save` replaces it atomically. Saves are
  * serialised in call order, so the file always ends up with the last saved value.
  */
 export interface JsonStateFile<T> {
@@ -79,7 +113,7 @@ export function createJsonStateFile<T>(file: string, validate: (raw: unknown) =>
   return {
     path: file,
     async load() {
-      const text = await readFileIfExists(file);
+      const text = await readStateFile(file);
       if (text === null) return null;
       let raw: unknown;
       try {

@@ -31,6 +31,8 @@ export const WinError = {
   MORE_DATA: 234,
   DIRECTORY: 267,
   INVALID_SECURITY_DESCR: 1338,
+  INVALID_OWNER: 1307,
+  NONE_MAPPED: 1332,
   FAILED_SERVICE_CONTROLLER_CONNECT: 1063,
   NOT_A_REPARSE_POINT: 4390,
   // Service Control Manager (src/windows/scm.ts)
@@ -71,6 +73,8 @@ const messages: Record<number, string> = {
   231: "All pipe instances are busy.",
   267: "The directory name is invalid.",
   1338: "The security descriptor structure is invalid.",
+  1307: "This security ID may not be assigned as the owner of this object.",
+  1332: "No mapping between account names and security IDs was done.",
   1063: "The service process could not connect to the service controller.",
   1051: "A stop control has been sent to a service that other running services are dependent on.",
   1052: "The requested control is not valid for this service.",
@@ -167,10 +171,14 @@ const IOCTL_STORAGE_GET_DEVICE_NUMBER = 0x2d1080;
 const IOCTL_STORAGE_QUERY_PROPERTY = 0x2d1400;
 export const READ_CONTROL = 0x20000;
 export const WRITE_DAC = 0x40000;
+const SE_FILE_OBJECT = 1;
 const SE_KERNEL_OBJECT = 6;
+export const OWNER_SECURITY_INFORMATION = 1;
 export const DACL_SECURITY_INFORMATION = 4;
 export const PROTECTED_DACL_SECURITY_INFORMATION = 0x80000000;
 const SDDL_REVISION_1 = 1;
+const TOKEN_QUERY = 0x8;
+const TOKEN_USER_CLASS = 1;
 
 /** A Win32 HANDLE as koffi returns `intptr` (a number, or a bigint for large values). */
 type Handle = number | bigint;
@@ -215,6 +223,17 @@ export class Win32 {
       SetSecurityInfo: decl(adv, "uint32_t __stdcall SetSecurityInfo(intptr_t h, int type, uint32_t info, void *owner, void *group, void *dacl, void *sacl)"),
       GetSecurityInfo: decl(adv, "uint32_t __stdcall GetSecurityInfo(intptr_t h, int type, uint32_t info, _Out_ void **owner, _Out_ void **group, _Out_ void **dacl, _Out_ void **sacl, _Out_ void **sd)"),
       ConvertSecurityDescriptorToStringSecurityDescriptorW: decl(adv, "int __stdcall ConvertSecurityDescriptorToStringSecurityDescriptorW(void *sd, uint32_t revision, uint32_t info, _Out_ void **str, _Out_ uint32_t *len)"),
+      // State directory (src/windows/state-dir-security.ts)
+      CreateDirectoryW: decl(k32, "int __stdcall CreateDirectoryW(const char16_t *path, const uint8_t *sa)"),
+      SetFileSecurityW: decl(adv, "int __stdcall SetFileSecurityW(const char16_t *name, uint32_t info, void *sd)"),
+      GetNamedSecurityInfoW: decl(adv, "uint32_t __stdcall GetNamedSecurityInfoW(const char16_t *name, int type, uint32_t info, _Out_ void **owner, _Out_ void **group, _Out_ void **dacl, _Out_ void **sacl, _Out_ void **sd)"),
+      GetSecurityDescriptorOwner: decl(adv, "int __stdcall GetSecurityDescriptorOwner(void *sd, _Out_ void **owner, _Out_ int *defaulted)"),
+      ConvertSidToStringSidW: decl(adv, "int __stdcall ConvertSidToStringSidW(void *sid, _Out_ void **str)"),
+      ConvertStringSidToSidW: decl(adv, "int __stdcall ConvertStringSidToSidW(const char16_t *str, _Out_ void **sid)"),
+      LookupAccountSidW: decl(adv, "int __stdcall LookupAccountSidW(void *system, void *sid, _Out_ uint8_t *name, _Inout_ uint32_t *nameLen, _Out_ uint8_t *domain, _Inout_ uint32_t *domainLen, _Out_ int *use)"),
+      GetCurrentProcess: decl(k32, "intptr_t __stdcall GetCurrentProcess()"),
+      OpenProcessToken: decl(adv, "int __stdcall OpenProcessToken(intptr_t process, uint32_t access, _Out_ intptr_t *token)"),
+      GetTokenInformation: decl(adv, "int __stdcall GetTokenInformation(intptr_t token, int cls, _Out_ uint8_t *info, uint32_t len, _Out_ uint32_t *returned)"),
     };
   }
 
@@ -369,6 +388,103 @@ export class Win32 {
       }
     } finally {
       this.localFree(sd[0]);
+    }
+  }
+
+  /**
+   * CreateDirectoryW(path) with the security descriptor `sddl` from the start (no moment in which
+   * the directory has its inherited ACL). False when the path already exists.
+   */
+  createDirectoryWithSecurity(path: string, sddl: string): boolean {
+    const sd = this.securityDescriptorFromSddl(sddl);
+    try {
+      const sa = Buffer.alloc(24); // SECURITY_ATTRIBUTES (x64): nLength, pad, lpSecurityDescriptor, bInheritHandle, pad
+      sa.writeUInt32LE(24, 0);
+      sa.writeBigUInt64LE(BigInt(this.koffi.address(sd)), 8);
+      if (this.#call("CreateDirectoryW", path, sa)) return true;
+      const err = this.#lastError();
+      if (err === WinError.ALREADY_EXISTS) return false;
+      throw new Win32Error(`CreateDirectory ${path}`, err);
+    } finally {
+      this.localFree(sd);
+    }
+  }
+
+  /**
+   * SetFileSecurityW(path, info, <sddl>): sets the parts of the file's or directory's security
+   * named by `info` (OWNER_/DACL_SECURITY_INFORMATION) from `sddl`; a `D:P` DACL is protected.
+   * (SetNamedSecurityInfoW would do on Windows, but Wine 8 accepts it for files and ignores it.)
+   */
+  setFileSecurity(path: string, sddl: string, info: number): void {
+    const sd = this.securityDescriptorFromSddl(sddl);
+    try {
+      if (!this.#call("SetFileSecurityW", path, info, sd)) throw new Win32Error(`SetFileSecurity ${path}`, this.#lastError());
+    } finally {
+      this.localFree(sd);
+    }
+  }
+
+  /** GetNamedSecurityInfoW(SE_FILE_OBJECT, OWNER|DACL): the owner's SID (`S-1-5-…`) and owner + DACL as SDDL. */
+  fileSecurity(path: string): { ownerSid: string; sddl: string } {
+    const owner: unknown[] = [null], group: unknown[] = [null], dacl: unknown[] = [null], sacl: unknown[] = [null], sd: unknown[] = [null];
+    const info = OWNER_SECURITY_INFORMATION | DACL_SECURITY_INFORMATION;
+    const err = this.#call("GetNamedSecurityInfoW", path, SE_FILE_OBJECT, info, owner, group, dacl, sacl, sd) as number;
+    if (err !== 0) throw new Win32Error(`GetNamedSecurityInfo ${path}`, err);
+    try {
+      const ownerSid = owner[0] ? this.#sidString(owner[0]) : "";
+      const str: unknown[] = [null], len = [0];
+      if (!this.#call("ConvertSecurityDescriptorToStringSecurityDescriptorW", sd[0], SDDL_REVISION_1, info, str, len)) {
+        throw new Win32Error("ConvertSecurityDescriptorToStringSecurityDescriptor", this.#lastError());
+      }
+      try {
+        return { ownerSid, sddl: this.koffi.decode.string16(str[0]) };
+      } finally {
+        this.localFree(str[0]);
+      }
+    } finally {
+      this.localFree(sd[0]);
+    }
+  }
+
+  #sidString(sid: unknown): string {
+    const str: unknown[] = [null];
+    if (!this.#call("ConvertSidToStringSidW", sid, str)) throw new Win32Error("ConvertSidToStringSid", this.#lastError());
+    try {
+      return this.koffi.decode.string16(str[0]);
+    } finally {
+      this.localFree(str[0]);
+    }
+  }
+
+  /** The SID (`S-1-5-18` for LocalSystem) of the account this process runs as (its token's user). */
+  tokenUserSid(): string {
+    const token = [0 as Handle];
+    if (!this.#call("OpenProcessToken", this.#call("GetCurrentProcess"), TOKEN_QUERY, token)) throw new Win32Error("OpenProcessToken", this.#lastError());
+    try {
+      const buf = Buffer.alloc(256); // TOKEN_USER { SID_AND_ATTRIBUTES { PSID Sid; DWORD Attributes } } + the SID itself
+      const returned = [0];
+      if (!this.#call("GetTokenInformation", token[0], TOKEN_USER_CLASS, buf, buf.length, returned)) throw new Win32Error("GetTokenInformation(TokenUser)", this.#lastError());
+      // Sid points into `buf`; read it at its offset there (checked to lie inside).
+      const offset = Number(buf.readBigUInt64LE(0) - BigInt(this.koffi.address(buf)));
+      if (!(offset >= 16 && offset < returned[0])) throw new Win32Error("GetTokenInformation(TokenUser): SID outside the buffer", WinError.INVALID_PARAMETER);
+      return this.#sidString(buf.subarray(offset));
+    } finally {
+      this.closeHandle(token[0]);
+    }
+  }
+
+  /** `DOMAIN\name` of a SID (`S-1-…`), or null when Windows cannot name it. */
+  accountName(sid: string): string | null {
+    const p: unknown[] = [null];
+    if (!this.#call("ConvertStringSidToSidW", sid, p)) return null;
+    try {
+      const name = Buffer.alloc(2 * 256), domain = Buffer.alloc(2 * 256);
+      const nameLen = [256], domainLen = [256], use = [0];
+      if (!this.#call("LookupAccountSidW", null, p[0], name, nameLen, domain, domainLen, use)) return null;
+      const d = utf16z(domain), n = utf16z(name);
+      return d ? `${d}\\${n}` : n;
+    } finally {
+      this.localFree(p[0]);
     }
   }
 }

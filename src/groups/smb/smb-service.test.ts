@@ -6,6 +6,7 @@ import { describe, it } from "node:test";
 import { Code, CsiProxyError, internal } from "../../errors.ts";
 import { FakeSmbHost } from "../../host/fake/smb.ts";
 import { createJsonStateFile, type JsonStateFile } from "../../state/atomic-file.ts";
+import { guardStateFile, StateDirRefusal } from "../../state/state-dir.ts";
 import { createPathPolicy } from "../filesystem/path-policy.ts";
 import { createSmbService, type RefCountedSmbService } from "./smb-service.ts";
 import { validateSmbState, type SmbState } from "./smb-state.ts";
@@ -408,6 +409,30 @@ describe("persistence and start-up reconciliation", () => {
       assert.ok(host.mappings.has(ROOT));
       assert.equal(state.text, text, "the file is left for the operator");
       assert.ok(logs.some((l) => l.startsWith("W SMB state file")));
+    }
+  });
+
+  it("a refused state directory makes every call answer its FailedPrecondition as is (logged once, at start-up, by the check)", async () => {
+    const refusal = new StateDirRefusal("state directory /x is owned by uid 65534 (nobody), ...; SMB calls are refused until this is fixed");
+    const host = new FakeSmbHost().addMapping(ROOT);
+    const { smb, logs } = await setup({ host, state: guardStateFile(memoryState(), refusal) as ReturnType<typeof memoryState> });
+    await assert.rejects(smb.newSmbGlobalMapping(req(ROOT)), (e) => e === refusal);
+    await assert.rejects(smb.removeSmbGlobalMapping({ remotePath: ROOT }), (e) => e === refusal);
+    assert.ok(host.mappings.has(ROOT), "no mapping is touched");
+    assert.deepEqual(logs, [], "secureStateDir() logged it already");
+  });
+
+  it("a state file refused when read (e.g. a symbolic link) makes every call FailedPrecondition naming it", async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), "smb-state-"));
+    try {
+      const file = path.join(dir, "smb-mappings.json");
+      await fs.writeFile(path.join(dir, "elsewhere.json"), '{"version":1,"roots":{}}');
+      await fs.symlink(path.join(dir, "elsewhere.json"), file);
+      const { smb, logs } = await setup({ state: createJsonStateFile(file, validateSmbState) as ReturnType<typeof memoryState> });
+      await rejectsWith(smb.removeSmbGlobalMapping({ remotePath: ROOT }), Code.FailedPrecondition, /state file .*smb-mappings\.json is a symbolic link.*; SMB calls are refused until this is fixed/);
+      assert.equal(logs.length, 1);
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
     }
   });
 

@@ -3,7 +3,8 @@ import type { SmbService } from "./types.ts";
 import type { SmbHostApi } from "./host-api.ts";
 import type { PathPolicy } from "../filesystem/path-policy.ts";
 import type { JsonStateFile } from "../../state/atomic-file.ts";
-import { CsiProxyError, alreadyExists, failedPrecondition, invalidArgument, notFound } from "../../errors.ts";
+import { StateDirRefusal } from "../../state/state-dir.ts";
+import { CsiProxyError, Code, alreadyExists, failedPrecondition, invalidArgument, notFound } from "../../errors.ts";
 import { parseRemotePath, quoteForError } from "./remote-path.ts";
 import { emptySmbState, type SmbRootState, type SmbState, type SmbUser } from "./smb-state.ts";
 
@@ -87,11 +88,18 @@ export async function createSmbService(deps: SmbServiceDeps): Promise<RefCounted
   try {
     state = (await deps.state.load()) ?? emptySmbState();
   } catch (err) {
-    broken = failedPrecondition(
-      `SMB state file ${deps.state.path} is unreadable (${err instanceof Error ? err.message : String(err)}); ` +
-        "SMB calls are refused so that no share is unmapped under its users: repair the file, or move it away to start counting afresh",
-    );
-    log.warning(broken.message);
+    if (err instanceof StateDirRefusal) {
+      broken = err; // the start-up check of the state directory refused it, and logged why (src/state/state-dir.ts)
+    } else if (err instanceof CsiProxyError && err.code === Code.FailedPrecondition) {
+      // e.g. readStateFile refusing a symbolic link: its message says what to do
+      broken = failedPrecondition(`${err.message}; SMB calls are refused until this is fixed`);
+    } else {
+      broken = failedPrecondition(
+        `SMB state file ${deps.state.path} is unreadable (${err instanceof Error ? err.message : String(err)}); ` +
+          "SMB calls are refused so that no share is unmapped under its users: repair the file, or move it away to start counting afresh",
+      );
+    }
+    if (!(err instanceof StateDirRefusal)) log.warning(broken.message);
   }
   const usable = () => {
     if (broken) throw broken;

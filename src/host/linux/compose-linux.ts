@@ -3,7 +3,8 @@
  * Node fs. Disk and volume: sysfs/procfs reads and util-linux/e2fsprogs/xfsprogs through
  * run-command, sharing one lock per disk and one offline-state file (beside the sockets: per
  * daemon, gone at reboot). SMB: CIFS mounts under the state dir. iSCSI: open-iscsi. System: DMI and
- * systemd.
+ * systemd. The state dir is secured first, before any state is read (src/state/state-dir.ts); a
+ * refusal makes SMB (and iSCSI mutual CHAP) answer FailedPrecondition, other groups are unaffected.
  */
 import * as fsPromises from "node:fs/promises";
 import * as path from "node:path";
@@ -14,6 +15,7 @@ import { createDiskService } from "../../groups/disk/disk-service.ts";
 import { createVolumeService } from "../../groups/volume/volume-service.ts";
 import { createSmbService } from "../../groups/smb/smb-service.ts";
 import { smbStateFile } from "../../groups/smb/smb-state.ts";
+import { guardStateFile, secureStateDir } from "../../state/state-dir.ts";
 import { createIscsiService } from "../../groups/iscsi/iscsi-service.ts";
 import { createSystemService } from "../../groups/system/system-service.ts";
 import { createKeyedMutex } from "../../util/keyed-mutex.ts";
@@ -26,6 +28,7 @@ import { LinuxIscsiHost } from "./iscsi.ts";
 import { LinuxSystemHost } from "./system.ts";
 
 export async function createLinuxServices(config: ProxyConfig): Promise<Services> {
+  const trust = await secureStateDir(config.stateDir, "linux", { log: config.logger });
   const policy = createPathPolicy({
     platform: "linux",
     allowedDirs: [...config.workingDirs, config.kubeletPath],
@@ -40,12 +43,12 @@ export async function createLinuxServices(config: ProxyConfig): Promise<Services
     smb: await createSmbService({
       host: new LinuxSmbHost(config),
       policy,
-      state: smbStateFile(config.stateDir),
+      state: guardStateFile(smbStateFile(config.stateDir), trust.smb),
       requirePrivacy: config.requirePrivacy,
       platform: "linux",
       log: config.logger,
     }),
-    iscsi: createIscsiService({ host: new LinuxIscsiHost(config) }),
+    iscsi: createIscsiService({ host: new LinuxIscsiHost({ stateDir: config.stateDir, stateRefusal: trust.iscsi }) }),
     system: createSystemService({ host: new LinuxSystemHost(), platform: "linux", allowedServices: config.allowedServices }),
   };
 }

@@ -22,7 +22,10 @@
  * incoming credentials. The secret is kept in `<state-dir>/iscsi/mutual-chap-secret` (0600) and
  * written as `password_in` when a target is connected with MUTUAL_CHAP. open-iscsi also checks
  * the name the target answers with (`username_in`), which the API has no field for; the target's
- * IQN is used (what targets send by default when no mutual user name is configured).
+ * IQN is used (what targets send by default when no mutual user name is configured). The secret
+ * is read only from a regular file owned by csi-proxy's uid (readStateFile: O_NOFOLLOW + fstat);
+ * when the start-up check of the state directory refused it (src/state/state-dir.ts), both mutual
+ * CHAP operations answer that FailedPrecondition instead.
  *
  * Disk numbers follow the disk group's numbering (src/host/linux/block-model.ts `diskNumberOf`):
  * the block device's dev_t as (major << 20) | minor.
@@ -33,7 +36,7 @@ import type { IscsiHostApi } from "../../groups/iscsi/host-api.ts";
 import type { AuthenticationType, TargetPortal } from "../../groups/iscsi/types.ts";
 import { CsiProxyError, Code } from "../../errors.ts";
 import { HostCommandError, runCommand } from "../exec/run-command.ts";
-import { readFileIfExists, removeFileDurably, writeFileAtomic } from "../../state/atomic-file.ts";
+import { readFileIfExists, readStateFile, removeFileDurably, writeFileAtomic } from "../../state/atomic-file.ts";
 
 export interface LinuxIscsiHostOptions {
   /** The daemon's state directory (`-state-dir`): holds the mutual CHAP secret. */
@@ -46,6 +49,8 @@ export interface LinuxIscsiHostOptions {
   sysDir?: string;
   /** Bound for one iscsiadm run (default 180 s: a login retries for up to 120 s by default). */
   timeoutMs?: number;
+  /** Set when the start-up check refused the state directory's iSCSI part: mutual CHAP answers it. */
+  stateRefusal?: CsiProxyError | null;
 }
 
 const AUTH_KEYS = new Set([
@@ -99,6 +104,7 @@ export class LinuxIscsiHost implements IscsiHostApi {
   readonly #sys: string;
   readonly #timeoutMs: number;
   readonly #mutualFile: string;
+  readonly #stateRefusal: CsiProxyError | null;
 
   constructor(options: LinuxIscsiHostOptions) {
     this.#iscsiadm = options.iscsiadm ?? "iscsiadm";
@@ -106,6 +112,7 @@ export class LinuxIscsiHost implements IscsiHostApi {
     this.#sys = options.sysDir ?? "/sys";
     this.#timeoutMs = options.timeoutMs ?? 180_000;
     this.#mutualFile = path.join(options.stateDir, "iscsi", "mutual-chap-secret");
+    this.#stateRefusal = options.stateRefusal ?? null;
   }
 
   async #run(what: string, args: string[], options: { ok?: number[]; redact?: string[] } = {}) {
@@ -150,7 +157,8 @@ export class LinuxIscsiHost implements IscsiHostApi {
       lines.push(["node.session.auth.password", auth.chapSecret]);
     }
     if (auth.type === "MUTUAL_CHAP") {
-      const mutual = (await readFileIfExists(this.#mutualFile)) ?? "";
+      if (this.#stateRefusal) throw this.#stateRefusal;
+      const mutual = (await readStateFile(this.#mutualFile)) ?? "";
       if (mutual === "") throw new CsiProxyError(Code.FailedPrecondition, "mutual CHAP needs the initiator's mutual CHAP secret: call SetMutualChapSecret first");
       redact.push(mutual);
       lines.push(["node.session.auth.username_in", iqn], ["node.session.auth.password_in", mutual]);
@@ -186,6 +194,7 @@ export class LinuxIscsiHost implements IscsiHostApi {
   }
 
   async setMutualChapSecret(secret: string): Promise<void> {
+    if (this.#stateRefusal) throw this.#stateRefusal;
     if (secret === "") await removeFileDurably(this.#mutualFile);
     else await writeFileAtomic(this.#mutualFile, secret, { mode: 0o600 });
   }

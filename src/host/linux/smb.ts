@@ -72,6 +72,13 @@ export class LinuxSmbHost implements SmbHostApi {
     await fs.mkdir(dir, { recursive: true, mode: 0o755 }).catch((err) => {
       throw fsError(err, "mkdir", dir);
     });
+    // mount(8) follows symbolic links: never mount onto a link, or onto a directory another user made
+    // (the state directory and its smb/ parts are checked at start-up: src/state/state-dir.ts).
+    const made = await fs.lstat(dir);
+    const uid = process.getuid?.();
+    if (made.isSymbolicLink() || !made.isDirectory() || (uid !== undefined && made.uid !== uid)) {
+      throw new CsiProxyError(Code.FailedPrecondition, `mount directory ${dir} is not a directory owned by csi-proxy's user (uid ${uid}); remove it`);
+    }
     // Links in the kubelet directory point in here: the state dir (maybe created 0700 for its
     // secrets, which are 0600 files) must be traversable, not listable, by others.
     const st = await fs.stat(this.#stateDir);

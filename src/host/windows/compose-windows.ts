@@ -4,7 +4,9 @@
  * PowerShell worker pool + Win32 (koffi). SMB and iSCSI: CIM/SMB cmdlets through a second worker
  * pool running the SMB/iSCSI/System script (+ CreateSymbolicLinkW for SMB links). System: the BIOS
  * serial through that pool, services through the Service Control Manager (koffi, no process).
- * Both pools start their workers on first use only.
+ * Both pools start their workers on first use only. The state dir gets its owner and protected
+ * DACL before any state is read (src/windows/state-dir-security.ts); a refusal makes SMB answer
+ * FailedPrecondition, other groups are unaffected.
  */
 import * as fsPromises from "node:fs/promises";
 import type { ProxyConfig, Services } from "../../compose.ts";
@@ -12,6 +14,7 @@ import { createFilesystemService } from "../../groups/filesystem/filesystem-serv
 import { createFsResolver, createPathPolicy } from "../../groups/filesystem/path-policy.ts";
 import { createSmbService } from "../../groups/smb/smb-service.ts";
 import { smbStateFile } from "../../groups/smb/smb-state.ts";
+import { guardStateFile, secureStateDir } from "../../state/state-dir.ts";
 import { createIscsiService } from "../../groups/iscsi/iscsi-service.ts";
 import { createSystemService } from "../../groups/system/system-service.ts";
 import { loadWin32 } from "../../windows/win32.ts";
@@ -36,6 +39,7 @@ export function createSmbIscsiSystemPool(options: { file?: string; size?: number
 
 export async function createWindowsServices(config: ProxyConfig): Promise<Services> {
   const win32 = await loadWin32();
+  const trust = await secureStateDir(config.stateDir, "win32", { log: config.logger });
   const policy = createPathPolicy({
     platform: "win32",
     allowedDirs: [...config.workingDirs, config.kubeletPath],
@@ -50,7 +54,7 @@ export async function createWindowsServices(config: ProxyConfig): Promise<Servic
     smb: await createSmbService({
       host: new WindowsSmbHost(pool, win32),
       policy,
-      state: smbStateFile(config.stateDir),
+      state: guardStateFile(smbStateFile(config.stateDir), trust.smb),
       requirePrivacy: config.requirePrivacy,
       platform: "win32",
       log: config.logger,
