@@ -63,15 +63,15 @@ function bind(group: Group, version: string, address: string, timeoutMs: number)
   return { group, version, address, client: createClient(service, transport), close: () => sessions.abort() };
 }
 
-/** True when something accepts a connection at the address (the endpoint is served). */
-function canConnect(address: string): Promise<boolean> {
+/** True when something accepts a connection at the address (the endpoint is served) within timeoutMs. */
+export function canConnect(address: string, timeoutMs = 2000): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = net.connect(address);
     const done = (ok: boolean) => {
       socket.destroy();
       resolve(ok);
     };
-    socket.setTimeout(2000, () => done(false));
+    socket.setTimeout(timeoutMs, () => done(false));
     socket.once("connect", () => done(true));
     socket.once("error", () => done(false));
   });
