@@ -13,6 +13,7 @@ import * as path from "node:path";
 import { connectGroup } from "../../src/client/connect-group.ts";
 import { nodeBinary, repoRoot, startDaemonProcess, type DaemonProcess } from "../helpers/daemon-process.ts";
 import { createLoopDevice, loopDeviceSkipReason, type LoopDevice } from "../helpers/loop-device.ts";
+import { rejectsWithCode } from "../helpers/assert-coded.ts";
 
 const skip = loopDeviceSkipReason();
 if (skip) process.stderr.write(`disk-volume integration tests skipped: ${skip}\n`);
@@ -20,18 +21,6 @@ if (skip) process.stderr.write(`disk-volume integration tests skipped: ${skip}\n
 const MiB = 1024 * 1024;
 const Code = { InvalidArgument: 3, NotFound: 5, PermissionDenied: 7, FailedPrecondition: 9 };
 const VOLUME_ID = /^\\\\\?\\Volume\{[\w-]*\}\\$/;
-
-async function expectCode(p: Promise<unknown>, code: number, pattern?: RegExp): Promise<string> {
-  try {
-    await p;
-  } catch (err) {
-    const e = err as { code?: number; rawMessage?: string; message: string };
-    assert.equal(e.code, code, `expected code ${code}, got ${e.code}: ${e.message}`);
-    if (pattern) assert.match(e.rawMessage ?? e.message, pattern);
-    return e.rawMessage ?? e.message;
-  }
-  assert.fail(`expected code ${code}, but the call succeeded`);
-}
 
 /** CAP_SYS_RESOURCE (bit 24) in this process's effective set: needed to grow a mounted ext4. */
 function hasCapSysResource(): boolean {
@@ -187,7 +176,7 @@ describe("disk and volume groups on loop devices", { skip: skip ?? false }, () =
         await c.volume.resizeVolume({ volumeId, sizeBytes: 0n });
       } else {
         // Growing a mounted ext4 needs CAP_SYS_RESOURCE; refused before any change, then done offline.
-        await expectCode(c.volume.resizeVolume({ volumeId, sizeBytes: 0n }), Code.PermissionDenied, /CAP_SYS_RESOURCE/);
+        await rejectsWithCode(c.volume.resizeVolume({ volumeId, sizeBytes: 0n }), Code.PermissionDenied, /CAP_SYS_RESOURCE/);
         assert.equal(readMarker(stage), "v1 data");
         await c.volume.unmountVolume({ volumeId, targetPath: stage });
         await c.volume.resizeVolume({ volumeId, sizeBytes: 0n });
@@ -200,7 +189,7 @@ describe("disk and volume groups on loop devices", { skip: skip ?? false }, () =
 
       await c.volume.unmountVolume({ volumeId, targetPath: stage });
       assert.deepEqual(loop.mounts(), []);
-      await expectCode(c.volume.unmountVolume({ volumeId, targetPath: stage }), Code.NotFound, /not a mount point/);
+      await rejectsWithCode(c.volume.unmountVolume({ volumeId, targetPath: stage }), Code.NotFound, /not a mount point/);
       const unmounted = await c.volume.getVolumeStats({ volumeId }); // from the superblock (dumpe2fs)
       assert.ok(unmounted.totalBytes >= grown.totalBytes && unmounted.totalBytes <= BigInt(512 * MiB), `unmounted total ${unmounted.totalBytes}`);
       withReadOnlyMount(partitionOf(loop), (dir) => assert.equal(readMarker(dir), "v1 data"));
@@ -209,7 +198,7 @@ describe("disk and volume groups on loop devices", { skip: skip ?? false }, () =
       await c.disk.setDiskState({ diskNumber, isOnline: false });
       assert.equal((await c.disk.getDiskState({ diskNumber })).isOnline, false);
       assert.equal(readFileSync(`/sys/block/${loop.name}/ro`, "utf8").trim(), "1");
-      await expectCode(c.volume.mountVolume({ volumeId, targetPath: stage }), Code.FailedPrecondition, /offline/);
+      await rejectsWithCode(c.volume.mountVolume({ volumeId, targetPath: stage }), Code.FailedPrecondition, /offline/);
       await c.disk.setDiskState({ diskNumber, isOnline: true });
       assert.equal((await c.disk.getDiskState({ diskNumber })).isOnline, true);
       assert.equal(readFileSync(`/sys/block/${loop.name}/ro`, "utf8").trim(), "0");
@@ -267,7 +256,7 @@ describe("disk and volume groups on loop devices", { skip: skip ?? false }, () =
       const unmounted = await volume.client.volumeStats({ volumeId }); // from the superblock (xfs_db)
       assert.ok(unmounted.volumeSize > BigInt(900 * MiB) && unmounted.volumeSize <= BigInt(1024 * MiB), `unmounted size ${unmounted.volumeSize}`);
       withReadOnlyMount(partitionOf(loop), (dir) => assert.equal(readMarker(dir), "v1beta1 data"));
-      await expectCode(disk.client.diskStats({ diskID: "not-a-number" }), Code.InvalidArgument);
+      await rejectsWithCode(disk.client.diskStats({ diskID: "not-a-number" }), Code.InvalidArgument);
     } finally {
       disk.close();
       volume.close();
@@ -285,13 +274,13 @@ describe("disk and volume groups on loop devices", { skip: skip ?? false }, () =
         writeMarker(dir, "whole-disk data");
         run("umount", [dir]);
         rmSync(dir, { recursive: true });
-        await expectCode(c.disk.partitionDisk({ diskNumber: loop.diskNumber }), Code.FailedPrecondition, /no partition table but holds ext4/);
+        await rejectsWithCode(c.disk.partitionDisk({ diskNumber: loop.diskNumber }), Code.FailedPrecondition, /no partition table but holds ext4/);
         assert.equal(probe(loop.device), "ext4");
         withReadOnlyMount(loop.device, (d) => assert.equal(readMarker(d), "whole-disk data"));
         // Its one volume is the whole disk; formatting it (another type) and resizing it are refused too.
         const { volumeIds } = await c.volume.listVolumesOnDisk({ diskNumber: loop.diskNumber, partitionNumber: 0 });
         assert.deepEqual(volumeIds, [`\\\\?\\Volume{dev-${loop.major}-${loop.minor}}\\`]);
-        await expectCode(c.volume.resizeVolume({ volumeId: volumeIds[0], sizeBytes: 0n }), Code.FailedPrecondition, /whole-disk/);
+        await rejectsWithCode(c.volume.resizeVolume({ volumeId: volumeIds[0], sizeBytes: 0n }), Code.FailedPrecondition, /whole-disk/);
       } finally {
         c.close();
       }
@@ -310,7 +299,7 @@ describe("disk and volume groups on loop devices", { skip: skip ?? false }, () =
         run("umount", [dir]);
         rmSync(dir, { recursive: true });
         assert.equal((await c.volume.isVolumeFormatted({ volumeId })).formatted, true);
-        await expectCode(c.volume.formatVolume({ volumeId }), Code.FailedPrecondition, /already holds xfs; formatting would destroy/);
+        await rejectsWithCode(c.volume.formatVolume({ volumeId }), Code.FailedPrecondition, /already holds xfs; formatting would destroy/);
         assert.equal(probe(partitionOf(loop)), "xfs");
         withReadOnlyMount(partitionOf(loop), (d) => assert.equal(readMarker(d), "xfs data"));
       } finally {
@@ -327,14 +316,14 @@ describe("disk and volume groups on loop devices", { skip: skip ?? false }, () =
         const diskNumber = disk.major * 2 ** 20 + disk.minor;
         const listed = await c.disk.listDiskIDs({});
         if (!(diskNumber in listed.diskIDs)) return t.skip(`the root disk ${disk.major}:${disk.minor} is not a listed disk`);
-        await expectCode(c.disk.partitionDisk({ diskNumber }), Code.FailedPrecondition, /root filesystem \//);
-        await expectCode(c.disk.setDiskState({ diskNumber, isOnline: false }), Code.FailedPrecondition, /root filesystem \//);
+        await rejectsWithCode(c.disk.partitionDisk({ diskNumber }), Code.FailedPrecondition, /root filesystem \//);
+        await rejectsWithCode(c.disk.setDiskState({ diskNumber, isOnline: false }), Code.FailedPrecondition, /root filesystem \//);
         assert.equal((await c.disk.getDiskState({ diskNumber })).isOnline, true);
         const rootVolume = `\\\\?\\Volume{dev-${root.major}-${root.minor}}\\`;
-        await expectCode(c.volume.formatVolume({ volumeId: rootVolume }), Code.FailedPrecondition, /root filesystem \//);
+        await rejectsWithCode(c.volume.formatVolume({ volumeId: rootVolume }), Code.FailedPrecondition, /root filesystem \//);
         const stage = path.join(ext4.kubeletDir, "root-mount");
         mkdirSync(stage, { recursive: true });
-        await expectCode(c.volume.mountVolume({ volumeId: rootVolume, targetPath: stage }), Code.FailedPrecondition, /root filesystem \//);
+        await rejectsWithCode(c.volume.mountVolume({ volumeId: rootVolume, targetPath: stage }), Code.FailedPrecondition, /root filesystem \//);
       } finally {
         c.close();
       }
@@ -357,12 +346,12 @@ describe("disk and volume groups on loop devices", { skip: skip ?? false }, () =
         const stage = path.join(ext4.kubeletDir, "elsewhere-stage");
         mkdirSync(stage);
         const outside = new RegExp(`mounted at ${elsewhere.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}, outside`);
-        await expectCode(c.disk.partitionDisk({ diskNumber }), Code.FailedPrecondition, outside);
-        await expectCode(c.volume.formatVolume({ volumeId }), Code.FailedPrecondition, outside);
-        await expectCode(c.volume.resizeVolume({ volumeId, sizeBytes: 0n }), Code.FailedPrecondition, outside);
-        await expectCode(c.disk.setDiskState({ diskNumber, isOnline: false }), Code.FailedPrecondition, outside);
-        await expectCode(c.volume.mountVolume({ volumeId, targetPath: stage }), Code.FailedPrecondition, outside);
-        await expectCode(c.volume.unmountVolume({ volumeId, targetPath: elsewhere }), Code.PermissionDenied, /not within the allowed directories/);
+        await rejectsWithCode(c.disk.partitionDisk({ diskNumber }), Code.FailedPrecondition, outside);
+        await rejectsWithCode(c.volume.formatVolume({ volumeId }), Code.FailedPrecondition, outside);
+        await rejectsWithCode(c.volume.resizeVolume({ volumeId, sizeBytes: 0n }), Code.FailedPrecondition, outside);
+        await rejectsWithCode(c.disk.setDiskState({ diskNumber, isOnline: false }), Code.FailedPrecondition, outside);
+        await rejectsWithCode(c.volume.mountVolume({ volumeId, targetPath: stage }), Code.FailedPrecondition, outside);
+        await rejectsWithCode(c.volume.unmountVolume({ volumeId, targetPath: elsewhere }), Code.PermissionDenied, /not within the allowed directories/);
         assert.deepEqual(loop.mounts(), [elsewhere]);
         assert.equal(readMarker(elsewhere), "admin data");
         assert.equal(readFileSync(`/sys/block/${loop.name}/${loop.name}p1/size`, "utf8"), partitionSize, "partition not grown");
@@ -386,14 +375,14 @@ describe("disk and volume groups on loop devices", { skip: skip ?? false }, () =
         const [volumeId] = (await c.volume.listVolumesOnDisk({ diskNumber: loop.diskNumber, partitionNumber: 0 })).volumeIds;
         await c.volume.formatVolume({ volumeId });
         writeFileSync(path.join(outsideDir, "keep.txt"), "outside data");
-        await expectCode(c.volume.mountVolume({ volumeId, targetPath: outsideDir }), Code.PermissionDenied, /not within the allowed directories/);
-        await expectCode(c.volume.mountVolume({ volumeId, targetPath: path.join(ext4.kubeletDir, "..", path.basename(outsideDir)) }), Code.PermissionDenied);
+        await rejectsWithCode(c.volume.mountVolume({ volumeId, targetPath: outsideDir }), Code.PermissionDenied, /not within the allowed directories/);
+        await rejectsWithCode(c.volume.mountVolume({ volumeId, targetPath: path.join(ext4.kubeletDir, "..", path.basename(outsideDir)) }), Code.PermissionDenied);
         const link = path.join(ext4.kubeletDir, "link-out");
         symlinkSync(outsideDir, link);
-        await expectCode(c.volume.mountVolume({ volumeId, targetPath: link }), Code.PermissionDenied, /resolved to/);
-        await expectCode(c.volume.getVolumeIDFromTargetPath({ targetPath: "/" }), Code.PermissionDenied);
-        await expectCode(c.volume.mountVolume({ volumeId: "", targetPath: link }), Code.InvalidArgument, /VolumeId is empty/);
-        await expectCode(c.volume.mountVolume({ volumeId: "-1", targetPath: ext4.kubeletDir }), Code.InvalidArgument, /not of the form/);
+        await rejectsWithCode(c.volume.mountVolume({ volumeId, targetPath: link }), Code.PermissionDenied, /resolved to/);
+        await rejectsWithCode(c.volume.getVolumeIDFromTargetPath({ targetPath: "/" }), Code.PermissionDenied);
+        await rejectsWithCode(c.volume.mountVolume({ volumeId: "", targetPath: link }), Code.InvalidArgument, /VolumeId is empty/);
+        await rejectsWithCode(c.volume.mountVolume({ volumeId: "-1", targetPath: ext4.kubeletDir }), Code.InvalidArgument, /not of the form/);
         assert.deepEqual(loop.mounts(), []);
         assert.equal(readFileSync(path.join(outsideDir, "keep.txt"), "utf8"), "outside data");
 
@@ -401,15 +390,15 @@ describe("disk and volume groups on loop devices", { skip: skip ?? false }, () =
         const full = path.join(ext4.kubeletDir, "full");
         mkdirSync(full);
         writeFileSync(path.join(full, "x"), "x");
-        await expectCode(c.volume.mountVolume({ volumeId, targetPath: full }), Code.FailedPrecondition, /not empty/);
+        await rejectsWithCode(c.volume.mountVolume({ volumeId, targetPath: full }), Code.FailedPrecondition, /not empty/);
         const foreign = path.join(ext4.kubeletDir, "foreign");
         mkdirSync(foreign);
         run("mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", foreign]);
         try {
           writeFileSync(path.join(foreign, "f.txt"), "tmpfs data");
-          await expectCode(c.volume.unmountVolume({ volumeId, targetPath: foreign }), Code.FailedPrecondition, /refusing to unmount/);
-          await expectCode(c.volume.mountVolume({ volumeId, targetPath: foreign }), Code.FailedPrecondition, /already mounted there/);
-          await expectCode(c.volume.getVolumeIDFromTargetPath({ targetPath: foreign }), Code.NotFound, /tmpfs/);
+          await rejectsWithCode(c.volume.unmountVolume({ volumeId, targetPath: foreign }), Code.FailedPrecondition, /refusing to unmount/);
+          await rejectsWithCode(c.volume.mountVolume({ volumeId, targetPath: foreign }), Code.FailedPrecondition, /already mounted there/);
+          await rejectsWithCode(c.volume.getVolumeIDFromTargetPath({ targetPath: foreign }), Code.NotFound, /tmpfs/);
           assert.equal(readFileSync(path.join(foreign, "f.txt"), "utf8"), "tmpfs data");
         } finally {
           run("umount", [foreign]);
@@ -452,13 +441,13 @@ describe("disk and volume groups on loop devices", { skip: skip ?? false }, () =
       if (disk.version !== "v1" || volume.version !== "v1") throw new Error("unexpected versions");
       try {
         const root = /must run as root.*uid 65534/;
-        await expectCode(disk.client.listDiskIDs({}), Code.PermissionDenied, root);
-        await expectCode(disk.client.partitionDisk({ diskNumber: loop.diskNumber }), Code.PermissionDenied, root);
-        await expectCode(disk.client.getDiskStats({ diskNumber: loop.diskNumber }), Code.PermissionDenied, root);
-        await expectCode(disk.client.rescan({}), Code.PermissionDenied, root);
-        await expectCode(volume.client.listVolumesOnDisk({ diskNumber: loop.diskNumber, partitionNumber: 0 }), Code.PermissionDenied, root);
-        await expectCode(volume.client.formatVolume({ volumeId: "\\\\?\\Volume{dev-7-0}\\" }), Code.PermissionDenied, root);
-        await expectCode(volume.client.mountVolume({ volumeId: "\\\\?\\Volume{dev-7-0}\\", targetPath: kubeletDir }), Code.PermissionDenied, root);
+        await rejectsWithCode(disk.client.listDiskIDs({}), Code.PermissionDenied, root);
+        await rejectsWithCode(disk.client.partitionDisk({ diskNumber: loop.diskNumber }), Code.PermissionDenied, root);
+        await rejectsWithCode(disk.client.getDiskStats({ diskNumber: loop.diskNumber }), Code.PermissionDenied, root);
+        await rejectsWithCode(disk.client.rescan({}), Code.PermissionDenied, root);
+        await rejectsWithCode(volume.client.listVolumesOnDisk({ diskNumber: loop.diskNumber, partitionNumber: 0 }), Code.PermissionDenied, root);
+        await rejectsWithCode(volume.client.formatVolume({ volumeId: "\\\\?\\Volume{dev-7-0}\\" }), Code.PermissionDenied, root);
+        await rejectsWithCode(volume.client.mountVolume({ volumeId: "\\\\?\\Volume{dev-7-0}\\", targetPath: kubeletDir }), Code.PermissionDenied, root);
         assert.equal(probe(loop.device, "PTTYPE"), "", "the disk was not touched");
       } finally {
         disk.close();

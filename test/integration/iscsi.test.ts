@@ -25,25 +25,10 @@ import * as path from "node:path";
 import { spawnSync } from "node:child_process";
 import { after, before, describe, it } from "node:test";
 import { connectGroup } from "../../src/client/connect-group.ts";
-import {
-  fakeIscsiTransportSetup,
-  isRoot,
-  mountNamespace,
-  recordingProgram,
-  rejectsWithCode,
-  startDaemon,
-  startFakeIscsid,
-  startTgt,
-  type MountNamespace,
-  type RecordingProgram,
-  type RunningDaemon,
-  type TgtTarget,
-} from "./smb-iscsi-system-fixtures.ts";
+import { canRunIscsiTarget, iscsiTransportNamespace, kernelHasIscsiTcp, recordingProgram, startDaemon, startTgt, type FakeIscsid, type MountNamespace, type RecordingProgram, type RunningDaemon, type TgtTarget } from "./smb-iscsi-system-fixtures.ts";
+import { rejectsWithCode } from "../helpers/assert-coded.ts";
 
-const which = (p: string) => spawnSync("sh", ["-c", `command -v ${p}`]).status === 0;
-const kernelHasIscsiTcp = await fs.stat("/sys/module/iscsi_tcp").then(() => true, () => false);
-const canRun = isRoot && which("tgtd") && which("iscsiadm") && which("unshare");
-const skip = !canRun ? "needs root, tgt (tgtd), open-iscsi (iscsiadm) and unshare: run scripts/install-test-tools.sh" : kernelHasIscsiTcp ? "this kernel has iscsi_tcp: the no-module expectations do not apply" : false;
+const skip = !canRunIscsiTarget() ? "needs root, tgt (tgtd), open-iscsi (iscsiadm) and unshare: run scripts/install-test-tools.sh" : kernelHasIscsiTcp() ? "this kernel has iscsi_tcp: the no-module expectations do not apply" : false;
 
 const PORT = 13260;
 const IQN1 = "iqn.2024-01.io.csi-proxy.test:disk1";
@@ -160,7 +145,7 @@ describe("iSCSI group through the daemon, against tgt on 127.0.0.1", { skip }, (
 
   describe("with the tcp transport registered (namespace) and an iscsid stand-in", () => {
     let ns: MountNamespace;
-    let iscsid: Awaited<ReturnType<typeof startFakeIscsid>>;
+    let iscsid: FakeIscsid;
     let recorder: RecordingProgram;
     let iscsi: IscsiClient;
     let stateDir: string;
@@ -172,8 +157,7 @@ describe("iSCSI group through the daemon, against tgt on 127.0.0.1", { skip }, (
       await fs.mkdir(fakeBin);
       recorder = await recordingProgram(fakeBin, "iscsiadm");
       await recorder.behave({ exec: "/usr/sbin/iscsiadm" });
-      iscsid = await startFakeIscsid("iqn.2024-01.io.csi-proxy.test:initiator");
-      ns = await mountNamespace(`mount --bind ${fakeBin} /usr/local/sbin\n${fakeIscsiTransportSetup(dir)}`);
+      ({ iscsid, ns } = await iscsiTransportNamespace(dir, fakeBin));
       const socketDir = path.join(dir, "sock-b");
       stateDir = path.join(dir, "state-b");
       daemons.push(await startDaemon(["-socket-dir", socketDir, "-kubelet-path", dir, "-state-dir", stateDir, "-v=10"], { wrapper: ns.enter }));

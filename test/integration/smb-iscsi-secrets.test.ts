@@ -15,23 +15,10 @@ import * as path from "node:path";
 import { spawnSync } from "node:child_process";
 import { after, before, describe, it } from "node:test";
 import { connectGroup } from "../../src/client/connect-group.ts";
-import {
-  fakeIscsiTransportSetup,
-  isRoot,
-  mountNamespace,
-  recordingProgram,
-  rejectsWithCode,
-  startDaemon,
-  startFakeIscsid,
-  startTgt,
-  type MountNamespace,
-  type RecordingProgram,
-  type RunningDaemon,
-  type TgtTarget,
-} from "./smb-iscsi-system-fixtures.ts";
+import { canRunIscsiTarget, iscsiTransportNamespace, kernelHasIscsiTcp, recordingMountAndIscsiadm, startDaemon, startTgt, type FakeIscsid, type MountNamespace, type RecordingProgram, type RunningDaemon, type TgtTarget } from "./smb-iscsi-system-fixtures.ts";
+import { rejectsWithCode } from "../helpers/assert-coded.ts";
 
-const which = (p: string) => spawnSync("sh", ["-c", `command -v ${p}`]).status === 0;
-const canRun = isRoot && which("tgtd") && which("iscsiadm") && which("unshare") && !(await fs.stat("/sys/module/iscsi_tcp").then(() => true, () => false));
+const canRun = canRunIscsiTarget() && !kernelHasIscsiTcp();
 
 /** Secret → the fragment searched for (the part after a newline for secrets that contain one). */
 const SECRETS = {
@@ -52,7 +39,7 @@ describe("secrets never reach a log line or a command line", { skip: !canRun && 
   let mount: RecordingProgram;
   let iscsiadm: RecordingProgram;
   let tgt: TgtTarget;
-  let iscsid: Awaited<ReturnType<typeof startFakeIscsid>>;
+  let iscsid: FakeIscsid;
   const clients: { close(): void }[] = [];
   const PORT = 13262;
   const IQN = "iqn.2024-01.io.csi-proxy.test:secrets";
@@ -66,15 +53,11 @@ describe("secrets never reach a log line or a command line", { skip: !canRun && 
     stateDir = path.join(dir, "state");
     kubelet = path.join(dir, "kubelet");
     await fs.mkdir(kubelet);
-    const fakeBin = path.join(dir, "fakebin");
-    await fs.mkdir(fakeBin);
-    mount = await recordingProgram(fakeBin, "mount");
-    await mount.behave({ exec: "/usr/bin/mount", args: ["-t", "tmpfs", "-o", "size=1m", "$3", "$4"] });
-    iscsiadm = await recordingProgram(fakeBin, "iscsiadm");
+    const bin = await recordingMountAndIscsiadm(dir);
+    ({ mount, iscsiadm } = bin);
     await iscsiadm.behave({ exec: "/usr/sbin/iscsiadm" });
     tgt = await startTgt(dir, PORT, [IQN]);
-    iscsid = await startFakeIscsid("iqn.2024-01.io.csi-proxy.test:initiator");
-    ns = await mountNamespace(`mount --bind ${fakeBin} /usr/local/sbin\n${fakeIscsiTransportSetup(dir)}`);
+    ({ iscsid, ns } = await iscsiTransportNamespace(dir, bin.fakeBin));
     const socketDir = path.join(dir, "sock");
     daemon = await startDaemon(["-socket-dir", socketDir, "-kubelet-path", kubelet, "-state-dir", stateDir, "-v=10"], { wrapper: ns.enter });
   });

@@ -9,9 +9,10 @@
  * replaced by the recorded argv; without `args` the recorded argv is passed through unchanged), `{ "stdout": "...", "stderr": "...", "exitCode": n }` answers
  * like the tool would, `{}` exits 0.
  */
+import { existsSync } from "node:fs";
 import * as fs from "node:fs/promises";
 import * as path from "node:path";
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
 export interface Invocation {
@@ -68,6 +69,22 @@ export async function recordingProgram(dir: string, name: string): Promise<Recor
       await fs.writeFile(behaviourFile, JSON.stringify(behaviour));
     },
   };
+}
+
+/** What a recording `mount` does in place of CIFS: mounts a tmpfs with the same source at the same directory. */
+export const MOUNT_TMPFS_INSTEAD = { exec: "/usr/bin/mount", args: ["-t", "tmpfs", "-o", "size=1m", "$3", "$4"] };
+
+/**
+ * `<dir>/fakebin` (to bind over /usr/local/sbin in a mount namespace) holding a recording `mount`
+ * that mounts a tmpfs in place of CIFS and a recording `iscsiadm` whose behaviour is the caller's.
+ */
+export async function recordingMountAndIscsiadm(dir: string): Promise<{ fakeBin: string; mount: RecordingProgram; iscsiadm: RecordingProgram }> {
+  const fakeBin = path.join(dir, "fakebin");
+  await fs.mkdir(fakeBin);
+  const mount = await recordingProgram(fakeBin, "mount");
+  await mount.behave(MOUNT_TMPFS_INSTEAD);
+  const iscsiadm = await recordingProgram(fakeBin, "iscsiadm");
+  return { fakeBin, mount, iscsiadm };
 }
 
 export const repoRoot = fileURLToPath(new URL("../../", import.meta.url));
@@ -153,6 +170,13 @@ export async function mountNamespace(setup: string): Promise<MountNamespace> {
 
 /* ------------------------------------------------------------------ iSCSI: a tgt target and a stand-in iscsid */
 
+/** Whether `program` is on PATH. */
+export const which = (program: string) => spawnSync("sh", ["-c", `command -v ${program}`]).status === 0;
+/** Root, tgtd (Debian package `tgt`), iscsiadm (open-iscsi) and unshare: what the tests against a real target need. */
+export const canRunIscsiTarget = () => isRoot && which("tgtd") && which("iscsiadm") && which("unshare");
+/** This kernel has iscsi_tcp (logins can succeed there, so the tests' no-module expectations do not apply). */
+export const kernelHasIscsiTcp = () => existsSync("/sys/module/iscsi_tcp");
+
 export interface TgtTarget {
   port: number;
   iqns: string[];
@@ -220,7 +244,13 @@ export async function startTgt(dir: string, port: number, iqns: string[]): Promi
  * ISCSI_ERR_TRANS_NOT_FOUND (12), which is what a real iscsid answers when the iscsi_tcp module is
  * missing. It performs no iSCSI itself: discovery is done by iscsiadm against the real target.
  */
-export async function startFakeIscsid(initiatorName: string): Promise<{ requests: () => number[]; stop(): Promise<void> }> {
+export interface FakeIscsid {
+  /** The request codes received, in order. */
+  requests(): number[];
+  stop(): Promise<void>;
+}
+
+export async function startFakeIscsid(initiatorName: string): Promise<FakeIscsid> {
   const net = await import("node:net");
   const requests: number[] = [];
   const server = net.createServer((sock) => {
@@ -256,20 +286,19 @@ echo 0x39 > ${workDir}/sysclass-upper/iscsi_transport/tcp/caps
 mount -t overlay overlay -o lowerdir=/sys/class,upperdir=${workDir}/sysclass-upper,workdir=${workDir}/sysclass-work /sys/class
 `;
 
-/* ------------------------------------------------------------------ gRPC assertions */
-
-/** Awaits a call that must fail with gRPC `code` (numbered as on the wire), its message matching `message`; returns the message. */
-export async function rejectsWithCode(call: Promise<unknown>, code: number, message?: RegExp): Promise<string> {
+/**
+ * What lets iscsiadm do SendTargets discovery on this kernel: an iscsid stand-in (initiator name
+ * `iqn.2024-01.io.csi-proxy.test:initiator`) and a private mount namespace with `fakeBin` bound over
+ * /usr/local/sbin and the fake `tcp` transport registered (fakeIscsiTransportSetup in `workDir`).
+ */
+export async function iscsiTransportNamespace(workDir: string, fakeBin: string): Promise<{ iscsid: FakeIscsid; ns: MountNamespace }> {
+  const iscsid = await startFakeIscsid("iqn.2024-01.io.csi-proxy.test:initiator");
   try {
-    await call;
+    return { iscsid, ns: await mountNamespace(`mount --bind ${fakeBin} /usr/local/sbin\n${fakeIscsiTransportSetup(workDir)}`) };
   } catch (err) {
-    const e = err as { code?: number; rawMessage?: string; message?: string };
-    const text = e.rawMessage ?? e.message ?? String(err);
-    if (e.code !== code) throw new Error(`expected code ${code}, got ${e.code}: ${text}`);
-    if (message && !message.test(text)) throw new Error(`message ${JSON.stringify(text)} does not match ${message}`);
-    return text;
+    await iscsid.stop();
+    throw err;
   }
-  throw new Error(`expected code ${code}, but the call succeeded`);
 }
 
 /* ------------------------------------------------------------------ systemd stand-in */

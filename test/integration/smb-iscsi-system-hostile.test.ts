@@ -13,7 +13,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { connectGroup } from "../../src/client/connect-group.ts";
-import { fakeSystemctl, isRoot, mountNamespace, recordingProgram, startDaemon, type MountNamespace, type RecordingProgram, type RunningDaemon } from "./smb-iscsi-system-fixtures.ts";
+import { fakeSystemctl, isRoot, mountNamespace, recordingMountAndIscsiadm, startDaemon, type MountNamespace, type RecordingProgram, type RunningDaemon } from "./smb-iscsi-system-fixtures.ts";
 
 const MARKER = path.join(os.tmpdir(), `csi-proxy-pwned-${process.pid}`);
 const PAYLOADS: string[] = [
@@ -62,15 +62,12 @@ describe("hostile input through the daemon", { skip: !isRoot && "needs root for 
     dir = await fs.mkdtemp(path.join(os.tmpdir(), "hostile-int-"));
     kubelet = path.join(dir, "kubelet");
     await fs.mkdir(kubelet);
-    const fakeBin = path.join(dir, "fakebin");
-    await fs.mkdir(fakeBin);
-    mount = await recordingProgram(fakeBin, "mount");
-    await mount.behave({ exec: "/usr/bin/mount", args: ["-t", "tmpfs", "-o", "size=1m", "$3", "$4"] });
-    iscsiadm = await recordingProgram(fakeBin, "iscsiadm");
+    const bin = await recordingMountAndIscsiadm(dir);
+    ({ mount, iscsiadm } = bin);
     // The real iscsiadm when installed; otherwise answer like it does for an unknown record.
     await iscsiadm.behave(hasIscsiadm ? { exec: "/usr/sbin/iscsiadm" } : { stderr: "iscsiadm: No records found\n", exitCode: 21 });
-    ctl = await fakeSystemctl(fakeBin, { ssh: { active: "active", file: "enabled", desc: "ssh" } });
-    ns = await mountNamespace(`mount -t tmpfs tmpfs /run\nmkdir -p /run/systemd/system /run/lock\nmount --bind ${fakeBin} /usr/local/sbin`);
+    ctl = await fakeSystemctl(bin.fakeBin, { ssh: { active: "active", file: "enabled", desc: "ssh" } });
+    ns = await mountNamespace(`mount -t tmpfs tmpfs /run\nmkdir -p /run/systemd/system /run/lock\nmount --bind ${bin.fakeBin} /usr/local/sbin`);
     const socketDir = path.join(dir, "sock");
     daemon = await startDaemon(["-socket-dir", socketDir, "-kubelet-path", kubelet, "-state-dir", path.join(dir, "state"), "-allowed-service", "*", "-v=10"], { wrapper: ns.enter });
     for (const [group, version] of [["smb", "v1"], ["iscsi", "v1alpha2"], ["system", "v1alpha1"]] as const) {

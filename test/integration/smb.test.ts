@@ -19,14 +19,15 @@ import { after, before, describe, it } from "node:test";
 import { connectGroup } from "../../src/client/connect-group.ts";
 import {
   isRoot,
+  MOUNT_TMPFS_INSTEAD,
   mountNamespace,
   recordingProgram,
-  rejectsWithCode,
   startDaemon,
   type MountNamespace,
   type RecordingProgram,
   type RunningDaemon,
 } from "./smb-iscsi-system-fixtures.ts";
+import { rejectsWithCode } from "../helpers/assert-coded.ts";
 import { parseMountInfo } from "../../src/host/linux/mountinfo.ts";
 
 const PASSWORD = "Sm8-P@ss;$(touch /tmp/pwned)`id`|&%PATH%";
@@ -79,7 +80,7 @@ describe("SMB group through the daemon", { skip: !canRun && "needs root and unsh
     await fs.mkdir(path.join(kubelet, "plugins"), { recursive: true });
     await fs.mkdir(fakeBin);
     mount = await recordingProgram(fakeBin, "mount");
-    await mount.behave({ exec: "/usr/bin/mount", args: ["-t", "tmpfs", "-o", "size=1m", "$3", "$4"] });
+    await mount.behave(MOUNT_TMPFS_INSTEAD);
     ns = await mountNamespace(`mount --bind ${fakeBin} /usr/local/sbin`);
     await start();
   });
@@ -176,7 +177,7 @@ describe("SMB group through the daemon", { skip: !canRun && "needs root and unsh
     try {
       await rejectsWithCode(smb.newSmbGlobalMapping(req("x", path.join(kubelet, "plugins", "denied"))), 7, /mounting \/\/fileserver\/vols failed/);
     } finally {
-      await mount.behave({ exec: "/usr/bin/mount", args: ["-t", "tmpfs", "-o", "size=1m", "$3", "$4"] });
+      await mount.behave(MOUNT_TMPFS_INSTEAD);
     }
     const [failed] = (await mount.invocations()).slice(-1);
     await assert.rejects(fs.stat(failed.credentials!.path), { code: "ENOENT" }, "credentials file deleted after a failed mount");

@@ -13,7 +13,8 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { connectGroup } from "../../src/client/connect-group.ts";
-import { isRoot, rejectsWithCode, startDaemon, type RunningDaemon } from "./smb-iscsi-system-fixtures.ts";
+import { isRoot, startDaemon, type RunningDaemon } from "./smb-iscsi-system-fixtures.ts";
+import { rejectsWithCode } from "../helpers/assert-coded.ts";
 
 const FAILED_PRECONDITION = 9, NOT_FOUND = 5;
 const NOBODY = 65534;

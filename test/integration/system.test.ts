@@ -14,7 +14,8 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { connectGroup } from "../../src/client/connect-group.ts";
-import { fakeSystemctl, isRoot, mountNamespace, rejectsWithCode, startDaemon, type MountNamespace, type RunningDaemon } from "./smb-iscsi-system-fixtures.ts";
+import { fakeSystemctl, isRoot, mountNamespace, startDaemon, type MountNamespace, type RunningDaemon } from "./smb-iscsi-system-fixtures.ts";
+import { rejectsWithCode } from "../helpers/assert-coded.ts";
 
 interface SystemClient {
   getBIOSSerialNumber(r: object): Promise<{ serialNumber: string }>;

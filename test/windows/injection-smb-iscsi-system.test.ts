@@ -25,40 +25,7 @@ import type { SmbState } from "../../src/groups/smb/smb-state.ts";
 import type { PathPolicy } from "../../src/groups/filesystem/path-policy.ts";
 import { Code, CsiProxyError } from "../../src/errors.ts";
 import { createFakePool } from "./fake-pool.ts";
-
-/** The same corpus as injection.test.ts (strings that would break out of PowerShell / WQL / wildcard text). */
-const HOSTILE: string[] = [
-  "'; Remove-Item -Recurse -Force C:\\; '",
-  '"; Stop-Computer -Force; "',
-  "$(Stop-Computer -Force)",
-  "${env:SystemRoot}",
-  "$env:PATH",
-  "`$(whoami)`",
-  "a`nb`0c",
-  "line1\nline2\r\nline3",
-  "\u0000nul\u0000",
-  "a | Format-Volume -Force",
-  "a & calc.exe",
-  "a; calc.exe",
-  "%PATH%%SystemRoot%",
-  "@(1,2) + @{a=1}",
-  "{ } . { }",
-  "<# comment #> #",
-  "-Force",
-  "--% verbatim",
-  "*",
-  "\\\\?\\Volume{*}\\",
-  "[a-z]?*",
-  "\u2018; Stop-Computer; \u2019",
-  "\u201c; Stop-Computer; \u201d",
-  "\u2013Force \u2014Confirm",
-  "\uff04(calc)",
-  "a\u037ecalc",
-  "C:\\x\u202egpj.exe",
-  "é日本語😀\ud800",
-  "'".repeat(1000),
-  "x".repeat(100_000),
-];
+import { HOSTILE, requestRecorder, testHostileStringsReachWorkerAsData, type WorkerOperation } from "./injection-harness.ts";
 
 const logLines: string[] = [];
 const fake = createFakePool(
@@ -76,14 +43,7 @@ const fake = createFakePool(
 after(() => fake.close());
 
 /** Runs `fn` and returns the requests it added (after checking the script and the ASCII wire). */
-async function sent(fn: () => Promise<unknown>) {
-  const before = fake.recorded().raw.length;
-  await fn();
-  const rec = fake.recorded();
-  for (const s of rec.starts) assert.equal(s.script, SMB_ISCSI_SYSTEM_SCRIPT, "every worker runs the constant SMB/iSCSI/System script");
-  for (const line of rec.raw.slice(before)) assert.match(line, /^[\x20-\x7e]*$/, "request lines are pure ASCII");
-  return rec.requests.slice(before);
-}
+const sent = requestRecorder(fake, SMB_ISCSI_SYSTEM_SCRIPT, "the constant SMB/iSCSI/System script");
 
 const links: [string, string, number][] = [];
 const win32: SmbWin32 = { createSymbolicLink: (l, t, f) => void links.push([l, t, f]) };
@@ -94,7 +54,7 @@ const system = new WindowsSystemHost(fake.pool, noScm);
 const portal = (s: string) => ({ targetAddress: s, targetPort: 3260 });
 
 /** Every worker op of the SMB/iSCSI/System hosts: how to call it with `s` in each string field, and the args expected on the wire. */
-const operations: { name: string; op: string; call: (s: string) => Promise<unknown>; args: (s: string) => Record<string, unknown> }[] = [
+const operations: WorkerOperation[] = [
   { name: "smb.getMapping", op: "smb.getMapping", call: (s) => smb.getMapping(s), args: (s) => ({ remotePath: s }) },
   {
     name: "smb.createMapping",
@@ -121,17 +81,7 @@ const operations: { name: string; op: string; call: (s: string) => Promise<unkno
   { name: "system.getBIOSSerialNumber", op: "system.biosSerial", call: () => system.getBIOSSerialNumber(), args: () => ({}) },
 ];
 
-for (const operation of operations) {
-  test(`${operation.name}: hostile strings reach the worker only as data`, async () => {
-    const takesString = Object.values(operation.args("probe")).includes("probe");
-    for (const s of takesString ? HOSTILE : [""]) {
-      const reqs = await sent(() => operation.call(s));
-      assert.equal(reqs.length, 1);
-      assert.equal(reqs[0].op, operation.op);
-      assert.deepEqual(reqs[0].args, operation.args(s), `${operation.name}: data round-trips exactly`);
-    }
-  });
-}
+testHostileStringsReachWorkerAsData(operations, sent);
 
 test("every op of the SMB/iSCSI/System script is covered above, and the script defines each one", () => {
   assert.deepEqual(new Set(operations.map((o) => o.op)), new Set(SMB_ISCSI_SYSTEM_OPS.filter((op) => op !== "ping")));

@@ -19,40 +19,7 @@ import { WORKER_SCRIPT } from "../../src/host/windows/scripts/worker-script.ts";
 import { IO_REPARSE_TAG_MOUNT_POINT } from "../../src/windows/win32.ts";
 import { Code, CsiProxyError } from "../../src/errors.ts";
 import { createFakePool } from "./fake-pool.ts";
-
-/** Strings that would break out of, or change the meaning of, PowerShell / WQL / wildcard text. */
-export const HOSTILE: string[] = [
-  "'; Remove-Item -Recurse -Force C:\\; '",
-  '"; Stop-Computer -Force; "',
-  "$(Stop-Computer -Force)",
-  "${env:SystemRoot}",
-  "$env:PATH",
-  "`$(whoami)`",
-  "a`nb`0c",
-  "line1\nline2\r\nline3",
-  "\u0000nul\u0000",
-  "a | Format-Volume -Force",
-  "a & calc.exe",
-  "a; calc.exe",
-  "%PATH%%SystemRoot%",
-  "@(1,2) + @{a=1}",
-  "{ } . { }",
-  "<# comment #> #",
-  "-Force",
-  "--% verbatim",
-  "*",
-  "\\\\?\\Volume{*}\\",
-  "[a-z]?*",
-  "\u2018; Stop-Computer; \u2019", // PowerShell treats U+2018/U+2019 as single quotes
-  "\u201c; Stop-Computer; \u201d", // … and U+201C/U+201D as double quotes
-  "\u2013Force \u2014Confirm", // … and en/em dashes as parameter dashes
-  "\uff04(calc)", // fullwidth dollar
-  "a\u037ecalc", // Greek question mark (looks like ;)
-  "C:\\x\u202egpj.exe",
-  "é日本語😀\ud800", // non-ASCII, astral, lone surrogate
-  "'".repeat(1000),
-  "x".repeat(100_000),
-];
+import { HOSTILE, requestRecorder, testHostileStringsReachWorkerAsData, type WorkerOperation } from "./injection-harness.ts";
 
 const volumeRecord = { uniqueId: "\\\\?\\Volume{1}\\", fileSystemType: 14, fileSystem: "NTFS", size: "1000", sizeRemaining: "400" };
 const partitionRecord = { diskNumber: 1, partitionNumber: 2, gptType: "{ebd0a0a2-b9e5-4433-87c0-68b6b72699c7}", mbrType: null, size: "1000", offset: "0", driveLetter: "" };
@@ -77,20 +44,13 @@ const noIoctls: DiskIoctls = {
 };
 
 /** Runs `fn` and returns the requests it added. */
-async function sent(fn: () => Promise<unknown>) {
-  const before = fake.recorded().raw.length;
-  await fn();
-  const rec = fake.recorded();
-  for (const s of rec.starts) assert.equal(s.script, WORKER_SCRIPT, "every worker runs the constant script");
-  for (const line of rec.raw.slice(before)) assert.match(line, /^[\x20-\x7e]*$/, "request lines are pure ASCII");
-  return rec.requests.slice(before);
-}
+const sent = requestRecorder(fake, WORKER_SCRIPT, "the constant script");
 
 const disk = new WindowsDiskCim(fake.pool, noIoctls);
 const volume = new WindowsVolumeCim(fake.pool, {} as VolumeWin32);
 
 /** Every worker operation of the Windows hosts: how to call it with `s` in each string field, and the args expected on the wire. */
-const operations: { name: string; op: string; call: (s: string) => Promise<unknown>; args: (s: string) => Record<string, unknown> }[] = [
+const operations: WorkerOperation[] = [
   { name: "disk.listDisks", op: "disk.list", call: () => disk.listDisks(), args: () => ({}) },
   { name: "disk.getDisk", op: "disk.get", call: () => disk.getDisk(7), args: () => ({ diskNumber: 7 }) },
   { name: "disk.initializeDisk", op: "disk.initialize", call: () => disk.initializeDisk(7, 2), args: () => ({ diskNumber: 7, partitionStyle: 2 }) },
@@ -109,17 +69,7 @@ const operations: { name: string; op: string; call: (s: string) => Promise<unkno
   { name: "volume.resizePartition", op: "volume.resize", call: (s) => volume.resizePartition(s, 123456789012345678n), args: (s) => ({ volumeId: s, size: "123456789012345678" }) },
 ];
 
-for (const operation of operations) {
-  test(`${operation.name}: hostile strings reach the worker only as data`, async () => {
-    const takesString = Object.values(operation.args("probe")).includes("probe");
-    for (const s of takesString ? HOSTILE : [""]) {
-      const reqs = await sent(() => operation.call(s));
-      assert.equal(reqs.length, 1);
-      assert.equal(reqs[0].op, operation.op);
-      assert.deepEqual(reqs[0].args, operation.args(s), `${operation.name}: data round-trips exactly`);
-    }
-  });
-}
+testHostileStringsReachWorkerAsData(operations, sent);
 
 test("every worker op of the script is covered above", async () => {
   const { WORKER_OPS } = await import("../../src/host/windows/scripts/worker-script.ts");

@@ -4,31 +4,21 @@
  * the pipes; raw-HTTP/2 clients send the raw and the percent-encoded pipe path as `:authority`;
  * -pipe-sddl sets a DACL that reads back from every pipe.
  */
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { allEndpoints } from "../../src/api/catalog.ts";
 import { pipePath } from "../../src/api/endpoint.ts";
-import { clientReport, killWineServer, setupWine, startWine, type Background, type Wine } from "./wine-harness.ts";
+import { clientReport, startWine, wineSuite, type Background } from "./wine-harness.ts";
 
-const setup = await setupWine("e2e");
-const skip = "skip" in setup ? setup.skip : false;
-const w = setup as Wine;
 let server: Background | undefined;
-
-before(async () => {
-  if (skip) return;
-  killWineServer(w);
-  fs.mkdirSync(path.join(w.work.linux, "kubelet"), { recursive: true });
-  server = startWine(w, [w.exeWin, `-kubelet-path=${w.work.win}\\kubelet`, "-v=1"]);
-  await server.waitFor(/Serving 23 endpoints/, 90_000);
-});
-
-after(async () => {
-  if (skip) return;
-  await server?.kill();
-  killWineServer(w);
+const { w, skip } = await wineSuite("e2e", {
+  async before(w) {
+    server = startWine(w, [w.exeWin, `-kubelet-path=${w.work.win}\\kubelet`, "-v=1"]);
+    await server.waitFor(/Serving 23 endpoints/, 90_000);
+  },
+  after: () => server?.kill(),
 });
 
 test("csi-proxy.exe serves all 23 group/version pipes", { skip }, async () => {

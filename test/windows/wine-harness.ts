@@ -7,6 +7,7 @@ import { spawn, execFileSync, type ChildProcess } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
+import { before, after } from "node:test";
 import * as esbuild from "esbuild";
 import { buildExe, esbuildOptions, type BuiltExe } from "../../scripts/build-exe.ts";
 
@@ -67,6 +68,30 @@ export async function setupWine(suite: string): Promise<Wine | { skip: string }>
     koffiDirWin: winPath(exe.dir, driveC),
     work: { win: winPath(workLinux, driveC), linux: workLinux },
   };
+}
+
+/**
+ * A suite's Wine (setupWine) and its skip reason — `w` is usable only when `skip` is false — with
+ * the suite's hooks registered: before, the prefix's leftover processes are ended, the suite's
+ * kubelet directory is made, then `hooks.before` runs; after, `hooks.after` runs, then the
+ * prefix's processes are ended. Neither hook runs when the suite is skipped.
+ */
+export async function wineSuite(suite: string, hooks: { before?: (w: Wine) => Promise<void> | void; after?: (w: Wine) => Promise<void> | void } = {}): Promise<{ w: Wine; skip: string | false }> {
+  const setup = await setupWine(suite);
+  const skip = "skip" in setup ? setup.skip : false;
+  const w = setup as Wine;
+  before(async () => {
+    if (skip) return;
+    killWineServer(w);
+    fs.mkdirSync(path.join(w.work.linux, "kubelet"), { recursive: true });
+    await hooks.before?.(w);
+  });
+  after(async () => {
+    if (skip) return;
+    await hooks.after?.(w);
+    killWineServer(w);
+  });
+  return { w, skip };
 }
 
 export interface RunResult {

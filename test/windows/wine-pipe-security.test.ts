@@ -4,27 +4,14 @@
  * What Wine cannot show (whether Windows enforces the DACL on instances libuv creates later) is
  * listed in docs/windows.md.
  */
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import * as fs from "node:fs";
-import * as path from "node:path";
 import { allEndpoints } from "../../src/api/catalog.ts";
 import { pipePath } from "../../src/api/endpoint.ts";
-import { clientReport, killWineServer, runWine, setupWine, startWine, type Wine } from "./wine-harness.ts";
+import { clientReport, runWine, startWine, wineSuite } from "./wine-harness.ts";
 
-const setup = await setupWine("sddl");
-const skip = "skip" in setup ? setup.skip : false;
-const w = setup as Wine;
+const { w, skip } = await wineSuite("sddl");
 const kubelet = () => `-kubelet-path=${w.work.win}\\kubelet`;
-
-before(() => {
-  if (skip) return;
-  killWineServer(w);
-  fs.mkdirSync(path.join(w.work.linux, "kubelet"), { recursive: true });
-});
-after(() => {
-  if (!skip) killWineServer(w);
-});
 
 test("-pipe-sddl sets the DACL of all 23 pipes, and they keep serving", { skip }, async () => {
   const sddl = "D:P(A;;GA;;;SY)(A;;GA;;;BA)";

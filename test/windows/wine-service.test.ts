@@ -3,32 +3,24 @@
  * serving all pipes, `sc interrogate` answered, `sc stop` → STOPPED with the pipes closed and the
  * log file (no console) complete. Also: `-windows-service` from a console fails clearly.
  */
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { clientReport, killWineServer, runWine, setupWine, startWine, type Background, type Wine } from "./wine-harness.ts";
+import { clientReport, runWine, startWine, wineSuite, type Background } from "./wine-harness.ts";
 
-const setup = await setupWine("service");
-const skip = "skip" in setup ? setup.skip : false;
-const w = setup as Wine;
 let keepAlive: Background | undefined;
-
-before(async () => {
-  if (skip) return;
-  killWineServer(w);
-  fs.mkdirSync(path.join(w.work.linux, "kubelet"), { recursive: true });
-  // Wine ends service processes when its last ordinary process exits: keep one alive.
-  keepAlive = startWine(w, [w.nodeWin, "-e", "setTimeout(() => {}, 600000)"]);
-  // a service left registered by an interrupted run
-  await runWine(w, ["sc", "delete", "csiproxy"]).catch(() => {});
-});
-
-after(async () => {
-  if (skip) return;
-  await runWine(w, ["sc", "delete", "csiproxy"]).catch(() => {});
-  await keepAlive?.kill();
-  killWineServer(w);
+const { w, skip } = await wineSuite("service", {
+  async before(w) {
+    // Wine ends service processes when its last ordinary process exits: keep one alive.
+    keepAlive = startWine(w, [w.nodeWin, "-e", "setTimeout(() => {}, 600000)"]);
+    // a service left registered by an interrupted run
+    await runWine(w, ["sc", "delete", "csiproxy"]).catch(() => {});
+  },
+  async after(w) {
+    await runWine(w, ["sc", "delete", "csiproxy"]).catch(() => {});
+    await keepAlive?.kill();
+  },
 });
 
 async function queryState(): Promise<string> {

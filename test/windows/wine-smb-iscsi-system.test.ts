@@ -11,56 +11,49 @@
  *   and the daemon keeps serving;
  * - the SMB password and CHAP secrets sent appear nowhere in the daemon's output at -v=10.
  */
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { clientReport, killWineServer, runWine, setupWine, startWine, type Background, type Wine } from "./wine-harness.ts";
+import { clientReport, runWine, startWine, wineSuite, type Background } from "./wine-harness.ts";
 
-const setup = await setupWine("smb-iscsi-system");
-const skip = "skip" in setup ? setup.skip : false;
-const w = setup as Wine;
 let server: Background | undefined;
 
 const SERVICE = "csi-e2e-svc";
 const DEPENDENT = "csi-e2e-dep";
 const SECRETS = { password: "Wine-SMB-P4ss-4b1d", chapSecret: "WineChapSecret1", mutualSecret: "WineMutualSec2" };
 
+const { w, skip } = await wineSuite("smb-iscsi-system", {
+  async before(w) {
+    for (const name of [SERVICE, DEPENDENT]) await runWine(w, ["sc", "delete", name]).catch(() => {});
+    const program = "C:\\windows\\system32\\spoolsv.exe";
+    const a = await runWine(w, ["sc", "create", SERVICE, "binPath=", program, "DisplayName=", "CSI e2e service"]);
+    assert.equal(a.code, 0, `sc create: ${a.stdout}`);
+    const b = await runWine(w, ["sc", "create", DEPENDENT, "binPath=", program, "depend=", SERVICE]);
+    assert.equal(b.code, 0, `sc create: ${b.stdout}`);
+    server = startWine(w, [
+      w.exeWin,
+      `-kubelet-path=${w.work.win}\\kubelet`,
+      `-state-dir=${w.work.win}\\state`,
+      `-allowed-service=${SERVICE}`,
+      `-allowed-service=${DEPENDENT.toUpperCase()}`, // Windows service names are case-insensitive
+      "-v=10",
+    ]);
+    await server.waitFor(/Serving 23 endpoints/, 90_000);
+  },
+  async after(w) {
+    await server?.kill();
+    for (const name of [SERVICE, DEPENDENT]) {
+      await runWine(w, ["sc", "stop", name]).catch(() => {});
+      await runWine(w, ["sc", "delete", name]).catch(() => {});
+    }
+  },
+});
+
 async function scState(name: string): Promise<string> {
   const r = await runWine(w, ["sc", "query", name]);
   return /STATE\s*:\s*\d+\s+(\w+)/.exec(r.stdout)?.[1] ?? `unknown: ${r.stdout}`;
 }
-
-before(async () => {
-  if (skip) return;
-  killWineServer(w);
-  fs.mkdirSync(path.join(w.work.linux, "kubelet"), { recursive: true });
-  for (const name of [SERVICE, DEPENDENT]) await runWine(w, ["sc", "delete", name]).catch(() => {});
-  const program = "C:\\windows\\system32\\spoolsv.exe";
-  const a = await runWine(w, ["sc", "create", SERVICE, "binPath=", program, "DisplayName=", "CSI e2e service"]);
-  assert.equal(a.code, 0, `sc create: ${a.stdout}`);
-  const b = await runWine(w, ["sc", "create", DEPENDENT, "binPath=", program, "depend=", SERVICE]);
-  assert.equal(b.code, 0, `sc create: ${b.stdout}`);
-  server = startWine(w, [
-    w.exeWin,
-    `-kubelet-path=${w.work.win}\\kubelet`,
-    `-state-dir=${w.work.win}\\state`,
-    `-allowed-service=${SERVICE}`,
-    `-allowed-service=${DEPENDENT.toUpperCase()}`, // Windows service names are case-insensitive
-    "-v=10",
-  ]);
-  await server.waitFor(/Serving 23 endpoints/, 90_000);
-});
-
-after(async () => {
-  if (skip) return;
-  await server?.kill();
-  for (const name of [SERVICE, DEPENDENT]) {
-    await runWine(w, ["sc", "stop", name]).catch(() => {});
-    await runWine(w, ["sc", "delete", name]).catch(() => {});
-  }
-  killWineServer(w);
-});
 
 test("System under Wine: GetService/StartService/StopService on real SCM services, allow-list, unknown and invalid names", { skip }, async () => {
   assert.equal(await scState(SERVICE), "STOPPED");

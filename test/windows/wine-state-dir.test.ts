@@ -15,28 +15,17 @@
  * The exact ACEs, the protected flag and the owner Administrators: unit tests with a fake Win32
  * layer (state-dir-security.test.ts) and, for real, a Windows host (docs/windows.md).
  */
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { clientReport, killWineServer, setupWine, startWine, type Wine } from "./wine-harness.ts";
+import { clientReport, startWine, wineSuite } from "./wine-harness.ts";
 
-const setup = await setupWine("state-dir");
-const skip = "skip" in setup ? setup.skip : false;
-const w = setup as Wine;
+const { w, skip } = await wineSuite("state-dir");
 const kubelet = () => `${w.work.win}\\kubelet`;
 const NOBODY = 65534;
 const canChown = process.getuid?.() === 0;
 const FAILED_PRECONDITION = 9, NOT_FOUND = 5;
-
-before(() => {
-  if (skip) return;
-  killWineServer(w);
-  fs.mkdirSync(path.join(w.work.linux, "kubelet"), { recursive: true });
-});
-after(() => {
-  if (!skip) killWineServer(w);
-});
 
 const security = async (paths: string[]) => (await clientReport(w, "fileSecurity", { koffiDir: w.koffiDirWin, paths })).results as Record<string, string>;
 const otherBits = (linux: string) => fs.statSync(linux).mode & 0o007;

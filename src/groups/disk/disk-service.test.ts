@@ -11,6 +11,8 @@ import { createPathPolicy } from "../filesystem/path-policy.ts";
 import { FakeStorage, MICROSOFT_RESERVED } from "../../host/fake/storage-world.ts";
 import { FakeDiskHost } from "../../host/fake/disk.ts";
 import { Code } from "../../errors.ts";
+import { rejectsWithCode } from "../../../test/helpers/assert-coded.ts";
+import { everyDiskRpc, testPartitionDiskCases, type PartitionDiskCase } from "../../../test/helpers/disk-service-cases.ts";
 
 const KUBELET = "C:\\var\\lib\\kubelet";
 const GiB = 1024n * 1024n * 1024n;
@@ -29,14 +31,6 @@ function setup(tweak?: (w: FakeStorage) => void) {
   return { world, host, disk: createDiskService({ host, policy }) };
 }
 
-async function rejectsWith(p: Promise<unknown>, code: number, pattern?: RegExp) {
-  await assert.rejects(p, (err: { code?: number; message: string }) => {
-    assert.equal(err.code, code, `expected code ${code}, got ${err.code}: ${err.message}`);
-    if (pattern) assert.match(err.message, pattern);
-    return true;
-  });
-}
-
 describe("reads", () => {
   test("ListDiskLocations: disks without a location are left out", async () => {
     const { disk } = setup();
@@ -48,37 +42,28 @@ describe("reads", () => {
     const { disk } = setup();
     assert.deepEqual((await disk.listDiskIds()).get(2), { page83: "", serialNumber: "serial-2" });
     assert.deepEqual(await disk.getDiskNumberByName({ diskName: "60022480abc" }), { diskNumber: 1 });
-    await rejectsWith(disk.getDiskNumberByName({ diskName: "nope" }), Code.NotFound, /^could not find disk with Page83 ID nope: not found$/);
-    await rejectsWith(disk.getDiskNumberByName({ diskName: "" }), Code.InvalidArgument);
+    await rejectsWithCode(disk.getDiskNumberByName({ diskName: "nope" }), Code.NotFound, /^could not find disk with Page83 ID nope: not found$/);
+    await rejectsWithCode(disk.getDiskNumberByName({ diskName: "" }), Code.InvalidArgument);
   });
 
   test("GetDiskStats / GetDiskState; unknown disk NotFound; not a uint32 InvalidArgument before any host call", async () => {
     const { disk, host } = setup((w) => (w.disk(2).online = false));
     assert.deepEqual(await disk.getDiskStats({ diskNumber: 0 }), { totalBytes: 128n * GiB });
     assert.deepEqual(await disk.getDiskState({ diskNumber: 2 }), { isOnline: false });
-    await rejectsWith(disk.getDiskStats({ diskNumber: 9 }), Code.NotFound);
+    await rejectsWithCode(disk.getDiskStats({ diskNumber: 9 }), Code.NotFound);
     let hostCalls = 0;
     host.getDisk = async () => assert.fail(`host called (${++hostCalls})`);
     host.getDiskLayout = async () => assert.fail(`host called (${++hostCalls})`);
     for (const n of [-1, 1.5, 2 ** 32, Number.NaN]) {
-      await rejectsWith(disk.getDiskState({ diskNumber: n }), Code.InvalidArgument);
-      await rejectsWith(disk.partitionDisk({ diskNumber: n }), Code.InvalidArgument);
+      await rejectsWithCode(disk.getDiskState({ diskNumber: n }), Code.InvalidArgument);
+      await rejectsWithCode(disk.partitionDisk({ diskNumber: n }), Code.InvalidArgument);
     }
     assert.equal(hostCalls, 0);
   });
 });
 
 describe("PartitionDisk", () => {
-  interface Case {
-    name: string;
-    disk?: number;
-    tweak?: (w: FakeStorage) => void;
-    code?: number;
-    message?: RegExp;
-    calls: string[];
-    after?: (w: FakeStorage) => void;
-  }
-  const cases: Case[] = [
+  const cases: PartitionDiskCase<FakeStorage, number>[] = [
     {
       name: "RAW disk: Initialize(GPT), CreatePartition(basic data), Refresh, Online the data partition",
       calls: ["initializeDisk 1", "createDataPartition 1 gpt", "refreshDisk 1", "onlinePartition 1 1"],
@@ -159,16 +144,7 @@ describe("PartitionDisk", () => {
       calls: ["initializeDisk 1", "createDataPartition 1 gpt"],
     },
   ];
-  for (const c of cases) {
-    test(c.name, async () => {
-      const s = setup(c.tweak);
-      const p = s.disk.partitionDisk({ diskNumber: c.disk ?? 1 });
-      if (c.code !== undefined) await rejectsWith(p, c.code, c.message);
-      else await p;
-      assert.deepEqual(s.world.calls, c.calls);
-      c.after?.(s.world);
-    });
-  }
+  testPartitionDiskCases(cases, setup, (_, disk) => disk ?? 1);
 
   test("twice in parallel on one disk: serialised, partitioned once", async () => {
     const s = setup();
@@ -195,7 +171,7 @@ describe("SetDiskState", () => {
   for (const c of refusals) {
     test(`offline refused: ${c.name}`, async () => {
       const s = setup(c.tweak);
-      await rejectsWith(s.disk.setDiskState({ diskNumber: c.disk ?? 1, isOnline: false }), Code.FailedPrecondition, c.message);
+      await rejectsWithCode(s.disk.setDiskState({ diskNumber: c.disk ?? 1, isOnline: false }), Code.FailedPrecondition, c.message);
       assert.deepEqual(s.world.calls, []);
     });
   }
@@ -225,22 +201,12 @@ describe("Rescan", () => {
 });
 
 describe("a host that lacks the privilege", () => {
-  const calls: [string, (d: ReturnType<typeof createDiskService>) => Promise<unknown>][] = [
-    ["ListDiskLocations", (d) => d.listDiskLocations()],
-    ["PartitionDisk", (d) => d.partitionDisk({ diskNumber: 1 })],
-    ["Rescan", (d) => d.rescan()],
-    ["ListDiskIDs", (d) => d.listDiskIds()],
-    ["GetDiskStats", (d) => d.getDiskStats({ diskNumber: 1 })],
-    ["SetDiskState", (d) => d.setDiskState({ diskNumber: 1, isOnline: false })],
-    ["GetDiskState", (d) => d.getDiskState({ diskNumber: 1 })],
-    ["GetDiskNumberByName", (d) => d.getDiskNumberByName({ diskName: "x" })],
-  ];
-  for (const [name, call] of calls) {
+  for (const [name, call] of everyDiskRpc(1, false)) {
     test(`${name}: PermissionDenied with the host's reason, no host call`, async () => {
       const s = setup((w) => (w.missingPrivilege = "needs a privilege"));
       const disk = createDiskService({ host: s.host });
       for (const m of ["listDisks", "listDiskIds", "getDisk", "getDiskLayout", "scanForDisks"]) s.world.failNext(m, new Error(`${m} must not be called`));
-      await rejectsWith(call(disk), Code.PermissionDenied, new RegExp(`^disk ${name}: needs a privilege$`));
+      await rejectsWithCode(call(disk), Code.PermissionDenied, new RegExp(`^disk ${name}: needs a privilege$`));
       assert.deepEqual(s.world.calls, []);
     });
   }

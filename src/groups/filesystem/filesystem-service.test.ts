@@ -3,19 +3,11 @@ import assert from "node:assert/strict";
 import { createFilesystemService } from "./filesystem-service.ts";
 import { createPathPolicy } from "./path-policy.ts";
 import { FakeFilesystemHost } from "../../host/fake/filesystem.ts";
-import { Code, CsiProxyError } from "../../errors.ts";
+import { Code } from "../../errors.ts";
 import type { FilesystemService } from "./types.ts";
+import { rejectsWithCsiProxyError } from "../../../test/helpers/assert-coded.ts";
 
 const K = "/var/lib/kubelet";
-
-async function rejectsWith(promise: Promise<unknown>, code: Code, pattern?: RegExp) {
-  await assert.rejects(promise, (err: unknown) => {
-    assert.ok(err instanceof CsiProxyError, `not a CsiProxyError: ${err}`);
-    assert.equal(err.code, code, `code of "${err.message}"`);
-    if (pattern) assert.match(err.message, pattern);
-    return true;
-  });
-}
 
 describe("createFilesystemService()", () => {
   let host: FakeFilesystemHost;
@@ -36,19 +28,19 @@ describe("createFilesystemService()", () => {
   it("refuses paths outside the allowed dirs with PermissionDenied, before touching the host", async () => {
     for (const p of ["/etc/passwd", `${K}-x/a`, `${K}/../../etc`, "/csi2/x"]) {
       host.calls.length = 0;
-      await rejectsWith(fs.pathExists({ path: p }), Code.PermissionDenied);
+      await rejectsWithCsiProxyError(fs.pathExists({ path: p }), Code.PermissionDenied);
       assert.deepEqual(host.calls, [], `host touched for ${p}`);
     }
   });
 
   it("refuses malformed paths with InvalidArgument", async () => {
-    for (const p of ["", "relative/path", "a\0b", `${K}/${"x".repeat(5000)}`]) await rejectsWith(fs.mkdir({ path: p }), Code.InvalidArgument);
+    for (const p of ["", "relative/path", "a\0b", `${K}/${"x".repeat(5000)}`]) await rejectsWithCsiProxyError(fs.mkdir({ path: p }), Code.InvalidArgument);
   });
 
   it("refuses a symlink inside the kubelet dir that points outside", async () => {
     host.addSymlink(`${K}/escape`, "/etc");
-    await rejectsWith(fs.mkdir({ path: `${K}/escape/evil` }), Code.PermissionDenied, /resolved to \/etc\/evil/);
-    await rejectsWith(fs.rmdirContents({ path: `${K}/escape` }), Code.PermissionDenied);
+    await rejectsWithCsiProxyError(fs.mkdir({ path: `${K}/escape/evil` }), Code.PermissionDenied, /resolved to \/etc\/evil/);
+    await rejectsWithCsiProxyError(fs.rmdirContents({ path: `${K}/escape` }), Code.PermissionDenied);
     assert.ok(host.entries.has("/etc/passwd"));
   });
 
@@ -57,13 +49,13 @@ describe("createFilesystemService()", () => {
     assert.equal(await host.lstat(`${K}/a/b/c`), "directory");
     await fs.mkdir({ path: `${K}/a/b/c` });
     host.addFile(`${K}/file`);
-    await rejectsWith(fs.mkdir({ path: `${K}/file` }), Code.AlreadyExists);
+    await rejectsWithCsiProxyError(fs.mkdir({ path: `${K}/file` }), Code.AlreadyExists);
   });
 
   it("rmdir without force: NotFound when missing, FailedPrecondition when not empty", async () => {
     host.addFile(`${K}/d/f`);
-    await rejectsWith(fs.rmdir({ path: `${K}/missing`, force: false }), Code.NotFound);
-    await rejectsWith(fs.rmdir({ path: `${K}/d`, force: false }), Code.FailedPrecondition);
+    await rejectsWithCsiProxyError(fs.rmdir({ path: `${K}/missing`, force: false }), Code.NotFound);
+    await rejectsWithCsiProxyError(fs.rmdir({ path: `${K}/d`, force: false }), Code.FailedPrecondition);
     await fs.rmdir({ path: `${K}/d`, force: true });
     assert.equal(await host.lstat(`${K}/d`), null);
     await fs.rmdir({ path: `${K}/d`, force: true });
@@ -78,9 +70,9 @@ describe("createFilesystemService()", () => {
 
   it("never removes or empties an allowed dir itself", async () => {
     host.addFile(`${K}/pods/x`);
-    await rejectsWith(fs.rmdir({ path: K, force: true }), Code.PermissionDenied, /allowed directory/);
-    await rejectsWith(fs.rmdir({ path: `${K}/`, force: true }), Code.PermissionDenied);
-    await rejectsWith(fs.rmdirContents({ path: K }), Code.PermissionDenied);
+    await rejectsWithCsiProxyError(fs.rmdir({ path: K, force: true }), Code.PermissionDenied, /allowed directory/);
+    await rejectsWithCsiProxyError(fs.rmdir({ path: `${K}/`, force: true }), Code.PermissionDenied);
+    await rejectsWithCsiProxyError(fs.rmdirContents({ path: K }), Code.PermissionDenied);
     assert.equal(await host.lstat(`${K}/pods/x`), "file");
   });
 
@@ -90,16 +82,16 @@ describe("createFilesystemService()", () => {
     assert.equal(await host.lstat(`${K}/d`), "directory");
     assert.deepEqual(await host.readDir(`${K}/d`), []);
     assert.equal(await host.lstat(`${K}/outside-target/keep`), "file");
-    await rejectsWith(fs.rmdirContents({ path: `${K}/missing` }), Code.NotFound);
+    await rejectsWithCsiProxyError(fs.rmdirContents({ path: `${K}/missing` }), Code.NotFound);
   });
 
   it("createSymlink makes the link at targetPath pointing to sourcePath; both must be allowed", async () => {
     host.addDir(`${K}/src`);
     await fs.createSymlink({ sourcePath: `${K}/src`, targetPath: `${K}/link` });
     assert.deepEqual(host.entries.get(`${K}/link`), { kind: "symlink", target: `${K}/src` });
-    await rejectsWith(fs.createSymlink({ sourcePath: `${K}/src`, targetPath: `${K}/link` }), Code.AlreadyExists);
-    await rejectsWith(fs.createSymlink({ sourcePath: "/etc", targetPath: `${K}/l2` }), Code.PermissionDenied);
-    await rejectsWith(fs.createSymlink({ sourcePath: `${K}/src`, targetPath: "/tmp/l3" }), Code.PermissionDenied);
+    await rejectsWithCsiProxyError(fs.createSymlink({ sourcePath: `${K}/src`, targetPath: `${K}/link` }), Code.AlreadyExists);
+    await rejectsWithCsiProxyError(fs.createSymlink({ sourcePath: "/etc", targetPath: `${K}/l2` }), Code.PermissionDenied);
+    await rejectsWithCsiProxyError(fs.createSymlink({ sourcePath: `${K}/src`, targetPath: "/tmp/l3" }), Code.PermissionDenied);
   });
 
   it("isSymlink: link to existing → true, dangling → false, dir → false, mount → true, missing → NotFound", async () => {
@@ -108,8 +100,8 @@ describe("createFilesystemService()", () => {
     assert.deepEqual(await fs.isSymlink({ path: `${K}/bad` }), { isSymlink: false });
     assert.deepEqual(await fs.isSymlink({ path: `${K}/dir` }), { isSymlink: false });
     assert.deepEqual(await fs.isSymlink({ path: `${K}/mnt` }), { isSymlink: true });
-    await rejectsWith(fs.isSymlink({ path: `${K}/missing` }), Code.NotFound);
-    await rejectsWith(fs.isSymlink({ path: "/etc/passwd" }), Code.PermissionDenied);
+    await rejectsWithCsiProxyError(fs.isSymlink({ path: `${K}/missing` }), Code.NotFound);
+    await rejectsWithCsiProxyError(fs.isSymlink({ path: "/etc/passwd" }), Code.PermissionDenied);
   });
 
   it("working dirs are allowed like the kubelet path", async () => {

@@ -4,6 +4,7 @@ import { Code, CsiProxyError, internal } from "../../errors.ts";
 import { FakeIscsiHost } from "../../host/fake/iscsi.ts";
 import { createIscsiService } from "./iscsi-service.ts";
 import type { AuthenticationType, TargetPortal } from "./types.ts";
+import { rejectsWithCsiProxyError } from "../../../test/helpers/assert-coded.ts";
 
 const P: TargetPortal = { targetAddress: "10.0.0.5", targetPort: 3260 };
 const IQN = "iqn.2024-01.com.example:storage.lun1";
@@ -11,18 +12,6 @@ const setup = () => {
   const host = new FakeIscsiHost();
   return { host, iscsi: createIscsiService({ host }) };
 };
-
-async function rejectsWith(p: Promise<unknown>, code: Code, message?: RegExp): Promise<CsiProxyError> {
-  let caught: CsiProxyError | undefined;
-  await assert.rejects(p, (e: unknown) => {
-    assert.ok(e instanceof CsiProxyError, `expected CsiProxyError, got ${String(e)}`);
-    assert.equal(e.code, code, `code of ${JSON.stringify(e.message)}`);
-    if (message) assert.match(e.message, message);
-    caught = e;
-    return true;
-  });
-  return caught!;
-}
 
 const connectReq = (authType: AuthenticationType = "NONE", chapUsername = "", chapSecret = "", targetPortal: TargetPortal | undefined = P, iqn = IQN) => ({
   targetPortal,
@@ -54,10 +43,10 @@ describe("portals", () => {
     assert.equal(host.calls.filter((c) => c.startsWith("addTargetPortal")).length, 1);
     assert.deepEqual(await iscsi.listTargetPortals(), { targetPortals: [P] });
     const other = { targetAddress: "san.example", targetPort: 3261 };
-    await rejectsWith(iscsi.discoverTargetPortal({ targetPortal: other }), Code.NotFound, /target portal san.example:3261 not found/);
-    await rejectsWith(iscsi.removeTargetPortal({ targetPortal: other }), Code.NotFound);
+    await rejectsWithCsiProxyError(iscsi.discoverTargetPortal({ targetPortal: other }), Code.NotFound, /target portal san.example:3261 not found/);
+    await rejectsWithCsiProxyError(iscsi.removeTargetPortal({ targetPortal: other }), Code.NotFound);
     await iscsi.removeTargetPortal({ targetPortal: P });
-    await rejectsWith(iscsi.removeTargetPortal({ targetPortal: P }), Code.NotFound);
+    await rejectsWithCsiProxyError(iscsi.removeTargetPortal({ targetPortal: P }), Code.NotFound);
     assert.deepEqual(await iscsi.listTargetPortals(), { targetPortals: [] });
   });
 
@@ -97,7 +86,7 @@ describe("input validation (InvalidArgument, nothing reaches the host)", () => {
         () => iscsi.disconnectTarget({ targetPortal, iqn: IQN }),
         () => iscsi.getTargetDisks({ targetPortal, iqn: IQN }),
       ]) {
-        await rejectsWith(call(), Code.InvalidArgument, message);
+        await rejectsWithCsiProxyError(call(), Code.InvalidArgument, message);
       }
       assert.deepEqual(host.calls, []);
     });
@@ -108,9 +97,9 @@ describe("input validation (InvalidArgument, nothing reaches the host)", () => {
   it("IQNs that are no iSCSI names (traversal, separators, shell syntax, newlines, too long)", async () => {
     const { host, iscsi } = await setup();
     for (const iqn of badIqns) {
-      await rejectsWith(iscsi.connectTarget(connectReq("NONE", "", "", P, iqn)), Code.InvalidArgument, /iqn/);
-      await rejectsWith(iscsi.disconnectTarget({ targetPortal: P, iqn }), Code.InvalidArgument);
-      await rejectsWith(iscsi.getTargetDisks({ targetPortal: P, iqn }), Code.InvalidArgument);
+      await rejectsWithCsiProxyError(iscsi.connectTarget(connectReq("NONE", "", "", P, iqn)), Code.InvalidArgument, /iqn/);
+      await rejectsWithCsiProxyError(iscsi.disconnectTarget({ targetPortal: P, iqn }), Code.InvalidArgument);
+      await rejectsWithCsiProxyError(iscsi.getTargetDisks({ targetPortal: P, iqn }), Code.InvalidArgument);
     }
     assert.deepEqual(host.calls, []);
   });
@@ -118,16 +107,16 @@ describe("input validation (InvalidArgument, nothing reaches the host)", () => {
   it("CHAP fields: control characters, blanks, length, missing secret; secrets never quoted", async () => {
     const { host, iscsi } = await setup();
     const secret = "s3cret\nnode.session.auth.password_in = x";
-    const e = await rejectsWith(iscsi.connectTarget(connectReq("ONE_WAY_CHAP", "user", secret)), Code.InvalidArgument, /chap_secret contains control/);
+    const e = await rejectsWithCsiProxyError(iscsi.connectTarget(connectReq("ONE_WAY_CHAP", "user", secret)), Code.InvalidArgument, /chap_secret contains control/);
     assert.ok(!e.message.includes("s3cret"));
-    await rejectsWith(iscsi.connectTarget(connectReq("ONE_WAY_CHAP", "user", " padded ")), Code.InvalidArgument);
-    await rejectsWith(iscsi.connectTarget(connectReq("ONE_WAY_CHAP", "us\0er", "secret-123456")), Code.InvalidArgument, /chap_username/);
-    await rejectsWith(iscsi.connectTarget(connectReq("MUTUAL_CHAP", "user", "x".repeat(256))), Code.InvalidArgument, /longer than 255/);
-    await rejectsWith(iscsi.connectTarget(connectReq("ONE_WAY_CHAP", "user", "")), Code.InvalidArgument, /chap_secret is required/);
-    await rejectsWith(iscsi.connectTarget({ ...connectReq(), authType: "KERBEROS" as AuthenticationType }), Code.InvalidArgument, /invalid authentication type/);
-    const m = await rejectsWith(iscsi.setMutualChapSecret({ mutualChapSecret: "abc\r\ndef-SECRET" }), Code.InvalidArgument);
+    await rejectsWithCsiProxyError(iscsi.connectTarget(connectReq("ONE_WAY_CHAP", "user", " padded ")), Code.InvalidArgument);
+    await rejectsWithCsiProxyError(iscsi.connectTarget(connectReq("ONE_WAY_CHAP", "us\0er", "secret-123456")), Code.InvalidArgument, /chap_username/);
+    await rejectsWithCsiProxyError(iscsi.connectTarget(connectReq("MUTUAL_CHAP", "user", "x".repeat(256))), Code.InvalidArgument, /longer than 255/);
+    await rejectsWithCsiProxyError(iscsi.connectTarget(connectReq("ONE_WAY_CHAP", "user", "")), Code.InvalidArgument, /chap_secret is required/);
+    await rejectsWithCsiProxyError(iscsi.connectTarget({ ...connectReq(), authType: "KERBEROS" as AuthenticationType }), Code.InvalidArgument, /invalid authentication type/);
+    const m = await rejectsWithCsiProxyError(iscsi.setMutualChapSecret({ mutualChapSecret: "abc\r\ndef-SECRET" }), Code.InvalidArgument);
     assert.ok(!m.message.includes("SECRET"));
-    await rejectsWith(iscsi.setMutualChapSecret({ mutualChapSecret: "y".repeat(100_000) }), Code.InvalidArgument);
+    await rejectsWithCsiProxyError(iscsi.setMutualChapSecret({ mutualChapSecret: "y".repeat(100_000) }), Code.InvalidArgument);
     assert.deepEqual(host.calls, []);
   });
 
@@ -153,9 +142,9 @@ describe("targets", () => {
   it("unknown targets are NotFound for connect, disconnect and disks", async () => {
     const { iscsi } = await discovered();
     const other = "iqn.2024-01.com.example:other";
-    await rejectsWith(iscsi.connectTarget(connectReq("NONE", "", "", P, other)), Code.NotFound, /discover the portal first/);
-    await rejectsWith(iscsi.disconnectTarget({ targetPortal: P, iqn: other }), Code.NotFound);
-    await rejectsWith(iscsi.getTargetDisks({ targetPortal: P, iqn: other }), Code.NotFound);
+    await rejectsWithCsiProxyError(iscsi.connectTarget(connectReq("NONE", "", "", P, other)), Code.NotFound, /discover the portal first/);
+    await rejectsWithCsiProxyError(iscsi.disconnectTarget({ targetPortal: P, iqn: other }), Code.NotFound);
+    await rejectsWithCsiProxyError(iscsi.getTargetDisks({ targetPortal: P, iqn: other }), Code.NotFound);
   });
 
   it("connect and disconnect are idempotent; disks only while connected", async () => {
@@ -174,14 +163,14 @@ describe("targets", () => {
 
   it("one-way CHAP: wrong secret fails with the host's code, right secret connects", async () => {
     const { host, iscsi } = await discovered({ chap: { username: "chapuser", secret: "right-secret-1" } });
-    await rejectsWith(iscsi.connectTarget(connectReq("ONE_WAY_CHAP", "chapuser", "wrong-secret-1")), Code.PermissionDenied);
+    await rejectsWithCsiProxyError(iscsi.connectTarget(connectReq("ONE_WAY_CHAP", "chapuser", "wrong-secret-1")), Code.PermissionDenied);
     await iscsi.connectTarget(connectReq("ONE_WAY_CHAP", "chapuser", "right-secret-1"));
     assert.equal((await host.getTarget(P, IQN))?.connected, true);
   });
 
   it("mutual CHAP needs SetMutualChapSecret first", async () => {
     const { host, iscsi } = await discovered({ chap: { username: "u", secret: "right-secret-1" }, mutual: true });
-    await rejectsWith(iscsi.connectTarget(connectReq("MUTUAL_CHAP", "u", "right-secret-1")), Code.PermissionDenied);
+    await rejectsWithCsiProxyError(iscsi.connectTarget(connectReq("MUTUAL_CHAP", "u", "right-secret-1")), Code.PermissionDenied);
     await iscsi.setMutualChapSecret({ mutualChapSecret: "mutual-secret-9" });
     await iscsi.connectTarget(connectReq("MUTUAL_CHAP", "u", "right-secret-1"));
     assert.equal(host.mutualSecret, "mutual-secret-9");
@@ -192,9 +181,9 @@ describe("targets", () => {
   it("host failures keep their code", async () => {
     const { host, iscsi } = await discovered();
     host.failures.set("connectTarget", new CsiProxyError(Code.FailedPrecondition, "iscsi_tcp not loaded"));
-    await rejectsWith(iscsi.connectTarget(connectReq()), Code.FailedPrecondition, /iscsi_tcp/);
+    await rejectsWithCsiProxyError(iscsi.connectTarget(connectReq()), Code.FailedPrecondition, /iscsi_tcp/);
     host.failures.set("listTargetPortals", internal("boom"));
-    await rejectsWith(iscsi.listTargetPortals(), Code.Internal);
+    await rejectsWithCsiProxyError(iscsi.listTargetPortals(), Code.Internal);
   });
 
   it("serialises calls per portal", async () => {

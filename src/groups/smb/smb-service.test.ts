@@ -10,6 +10,7 @@ import { guardStateFile, StateDirRefusal } from "../../state/state-dir.ts";
 import { createPathPolicy } from "../filesystem/path-policy.ts";
 import { createSmbService, type RefCountedSmbService } from "./smb-service.ts";
 import { validateSmbState, type SmbState } from "./smb-state.ts";
+import { rejectsWithCsiProxyError } from "../../../test/helpers/assert-coded.ts";
 
 const KUBELET = "/var/lib/kubelet";
 const existing = new Set(["/", "/var", "/var/lib", KUBELET]);
@@ -59,16 +60,6 @@ async function setup(options: { host?: FakeSmbHost; state?: ReturnType<typeof me
 const ROOT = "\\\\server\\share";
 const local = (name: string) => `${KUBELET}/plugins/smb/${name}/globalmount`;
 const req = (remotePath: string, localPath = "", username = "user", password = "Pa55-w0rd!") => ({ remotePath, localPath, username, password });
-
-async function rejectsWith(p: Promise<unknown>, code: Code, message?: RegExp | string): Promise<void> {
-  await assert.rejects(p, (e: unknown) => {
-    assert.ok(e instanceof CsiProxyError, `expected CsiProxyError, got ${String(e)}`);
-    assert.equal(e.code, code, `code of ${JSON.stringify(e.message)}`);
-    if (typeof message === "string") assert.equal(e.message, message);
-    else if (message) assert.match(e.message, message);
-    return true;
-  });
-}
 
 describe("NewSmbGlobalMapping: upstream semantics", () => {
   it("maps the lower-cased share root and links local_path to the full remote path", async () => {
@@ -151,8 +142,8 @@ describe("NewSmbGlobalMapping: refusals (no host change, no count)", () => {
   for (const [name, remotePath, message] of invalid) {
     it(`remote path: ${name} → InvalidArgument`, async () => {
       const { host, smb, state } = await setup();
-      await rejectsWith(smb.newSmbGlobalMapping(req(remotePath, local("a"))), Code.InvalidArgument, message);
-      await rejectsWith(smb.removeSmbGlobalMapping({ remotePath }), Code.InvalidArgument, message);
+      await rejectsWithCsiProxyError(smb.newSmbGlobalMapping(req(remotePath, local("a"))), Code.InvalidArgument, message);
+      await rejectsWithCsiProxyError(smb.removeSmbGlobalMapping({ remotePath }), Code.InvalidArgument, message);
       assert.deepEqual(host.calls, []);
       assert.equal(state.saves, 0);
     });
@@ -160,10 +151,10 @@ describe("NewSmbGlobalMapping: refusals (no host change, no count)", () => {
 
   it("local path outside the allowed dirs → PermissionDenied; relative / NUL → InvalidArgument", async () => {
     const { host, smb } = await setup();
-    await rejectsWith(smb.newSmbGlobalMapping(req(ROOT, "/etc/evil")), Code.PermissionDenied);
-    await rejectsWith(smb.newSmbGlobalMapping(req(ROOT, `${KUBELET}/../../etc/x`)), Code.PermissionDenied);
-    await rejectsWith(smb.newSmbGlobalMapping(req(ROOT, "relative/path")), Code.InvalidArgument);
-    await rejectsWith(smb.newSmbGlobalMapping(req(ROOT, `${KUBELET}/a\0b`)), Code.InvalidArgument);
+    await rejectsWithCsiProxyError(smb.newSmbGlobalMapping(req(ROOT, "/etc/evil")), Code.PermissionDenied);
+    await rejectsWithCsiProxyError(smb.newSmbGlobalMapping(req(ROOT, `${KUBELET}/../../etc/x`)), Code.PermissionDenied);
+    await rejectsWithCsiProxyError(smb.newSmbGlobalMapping(req(ROOT, "relative/path")), Code.InvalidArgument);
+    await rejectsWithCsiProxyError(smb.newSmbGlobalMapping(req(ROOT, `${KUBELET}/a\0b`)), Code.InvalidArgument);
     assert.deepEqual(host.calls, []);
     assert.deepEqual(smb.references(), {});
   });
@@ -176,10 +167,10 @@ describe("NewSmbGlobalMapping: refusals (no host change, no count)", () => {
       assert.ok(!e.message.includes("s3cr3t"));
       return true;
     });
-    await rejectsWith(smb.newSmbGlobalMapping(req(ROOT, "", "user", "a\0b")), Code.InvalidArgument);
-    await rejectsWith(smb.newSmbGlobalMapping(req(ROOT, "", "user", "x".repeat(1025))), Code.InvalidArgument, /password is longer/);
-    await rejectsWith(smb.newSmbGlobalMapping(req(ROOT, "", "us\ner", "p")), Code.InvalidArgument, /username/);
-    await rejectsWith(smb.newSmbGlobalMapping(req(ROOT, "", "u".repeat(100_000), "p")), Code.InvalidArgument, /username is longer/);
+    await rejectsWithCsiProxyError(smb.newSmbGlobalMapping(req(ROOT, "", "user", "a\0b")), Code.InvalidArgument);
+    await rejectsWithCsiProxyError(smb.newSmbGlobalMapping(req(ROOT, "", "user", "x".repeat(1025))), Code.InvalidArgument, /password is longer/);
+    await rejectsWithCsiProxyError(smb.newSmbGlobalMapping(req(ROOT, "", "us\ner", "p")), Code.InvalidArgument, /username/);
+    await rejectsWithCsiProxyError(smb.newSmbGlobalMapping(req(ROOT, "", "u".repeat(100_000), "p")), Code.InvalidArgument, /username is longer/);
     assert.deepEqual(host.calls, []);
   });
 
@@ -187,8 +178,8 @@ describe("NewSmbGlobalMapping: refusals (no host change, no count)", () => {
     const { host, smb, state } = await setup();
     host.entries.set(local("a"), null); // a directory
     host.entries.set(local("b"), "\\\\other\\share\\"); // a link elsewhere
-    await rejectsWith(smb.newSmbGlobalMapping(req(ROOT, local("a"))), Code.AlreadyExists, `local path ${local("a")} already exists`);
-    await rejectsWith(smb.newSmbGlobalMapping(req(ROOT, local("b"))), Code.AlreadyExists);
+    await rejectsWithCsiProxyError(smb.newSmbGlobalMapping(req(ROOT, local("a"))), Code.AlreadyExists, `local path ${local("a")} already exists`);
+    await rejectsWithCsiProxyError(smb.newSmbGlobalMapping(req(ROOT, local("b"))), Code.AlreadyExists);
     assert.equal(host.mappings.size, 0);
     assert.deepEqual(smb.references(), {});
     await smb.newSmbGlobalMapping(req("\\\\server\\other")); // a later save must not carry an empty record for ROOT
@@ -198,13 +189,13 @@ describe("NewSmbGlobalMapping: refusals (no host change, no count)", () => {
   it("a host failure withdraws the use and removes a mapping made for it alone", async () => {
     const { host, smb, state } = await setup();
     host.failures.set("createDirLink", internal("symlink failed"));
-    await rejectsWith(smb.newSmbGlobalMapping(req(ROOT, local("a"))), Code.Internal, "symlink failed");
+    await rejectsWithCsiProxyError(smb.newSmbGlobalMapping(req(ROOT, local("a"))), Code.Internal, "symlink failed");
     assert.equal(host.mappings.size, 0);
     assert.deepEqual(smb.references(), {});
     assert.deepEqual(JSON.parse(state.text!).roots, {});
 
     host.failures.set("createMapping", internal("access denied by server"));
-    await rejectsWith(smb.newSmbGlobalMapping(req(ROOT, local("a"))), Code.Internal);
+    await rejectsWithCsiProxyError(smb.newSmbGlobalMapping(req(ROOT, local("a"))), Code.Internal);
     assert.deepEqual(smb.references(), {});
   });
 
@@ -212,7 +203,7 @@ describe("NewSmbGlobalMapping: refusals (no host change, no count)", () => {
     const { host, smb } = await setup();
     await smb.newSmbGlobalMapping(req(ROOT, local("a")));
     host.failures.set("createDirLink", internal("symlink failed"));
-    await rejectsWith(smb.newSmbGlobalMapping(req(ROOT, local("b"))), Code.Internal);
+    await rejectsWithCsiProxyError(smb.newSmbGlobalMapping(req(ROOT, local("b"))), Code.Internal);
     assert.ok(host.mappings.has(ROOT));
     assert.deepEqual(smb.references(), { [ROOT]: 1 });
   });
@@ -231,7 +222,7 @@ describe("reference counting", () => {
     assert.deepEqual(smb.references(), { [ROOT]: 1 });
     await smb.removeSmbGlobalMapping({ remotePath: "//SERVER/share/b" });
     assert.equal(host.mappings.size, 0);
-    await rejectsWith(
+    await rejectsWithCsiProxyError(
       smb.removeSmbGlobalMapping({ remotePath: "\\\\server\\share\\b" }),
       Code.NotFound,
       `error remove smb mapping '${ROOT}'. err: no SMB global mapping for remote path ${ROOT}`,
@@ -304,7 +295,7 @@ describe("reference counting", () => {
     const { host, smb, state } = await setup();
     await smb.newSmbGlobalMapping(req(ROOT, local("a")));
     host.failures.set("removeMapping", internal("busy"));
-    await rejectsWith(smb.removeSmbGlobalMapping({ remotePath: ROOT }), Code.Internal, "busy");
+    await rejectsWithCsiProxyError(smb.removeSmbGlobalMapping({ remotePath: ROOT }), Code.Internal, "busy");
     assert.deepEqual(JSON.parse(state.text!).roots[ROOT], { users: [], removing: true });
     await smb.removeSmbGlobalMapping({ remotePath: ROOT });
     assert.equal(host.mappings.size, 0);
@@ -391,7 +382,7 @@ describe("persistence and start-up reconciliation", () => {
     const { smb, logs } = await setup({ host, state });
     assert.ok(logs.some((l) => l.startsWith(`W SMB ${ROOT}: sweep failed`)));
     host.failures.set("createDirLink", internal("symlink failed"));
-    await rejectsWith(smb.newSmbGlobalMapping(req(ROOT, local("a"))), Code.Internal);
+    await rejectsWithCsiProxyError(smb.newSmbGlobalMapping(req(ROOT, local("a"))), Code.Internal);
     assert.deepEqual(JSON.parse(state.text!).roots[ROOT], { users: [], removing: true });
     await smb.removeSmbGlobalMapping({ remotePath: ROOT });
     assert.equal(host.mappings.size, 0);
@@ -404,8 +395,8 @@ describe("persistence and start-up reconciliation", () => {
       state.text = text;
       const host = new FakeSmbHost().addMapping(ROOT);
       const { smb, logs } = await setup({ host, state });
-      await rejectsWith(smb.newSmbGlobalMapping(req(ROOT)), Code.FailedPrecondition, /SMB state file \/memory\/smb-state.json is unreadable/);
-      await rejectsWith(smb.removeSmbGlobalMapping({ remotePath: ROOT }), Code.FailedPrecondition);
+      await rejectsWithCsiProxyError(smb.newSmbGlobalMapping(req(ROOT)), Code.FailedPrecondition, /SMB state file \/memory\/smb-state.json is unreadable/);
+      await rejectsWithCsiProxyError(smb.removeSmbGlobalMapping({ remotePath: ROOT }), Code.FailedPrecondition);
       assert.ok(host.mappings.has(ROOT));
       assert.equal(state.text, text, "the file is left for the operator");
       assert.ok(logs.some((l) => l.startsWith("W SMB state file")));
@@ -429,7 +420,7 @@ describe("persistence and start-up reconciliation", () => {
       await fs.writeFile(path.join(dir, "elsewhere.json"), '{"version":1,"roots":{}}');
       await fs.symlink(path.join(dir, "elsewhere.json"), file);
       const { smb, logs } = await setup({ state: createJsonStateFile(file, validateSmbState) as ReturnType<typeof memoryState> });
-      await rejectsWith(smb.removeSmbGlobalMapping({ remotePath: ROOT }), Code.FailedPrecondition, /state file .*smb-mappings\.json is a symbolic link.*; SMB calls are refused until this is fixed/);
+      await rejectsWithCsiProxyError(smb.removeSmbGlobalMapping({ remotePath: ROOT }), Code.FailedPrecondition, /state file .*smb-mappings\.json is a symbolic link.*; SMB calls are refused until this is fixed/);
       assert.equal(logs.length, 1);
     } finally {
       await fs.rm(dir, { recursive: true, force: true });
@@ -469,6 +460,6 @@ describe("Windows platform", () => {
     host.entries.set("C:\\VAR\\lib\\kubelet\\A", host.entries.get("C:\\var\\lib\\kubelet\\a")!);
     await smb.newSmbGlobalMapping(req(ROOT, "C:\\VAR\\lib\\kubelet\\A"));
     assert.deepEqual(smb.references(), { [ROOT]: 1 });
-    await rejectsWith(smb.newSmbGlobalMapping(req(ROOT, "C:\\var\\lib\\kubelet\\..\\x")), Code.InvalidArgument);
+    await rejectsWithCsiProxyError(smb.newSmbGlobalMapping(req(ROOT, "C:\\var\\lib\\kubelet\\..\\x")), Code.InvalidArgument);
   });
 });

@@ -1,24 +1,15 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { Code, CsiProxyError } from "../../errors.ts";
+import { Code } from "../../errors.ts";
 import { FakeSystemHost } from "../../host/fake/system.ts";
 import { createSystemService } from "./system-service.ts";
 import { ServiceStatus, StartType } from "./types.ts";
+import { rejectsWithCsiProxyError } from "../../../test/helpers/assert-coded.ts";
 
 const setup = (allowedServices: string[] = [], platform: "linux" | "win32" = "linux", host = new FakeSystemHost()) => ({
   host,
   system: createSystemService({ host, platform, allowedServices, pollIntervalMs: 1, waitTimeoutMs: 50 }),
 });
-
-async function rejectsWith(p: Promise<unknown>, code: Code, message?: RegExp | string): Promise<void> {
-  await assert.rejects(p, (e: unknown) => {
-    assert.ok(e instanceof CsiProxyError, `expected CsiProxyError, got ${String(e)}`);
-    assert.equal(e.code, code, `code of ${JSON.stringify(e.message)}`);
-    if (typeof message === "string") assert.equal(e.message, message);
-    else if (message) assert.match(e.message, message);
-    return true;
-  });
-}
 
 describe("GetBIOSSerialNumber", () => {
   it("returns the trimmed serial; no SMBIOS → FailedPrecondition; empty → NotFound", async () => {
@@ -26,9 +17,9 @@ describe("GetBIOSSerialNumber", () => {
     host.biosSerial = "  VMware-42 1a 2b  \n";
     assert.deepEqual(await system.getBIOSSerialNumber(), { serialNumber: "VMware-42 1a 2b" });
     host.biosSerial = null;
-    await rejectsWith(system.getBIOSSerialNumber(), Code.FailedPrecondition, /no SMBIOS\/DMI data/);
+    await rejectsWithCsiProxyError(system.getBIOSSerialNumber(), Code.FailedPrecondition, /no SMBIOS\/DMI data/);
     host.biosSerial = " \n";
-    await rejectsWith(system.getBIOSSerialNumber(), Code.NotFound, "the BIOS serial number is empty");
+    await rejectsWithCsiProxyError(system.getBIOSSerialNumber(), Code.NotFound, "the BIOS serial number is empty");
   });
 });
 
@@ -37,7 +28,7 @@ describe("GetService", () => {
     const { host, system } = setup([]);
     host.addService("ssh", { displayName: "OpenSSH server", startType: StartType.Automatic, status: ServiceStatus.Running });
     assert.deepEqual(await system.getService({ name: "ssh" }), { displayName: "OpenSSH server", startType: StartType.Automatic, status: ServiceStatus.Running });
-    await rejectsWith(system.getService({ name: "nope" }), Code.NotFound, "failed to get service nope. error: failed to query service nope: not found");
+    await rejectsWithCsiProxyError(system.getService({ name: "nope" }), Code.NotFound, "failed to get service nope. error: failed to query service nope: not found");
   });
 });
 
@@ -49,16 +40,16 @@ describe("service names (InvalidArgument before anything else)", () => {
       const { host, system } = setup(["*"], platform);
       for (const name of hostile) {
         if (platform === "win32" && ["x;reboot", "$(id)", "a b", "a|b", "a&b", "%PATH%", "-h", "--help", "ssh\u2215x", "ｓｓｈ"].includes(name)) continue; // legal SCM names: data only
-        await rejectsWith(system.getService({ name }), Code.InvalidArgument, name === "" ? "service name is required" : /invalid service name/);
-        await rejectsWith(system.startService({ name }), Code.InvalidArgument);
-        await rejectsWith(system.stopService({ name, force: true }), Code.InvalidArgument);
+        await rejectsWithCsiProxyError(system.getService({ name }), Code.InvalidArgument, name === "" ? "service name is required" : /invalid service name/);
+        await rejectsWithCsiProxyError(system.startService({ name }), Code.InvalidArgument);
+        await rejectsWithCsiProxyError(system.stopService({ name, force: true }), Code.InvalidArgument);
       }
       assert.deepEqual(host.calls, []);
     });
   }
   it("win32: names SCM accepts are looked up as data (NotFound), never interpreted", async () => {
     const { host, system } = setup(["*"], "win32");
-    for (const name of ["x;reboot", "$(id)", "a|b", "%PATH%", "-h"]) await rejectsWith(system.getService({ name }), Code.NotFound);
+    for (const name of ["x;reboot", "$(id)", "a|b", "%PATH%", "-h"]) await rejectsWithCsiProxyError(system.getService({ name }), Code.NotFound);
     assert.ok(host.calls.includes("getService $(id)"));
   });
   it("linux: systemd names with @, dots and a .service suffix are accepted", async () => {
@@ -72,15 +63,15 @@ describe("StartService / StopService allow-list", () => {
   it("empty allow-list: PermissionDenied before any lookup", async () => {
     const { host, system } = setup([]);
     host.addService("ssh");
-    await rejectsWith(system.startService({ name: "ssh" }), Code.PermissionDenied, /starting service ssh is not allowed: it is not listed in -allowed-service/);
-    await rejectsWith(system.stopService({ name: "ssh", force: false }), Code.PermissionDenied, /stopping service ssh/);
+    await rejectsWithCsiProxyError(system.startService({ name: "ssh" }), Code.PermissionDenied, /starting service ssh is not allowed: it is not listed in -allowed-service/);
+    await rejectsWithCsiProxyError(system.stopService({ name: "ssh", force: false }), Code.PermissionDenied, /stopping service ssh/);
     assert.deepEqual(host.calls, []);
   });
   it("only listed services; * allows any; .service suffix (linux) and case (win32) do not matter", async () => {
     const linux = setup(["ssh.service"]);
     linux.host.addService("ssh").addService("cron");
     await linux.system.startService({ name: "ssh" });
-    await rejectsWith(linux.system.startService({ name: "cron" }), Code.PermissionDenied);
+    await rejectsWithCsiProxyError(linux.system.startService({ name: "cron" }), Code.PermissionDenied);
     const win = setup(["MSiSCSI"], "win32");
     win.host.addService("msiscsi");
     await win.system.startService({ name: "msiscsi" });
@@ -103,8 +94,8 @@ describe("StartService", () => {
   it("times out with upstream's text when the service never runs; unknown → NotFound", async () => {
     const { host, system } = setup(["*"]);
     host.addService("slow", { pendingPolls: Infinity });
-    await rejectsWith(system.startService({ name: "slow" }), Code.DeadlineExceeded, "timed out waiting for service slow to become running");
-    await rejectsWith(system.startService({ name: "ghost" }), Code.NotFound);
+    await rejectsWithCsiProxyError(system.startService({ name: "slow" }), Code.DeadlineExceeded, "timed out waiting for service slow to become running");
+    await rejectsWithCsiProxyError(system.startService({ name: "ghost" }), Code.NotFound);
   });
 });
 
@@ -128,7 +119,7 @@ describe("StopService", () => {
 
   it("running dependents: FailedPrecondition without force; with force stopped deepest first", async () => {
     const { host, system } = setup(["*"], "linux", tree());
-    await rejectsWith(system.stopService({ name: "base", force: false }), Code.FailedPrecondition, /running dependent services \(mid, top\)/);
+    await rejectsWithCsiProxyError(system.stopService({ name: "base", force: false }), Code.FailedPrecondition, /running dependent services \(mid, top\)/);
     assert.equal(host.services.get("base")!.status, ServiceStatus.Running);
     await system.stopService({ name: "base", force: true });
     assert.deepEqual(host.calls.filter((c) => c.startsWith("stopService")), ["stopService top", "stopService mid", "stopService base"]);
@@ -137,7 +128,7 @@ describe("StopService", () => {
 
   it("force needs every running dependent on the allow-list", async () => {
     const { host, system } = setup(["base", "mid"], "linux", tree());
-    await rejectsWith(system.stopService({ name: "base", force: true }), Code.PermissionDenied, /dependent service top, which is not listed/);
+    await rejectsWithCsiProxyError(system.stopService({ name: "base", force: true }), Code.PermissionDenied, /dependent service top, which is not listed/);
     assert.ok(!host.calls.some((c) => c.startsWith("stopService")));
   });
 });

@@ -11,6 +11,7 @@ import { createPathPolicy } from "../filesystem/path-policy.ts";
 import { FakeStorage, MICROSOFT_RESERVED, type FakeVolume } from "../../host/fake/storage-world.ts";
 import { FakeVolumeHost } from "../../host/fake/volume.ts";
 import { Code } from "../../errors.ts";
+import { rejectsWithCode } from "../../../test/helpers/assert-coded.ts";
 
 const KUBELET = "C:\\var\\lib\\kubelet";
 const STAGE = `${KUBELET}\\plugins\\pd\\globalmount`;
@@ -32,14 +33,6 @@ function setup(options: { tweak?: (w: FakeStorage) => void; volume?: Partial<Fak
   return { world, host, volume: createVolumeService({ host, policy }), id: data.volume!.id, data, systemId: c.volume!.id };
 }
 
-async function rejectsWith(p: Promise<unknown>, code: number, pattern?: RegExp) {
-  await assert.rejects(p, (err: { code?: number; message: string }) => {
-    assert.equal(err.code, code, `expected code ${code}, got ${err.code}: ${err.message}`);
-    if (pattern) assert.match(err.message, pattern);
-    return true;
-  });
-}
-
 const ntfs = { fileSystem: "NTFS" };
 
 test("volume ids compare case-insensitively, with or without the trailing backslash", () => {
@@ -53,7 +46,7 @@ describe("ListVolumesOnDisk", () => {
     assert.deepEqual(await s.volume.listVolumesOnDisk({ diskNumber: 1, partitionNumber: 0 }), { volumeIds: [s.id] });
     assert.deepEqual(await s.volume.listVolumesOnDisk({ diskNumber: 1, partitionNumber: 1 }), { volumeIds: [] });
     assert.deepEqual(await s.volume.listVolumesOnDisk({ diskNumber: 7, partitionNumber: 0 }), { volumeIds: [] });
-    await rejectsWith(s.volume.listVolumesOnDisk({ diskNumber: -3, partitionNumber: 0 }), Code.InvalidArgument);
+    await rejectsWithCode(s.volume.listVolumesOnDisk({ diskNumber: -3, partitionNumber: 0 }), Code.InvalidArgument);
   });
 });
 
@@ -114,7 +107,7 @@ describe("MountVolume", () => {
     test(c.name, async () => {
       const s = setup(c.options);
       const p = s.volume.mountVolume({ volumeId: c.id ? c.id(s) : s.id, targetPath: c.target ?? STAGE });
-      if (c.code !== undefined) await rejectsWith(p, c.code, c.message);
+      if (c.code !== undefined) await rejectsWithCode(p, c.code, c.message);
       else await p;
       assert.deepEqual(s.world.calls, c.calls(s));
     });
@@ -127,24 +120,24 @@ describe("UnmountVolume", () => {
     const s = setup({ tweak: mounted });
     await s.volume.unmountVolume({ volumeId: s.id, targetPath: STAGE });
     assert.deepEqual(s.world.calls, [`flushVolume ${s.id}`, `unmountVolume ${STAGE}`]);
-    await rejectsWith(s.volume.unmountVolume({ volumeId: s.id, targetPath: STAGE }), Code.NotFound, /is not a mount point/);
+    await rejectsWithCode(s.volume.unmountVolume({ volumeId: s.id, targetPath: STAGE }), Code.NotFound, /is not a mount point/);
   });
   test("another volume mounted there: FailedPrecondition, nothing flushed or unmounted", async () => {
     const s = setup({ tweak: (w) => w.mounts.set(STAGE, { volumeId: "\\\\?\\Volume{other}\\", description: "volume \\\\?\\Volume{other}\\" }) });
-    await rejectsWith(s.volume.unmountVolume({ volumeId: s.id, targetPath: STAGE }), Code.FailedPrecondition, /refusing to unmount .* not volume/);
+    await rejectsWithCode(s.volume.unmountVolume({ volumeId: s.id, targetPath: STAGE }), Code.FailedPrecondition, /refusing to unmount .* not volume/);
     assert.deepEqual(s.world.calls, []);
   });
   test("something that is not a volume mounted there: FailedPrecondition", async () => {
     const s = setup({ tweak: (w) => w.mounts.set(STAGE, { volumeId: null, description: "a tmpfs filesystem (tmpfs)" }) });
-    await rejectsWith(s.volume.unmountVolume({ volumeId: s.id, targetPath: STAGE }), Code.FailedPrecondition, /tmpfs/);
+    await rejectsWithCode(s.volume.unmountVolume({ volumeId: s.id, targetPath: STAGE }), Code.FailedPrecondition, /tmpfs/);
   });
   test("flush failure: nothing unmounted; unknown volume: NotFound; upstream texts for empty fields", async () => {
     const s = setup({ tweak: (w) => (mounted(w), w.failNext("flushVolume")) });
-    await rejectsWith(s.volume.unmountVolume({ volumeId: s.id, targetPath: STAGE }), Code.Internal, /flush volume .* before unmounting/);
+    await rejectsWithCode(s.volume.unmountVolume({ volumeId: s.id, targetPath: STAGE }), Code.Internal, /flush volume .* before unmounting/);
     assert.deepEqual(s.world.calls, [`flushVolume ${s.id}`]);
-    await rejectsWith(s.volume.unmountVolume({ volumeId: "\\\\?\\Volume{nope}\\", targetPath: STAGE }), Code.NotFound);
-    await rejectsWith(s.volume.unmountVolume({ volumeId: "", targetPath: STAGE }), Code.InvalidArgument, /^volume id empty$/);
-    await rejectsWith(s.volume.unmountVolume({ volumeId: s.id, targetPath: "" }), Code.InvalidArgument, /^target path empty$/);
+    await rejectsWithCode(s.volume.unmountVolume({ volumeId: "\\\\?\\Volume{nope}\\", targetPath: STAGE }), Code.NotFound);
+    await rejectsWithCode(s.volume.unmountVolume({ volumeId: "", targetPath: STAGE }), Code.InvalidArgument, /^volume id empty$/);
+    await rejectsWithCode(s.volume.unmountVolume({ volumeId: s.id, targetPath: "" }), Code.InvalidArgument, /^target path empty$/);
   });
 });
 
@@ -155,7 +148,7 @@ describe("IsVolumeFormatted / FormatVolume", () => {
     assert.deepEqual(await s.volume.isVolumeFormatted({ volumeId: s.id }), { formatted: true });
     const f = setup({ volume: { foreign: "LVM2_member (raid)" } });
     assert.deepEqual(await f.volume.isVolumeFormatted({ volumeId: f.id }), { formatted: false });
-    await rejectsWith(s.volume.isVolumeFormatted({ volumeId: "" }), Code.InvalidArgument, /^volume id empty$/);
+    await rejectsWithCode(s.volume.isVolumeFormatted({ volumeId: "" }), Code.InvalidArgument, /^volume id empty$/);
   });
 
   const cases = [
@@ -177,7 +170,7 @@ describe("IsVolumeFormatted / FormatVolume", () => {
     test(`FormatVolume: ${c.name}`, async () => {
       const s = setup({ volume: c.volume, tweak: c.tweak });
       const p = s.volume.formatVolume({ volumeId: s.id });
-      if (c.code !== undefined) await rejectsWith(p, c.code, c.message);
+      if (c.code !== undefined) await rejectsWithCode(p, c.code, c.message);
       else await p;
       assert.deepEqual(s.world.calls, c.calls(s.id));
       assert.equal(s.world.volume(s.id).volume.fileSystem, c.fs);
@@ -185,7 +178,7 @@ describe("IsVolumeFormatted / FormatVolume", () => {
   }
   test("FormatVolume: the system volume is refused (even though it holds the default)", async () => {
     const s = setup();
-    await rejectsWith(s.volume.formatVolume({ volumeId: s.systemId }), Code.FailedPrecondition, /Windows system volume C:/);
+    await rejectsWithCode(s.volume.formatVolume({ volumeId: s.systemId }), Code.FailedPrecondition, /Windows system volume C:/);
   });
 });
 
@@ -242,7 +235,7 @@ describe("ResizeVolume", () => {
     test(c.name, async () => {
       const s = setup({ tweak: c.tweak });
       const p = s.volume.resizeVolume({ volumeId: s.id, sizeBytes: c.sizeBytes });
-      if (c.code !== undefined) await rejectsWith(p, c.code, c.message);
+      if (c.code !== undefined) await rejectsWithCode(p, c.code, c.message);
       else await p;
       assert.deepEqual(s.world.calls, c.calls(s.id));
     });
@@ -268,9 +261,9 @@ describe("GetVolumeStats / GetDiskNumberFromVolumeID / WriteVolumeCache", () => 
     await s.volume.writeVolumeCache({ volumeId: s.id });
     assert.deepEqual(s.world.calls, [`flushVolume ${s.id}`]);
     for (const call of [() => s.volume.getVolumeStats({ volumeId: "" }), () => s.volume.writeVolumeCache({ volumeId: "" }), () => s.volume.getDiskNumberFromVolumeId({ volumeId: "" })]) {
-      await rejectsWith(call(), Code.InvalidArgument, /^volume id empty$/);
+      await rejectsWithCode(call(), Code.InvalidArgument, /^volume id empty$/);
     }
-    await rejectsWith(s.volume.writeVolumeCache({ volumeId: "\\\\?\\Volume{nope}\\" }), Code.NotFound);
+    await rejectsWithCode(s.volume.writeVolumeCache({ volumeId: "\\\\?\\Volume{nope}\\" }), Code.NotFound);
   });
 });
 
@@ -282,21 +275,21 @@ describe("GetVolumeIDFromTargetPath / GetClosestVolumeIDFromTargetPath", () => {
   test("exact: the mount point's volume; a plain directory NotFound (not the C: volume); something else mounted NotFound", async () => {
     const s = setup({ tweak });
     assert.deepEqual(await s.volume.getVolumeIdFromTargetPath({ targetPath: STAGE }), { volumeId: s.id });
-    await rejectsWith(s.volume.getVolumeIdFromTargetPath({ targetPath: KUBELET }), Code.NotFound, /is not a mount point/);
-    await rejectsWith(s.volume.getVolumeIdFromTargetPath({ targetPath: `${KUBELET}\\tmp` }), Code.NotFound, /tmpfs/);
-    await rejectsWith(s.volume.getVolumeIdFromTargetPath({ targetPath: "" }), Code.InvalidArgument, /^target path is empty$/);
+    await rejectsWithCode(s.volume.getVolumeIdFromTargetPath({ targetPath: KUBELET }), Code.NotFound, /is not a mount point/);
+    await rejectsWithCode(s.volume.getVolumeIdFromTargetPath({ targetPath: `${KUBELET}\\tmp` }), Code.NotFound, /tmpfs/);
+    await rejectsWithCode(s.volume.getVolumeIdFromTargetPath({ targetPath: "" }), Code.InvalidArgument, /^target path is empty$/);
   });
   test("closest: under a mount → that volume; a plain directory → the drive's volume; under something else → NotFound", async () => {
     const s = setup({ tweak });
     assert.deepEqual(await s.volume.getClosestVolumeIdFromTargetPath({ targetPath: `${STAGE}\\a\\b` }), { volumeId: s.id });
     assert.deepEqual(await s.volume.getClosestVolumeIdFromTargetPath({ targetPath: `${KUBELET}\\pods` }), { volumeId: s.systemId });
-    await rejectsWith(s.volume.getClosestVolumeIdFromTargetPath({ targetPath: `${KUBELET}\\tmp\\x` }), Code.NotFound, /^error getting the closest volume for the path=.*tmpfs/);
-    await rejectsWith(s.volume.getClosestVolumeIdFromTargetPath({ targetPath: "E:\\x" }), Code.NotFound, /error getting the closest volume for the path=E:\\x, err=no volume holds it/);
+    await rejectsWithCode(s.volume.getClosestVolumeIdFromTargetPath({ targetPath: `${KUBELET}\\tmp\\x` }), Code.NotFound, /^error getting the closest volume for the path=.*tmpfs/);
+    await rejectsWithCode(s.volume.getClosestVolumeIdFromTargetPath({ targetPath: "E:\\x" }), Code.NotFound, /error getting the closest volume for the path=E:\\x, err=no volume holds it/);
   });
   test("with a path policy, paths outside are PermissionDenied", async () => {
     const s = setup({ tweak, policy: true });
-    await rejectsWith(s.volume.getVolumeIdFromTargetPath({ targetPath: "D:\\x" }), Code.PermissionDenied);
-    await rejectsWith(s.volume.getClosestVolumeIdFromTargetPath({ targetPath: "D:\\x" }), Code.PermissionDenied);
+    await rejectsWithCode(s.volume.getVolumeIdFromTargetPath({ targetPath: "D:\\x" }), Code.PermissionDenied);
+    await rejectsWithCode(s.volume.getClosestVolumeIdFromTargetPath({ targetPath: "D:\\x" }), Code.PermissionDenied);
   });
 });
 
@@ -316,7 +309,7 @@ describe("a host that lacks the privilege", () => {
       () => s.volume.getClosestVolumeIdFromTargetPath({ targetPath: STAGE }),
       () => s.volume.writeVolumeCache({ volumeId: s.id }),
     ];
-    for (const call of calls) await rejectsWith(call(), Code.PermissionDenied, /^volume \w+: needs a privilege$/);
+    for (const call of calls) await rejectsWithCode(call(), Code.PermissionDenied, /^volume \w+: needs a privilege$/);
     assert.deepEqual(s.world.calls, []);
   });
 });

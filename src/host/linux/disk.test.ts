@@ -12,6 +12,8 @@ import { createPathPolicy } from "../../groups/filesystem/path-policy.ts";
 import { FakeBlockWorld } from "../fake/block-world.ts";
 import { FakeBlockTools } from "../fake/block-tools.ts";
 import { Code } from "../../errors.ts";
+import { rejectsWithCode } from "../../../test/helpers/assert-coded.ts";
+import { everyDiskRpc, testPartitionDiskCases, type PartitionDiskCase } from "../../../test/helpers/disk-service-cases.ts";
 
 const KUBELET = "/var/lib/kubelet";
 const MiB = 1024n * 1024n;
@@ -34,14 +36,6 @@ function setup(tweak?: (w: FakeBlockWorld) => void) {
   const disk = createDiskService({ host, policy });
   const num = (name: string) => diskNumberOf(world.disk(name));
   return { world, tools, host, disk, num, vda };
-}
-
-async function rejectsWith(p: Promise<unknown>, code: number, pattern?: RegExp) {
-  await assert.rejects(p, (err: { code?: number; message: string }) => {
-    assert.equal(err.code, code, `expected code ${code}, got ${err.code}: ${err.message}`);
-    if (pattern) assert.match(err.message, pattern);
-    return true;
-  });
 }
 
 describe("disk numbers", () => {
@@ -108,7 +102,7 @@ describe("ListDiskLocations / ListDiskIDs / GetDiskStats / GetDiskNumberByName",
     test(`GetDiskStats: ${c.name}`, async () => {
       const s = setup();
       const p = s.disk.getDiskStats({ diskNumber: c.n(s) });
-      if (c.code !== undefined) await rejectsWith(p, c.code);
+      if (c.code !== undefined) await rejectsWithCode(p, c.code);
       else assert.deepEqual(await p, { totalBytes: c.want });
     });
   }
@@ -116,23 +110,13 @@ describe("ListDiskLocations / ListDiskIDs / GetDiskStats / GetDiskNumberByName",
   test("GetDiskNumberByName: page83 match, NotFound with upstream text, empty name InvalidArgument", async () => {
     const { disk, num } = setup((w) => (w.disk("sdb").wwid = "naa.600ABC"));
     assert.deepEqual(await disk.getDiskNumberByName({ diskName: "600abc" }), { diskNumber: num("sdb") });
-    await rejectsWith(disk.getDiskNumberByName({ diskName: "nope" }), Code.NotFound, /could not find disk with Page83 ID nope: not found/);
-    await rejectsWith(disk.getDiskNumberByName({ diskName: "" }), Code.InvalidArgument);
+    await rejectsWithCode(disk.getDiskNumberByName({ diskName: "nope" }), Code.NotFound, /could not find disk with Page83 ID nope: not found/);
+    await rejectsWithCode(disk.getDiskNumberByName({ diskName: "" }), Code.InvalidArgument);
   });
 });
 
 describe("PartitionDisk", () => {
-  interface Case {
-    name: string;
-    disk?: string;
-    tweak?: (w: FakeBlockWorld) => void;
-    code?: number;
-    message?: RegExp;
-    calls: string[];
-    /** Checked after the call. */
-    after?: (w: FakeBlockWorld) => void;
-  }
-  const cases: Case[] = [
+  const cases: PartitionDiskCase<FakeBlockWorld, string>[] = [
     {
       name: "raw disk: GPT initialised, one Linux data partition",
       calls: ["createGptTable /dev/loop3", "appendPartition /dev/loop3 0fc63daf-8483-4772-8e79-3d69d8477de4"],
@@ -247,17 +231,7 @@ describe("PartitionDisk", () => {
       calls: ["createGptTable /dev/loop3", "appendPartition /dev/loop3 0fc63daf-8483-4772-8e79-3d69d8477de4"],
     },
   ];
-  for (const c of cases) {
-    test(c.name, async () => {
-      const s = setup(c.tweak);
-      const n = c.disk === "nope" ? 999 : s.num(c.disk ?? "loop3");
-      const p = s.disk.partitionDisk({ diskNumber: n });
-      if (c.code !== undefined) await rejectsWith(p, c.code, c.message);
-      else await p;
-      assert.deepEqual(s.world.calls, c.calls);
-      c.after?.(s.world);
-    });
-  }
+  testPartitionDiskCases(cases, setup, (s, disk) => (disk === "nope" ? 999 : s.num(disk ?? "loop3")));
 
   test("twice in parallel on one disk: serialised, partitioned once", async () => {
     const s = setup();
@@ -352,34 +326,24 @@ describe("SetDiskState / GetDiskState", () => {
   for (const c of refusals) {
     test(`offline refused: ${c.name}`, async () => {
       const s = setup(c.tweak);
-      await rejectsWith(s.disk.setDiskState({ diskNumber: s.num(c.disk ?? "loop3"), isOnline: false }), Code.FailedPrecondition, c.message);
+      await rejectsWithCode(s.disk.setDiskState({ diskNumber: s.num(c.disk ?? "loop3"), isOnline: false }), Code.FailedPrecondition, c.message);
       assert.deepEqual(s.world.calls, []);
     });
   }
 
   test("unknown disk: NotFound for both", async () => {
     const s = setup();
-    await rejectsWith(s.disk.getDiskState({ diskNumber: 42 }), Code.NotFound);
-    await rejectsWith(s.disk.setDiskState({ diskNumber: 42, isOnline: true }), Code.NotFound);
+    await rejectsWithCode(s.disk.getDiskState({ diskNumber: 42 }), Code.NotFound);
+    await rejectsWithCode(s.disk.setDiskState({ diskNumber: 42, isOnline: true }), Code.NotFound);
   });
 });
 
 describe("not root", () => {
-  const calls: [string, (d: ReturnType<typeof createDiskService>) => Promise<unknown>][] = [
-    ["ListDiskLocations", (d) => d.listDiskLocations()],
-    ["PartitionDisk", (d) => d.partitionDisk({ diskNumber: 7340035 })],
-    ["Rescan", (d) => d.rescan()],
-    ["ListDiskIDs", (d) => d.listDiskIds()],
-    ["GetDiskStats", (d) => d.getDiskStats({ diskNumber: 7340035 })],
-    ["SetDiskState", (d) => d.setDiskState({ diskNumber: 7340035, isOnline: true })],
-    ["GetDiskState", (d) => d.getDiskState({ diskNumber: 7340035 })],
-    ["GetDiskNumberByName", (d) => d.getDiskNumberByName({ diskName: "x" })],
-  ];
-  for (const [name, call] of calls) {
+  for (const [name, call] of everyDiskRpc(7340035, true)) {
     test(`${name}: PermissionDenied saying root is required, no host call`, async () => {
       const s = setup((w) => (w.uid = 65534));
       const disk = createDiskService({ host: s.host, policy: { check: async (p) => p } });
-      await rejectsWith(call(disk), Code.PermissionDenied, /must run as root.*uid 65534/);
+      await rejectsWithCode(call(disk), Code.PermissionDenied, /must run as root.*uid 65534/);
       assert.deepEqual(s.world.calls, []);
     });
   }

@@ -14,7 +14,7 @@ import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { Code, CsiProxyError } from "../../errors.ts";
 import { LinuxSmbHost } from "./smb.ts";
-import { isRoot, recordingProgram, type RecordingProgram } from "../../../test/integration/smb-iscsi-system-fixtures.ts";
+import { isRoot, MOUNT_TMPFS_INSTEAD, recordingProgram, type RecordingProgram } from "../../../test/integration/smb-iscsi-system-fixtures.ts";
 import { readMountTable } from "./mountinfo.ts";
 import { runCommand } from "../exec/run-command.ts";
 
@@ -98,7 +98,7 @@ describe("LinuxSmbHost.createMapping", () => {
 
 describe("LinuxSmbHost with a real mount at the mapping directory (tmpfs standing in for CIFS)", { skip: !isRoot && "needs root to mount" }, () => {
   it("detects, probes, links into and removes the mapping", async () => {
-    await mount.behave({ exec: "/usr/bin/mount", args: ["-t", "tmpfs", "-o", "size=1m", "$3", "$4"] });
+    await mount.behave(MOUNT_TMPFS_INSTEAD);
     assert.equal(await host.getMapping(ROOT), null);
     assert.equal(await host.isPathValid(ROOT), false);
     await host.createMapping(ROOT, "alice", PASSWORD, true);
@@ -126,7 +126,7 @@ describe("LinuxSmbHost with a real mount at the mapping directory (tmpfs standin
   });
 
   it("removes a busy mapping lazily (Windows removes with -Force)", async () => {
-    await mount.behave({ exec: "/usr/bin/mount", args: ["-t", "tmpfs", "-o", "size=1m", "$3", "$4"] });
+    await mount.behave(MOUNT_TMPFS_INSTEAD);
     await host.createMapping(ROOT, "alice", PASSWORD, true);
     const handle = await fs.open(path.join(host.mountDirFor(ROOT), "open-file"), "w");
     try {

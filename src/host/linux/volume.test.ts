@@ -15,6 +15,7 @@ import { FakeBlockWorld } from "../fake/block-world.ts";
 import { FakeBlockTools } from "../fake/block-tools.ts";
 import { createKeyedMutex } from "../../util/keyed-mutex.ts";
 import { Code } from "../../errors.ts";
+import { rejectsWithCode } from "../../../test/helpers/assert-coded.ts";
 
 const KUBELET = "/var/lib/kubelet";
 const STAGE = `${KUBELET}/plugins/kubernetes.io/csi/pv/globalmount`;
@@ -44,14 +45,6 @@ function setup(options: { tweak?: (w: FakeBlockWorld) => void; fsType?: ManagedF
   const volume = createVolumeService({ host, policy, locks });
   const disk = createDiskService({ host: new LinuxDiskHost(tools), policy, locks });
   return { world, host, volume, disk, id: gptId(1), dev: "/dev/loop3p1" };
-}
-
-async function rejectsWith(p: Promise<unknown>, code: number, pattern?: RegExp) {
-  await assert.rejects(p, (err: { code?: number; message: string }) => {
-    assert.equal(err.code, code, `expected code ${code}, got ${err.code}: ${err.message}`);
-    if (pattern) assert.match(err.message, pattern);
-    return true;
-  });
 }
 
 const formatted = (w: FakeBlockWorld, type = "ext4") => w.putFilesystem("/dev/loop3p1", type, ["precious"]);
@@ -195,7 +188,7 @@ describe("MountVolume", () => {
     test(c.name, async () => {
       const s = setup({ tweak: c.tweak });
       const p = s.volume.mountVolume({ volumeId: c.id ?? s.id, targetPath: c.target ?? STAGE });
-      if (c.code !== undefined) await rejectsWith(p, c.code, c.message);
+      if (c.code !== undefined) await rejectsWithCode(p, c.code, c.message);
       else await p;
       assert.deepEqual(s.world.calls, c.calls);
     });
@@ -239,7 +232,7 @@ describe("UnmountVolume", () => {
     test(c.name, async () => {
       const s = setup({ tweak: c.tweak });
       const p = s.volume.unmountVolume({ volumeId: c.id ?? s.id, targetPath: c.target ?? STAGE });
-      if (c.code !== undefined) await rejectsWith(p, c.code, c.message);
+      if (c.code !== undefined) await rejectsWithCode(p, c.code, c.message);
       else await p;
       assert.deepEqual(s.world.calls, c.calls);
     });
@@ -262,8 +255,8 @@ describe("IsVolumeFormatted / FormatVolume", () => {
   }
   test("IsVolumeFormatted: empty id InvalidArgument, unknown NotFound", async () => {
     const s = setup();
-    await rejectsWith(s.volume.isVolumeFormatted({ volumeId: "" }), Code.InvalidArgument, /^volume id empty$/);
-    await rejectsWith(s.volume.isVolumeFormatted({ volumeId: gptId(7) }), Code.NotFound);
+    await rejectsWithCode(s.volume.isVolumeFormatted({ volumeId: "" }), Code.InvalidArgument, /^volume id empty$/);
+    await rejectsWithCode(s.volume.isVolumeFormatted({ volumeId: gptId(7) }), Code.NotFound);
   });
 
   interface Case {
@@ -326,7 +319,7 @@ describe("IsVolumeFormatted / FormatVolume", () => {
     test(`FormatVolume: ${c.name}`, async () => {
       const s = setup({ tweak: c.tweak, fsType: c.fsType });
       const p = s.volume.formatVolume({ volumeId: c.name === "empty id" ? "" : s.id });
-      if (c.code !== undefined) await rejectsWith(p, c.code, c.message);
+      if (c.code !== undefined) await rejectsWithCode(p, c.code, c.message);
       else await p;
       assert.deepEqual(s.world.calls, c.calls);
       if (c.data) assert.deepEqual(s.world.fsOf(s.dev).data, c.data);
@@ -334,7 +327,7 @@ describe("IsVolumeFormatted / FormatVolume", () => {
   }
   test("FormatVolume: the root filesystem's volume is refused", async () => {
     const s = setup();
-    await rejectsWith(s.volume.formatVolume({ volumeId: "\\\\?\\Volume{dev-254-0}\\" }), Code.FailedPrecondition, /root filesystem/);
+    await rejectsWithCode(s.volume.formatVolume({ volumeId: "\\\\?\\Volume{dev-254-0}\\" }), Code.FailedPrecondition, /root filesystem/);
   });
 });
 
@@ -475,7 +468,7 @@ describe("ResizeVolume", () => {
       const s = setup({ tweak: c.tweak });
       const id = c.name.startsWith("whole-disk") ? "\\\\?\\Volume{dev-254-0}\\" : s.id;
       const p = s.volume.resizeVolume({ volumeId: id, sizeBytes: c.size });
-      if (c.code !== undefined) await rejectsWith(p, c.code, c.message);
+      if (c.code !== undefined) await rejectsWithCode(p, c.code, c.message);
       else await p;
       assert.deepEqual(s.world.calls, c.calls);
       if (c.partitionSectors !== undefined) assert.equal(s.world.disk("loop3").table!.entries[0].sizeSectors, c.partitionSectors);
@@ -484,7 +477,7 @@ describe("ResizeVolume", () => {
   }
   test("failure growing the filesystem says the partition was grown", async () => {
     const s = setup({ tweak: (w) => (ext4Mounted(w), w.failNext("growFilesystem")) });
-    await rejectsWith(s.volume.resizeVolume({ volumeId: s.id, sizeBytes: 0n }), Code.Internal, /partition was grown but growing the filesystem failed/);
+    await rejectsWithCode(s.volume.resizeVolume({ volumeId: s.id, sizeBytes: 0n }), Code.Internal, /partition was grown but growing the filesystem failed/);
   });
 });
 
@@ -500,14 +493,14 @@ describe("GetVolumeStats / GetDiskNumberFromVolumeID / WriteVolumeCache", () => 
   });
   test("stats of an unformatted volume: FailedPrecondition", async () => {
     const s = setup();
-    await rejectsWith(s.volume.getVolumeStats({ volumeId: s.id }), Code.FailedPrecondition, /no signature/);
+    await rejectsWithCode(s.volume.getVolumeStats({ volumeId: s.id }), Code.FailedPrecondition, /no signature/);
   });
   test("disk number of a partition's volume and of a whole-disk volume", async () => {
     const s = setup();
     assert.deepEqual(await s.volume.getDiskNumberFromVolumeId({ volumeId: s.id }), { diskNumber: diskNumberOf({ major: 7, minor: 3 }) });
     assert.deepEqual(await s.volume.getDiskNumberFromVolumeId({ volumeId: "\\\\?\\Volume{dev-254-0}\\" }), { diskNumber: 266338304 });
-    await rejectsWith(s.volume.getDiskNumberFromVolumeId({ volumeId: "" }), Code.InvalidArgument);
-    await rejectsWith(s.volume.getDiskNumberFromVolumeId({ volumeId: gptId(9) }), Code.NotFound);
+    await rejectsWithCode(s.volume.getDiskNumberFromVolumeId({ volumeId: "" }), Code.InvalidArgument);
+    await rejectsWithCode(s.volume.getDiskNumberFromVolumeId({ volumeId: gptId(9) }), Code.NotFound);
   });
   test("two partitions sharing a PARTUUID (cloned disk): FailedPrecondition, never a guess", async () => {
     const s = setup({
@@ -517,7 +510,7 @@ describe("GetVolumeStats / GetDiskNumberFromVolumeID / WriteVolumeCache", () => 
         w.disk("loop4").table!.entries[0].uuid = w.disk("loop3").table!.entries[0].uuid;
       },
     });
-    await rejectsWith(s.volume.formatVolume({ volumeId: s.id }), Code.FailedPrecondition, /ambiguous/);
+    await rejectsWithCode(s.volume.formatVolume({ volumeId: s.id }), Code.FailedPrecondition, /ambiguous/);
     assert.deepEqual(s.world.calls, []);
   });
   test("WriteVolumeCache flushes the device", async () => {
@@ -548,7 +541,7 @@ describe("GetVolumeIDFromTargetPath / GetClosestVolumeIDFromTargetPath", () => {
       const s = setup({ tweak: mounted });
       const p =
         c.fn === "exact" ? s.volume.getVolumeIdFromTargetPath({ targetPath: c.path }) : s.volume.getClosestVolumeIdFromTargetPath({ targetPath: c.path });
-      if (c.code !== undefined) await rejectsWith(p, c.code, c.message);
+      if (c.code !== undefined) await rejectsWithCode(p, c.code, c.message);
       else assert.deepEqual(await p, { volumeId: c.want });
     });
   }
@@ -579,7 +572,7 @@ describe("the driver stage flow against the fakes (disk + volume services sharin
     const after = await s.volume.getVolumeStats({ volumeId });
     assert.ok(after.totalBytes > before.totalBytes + 900n * MiB, `${after.totalBytes} vs ${before.totalBytes}`);
     await s.volume.unmountVolume({ volumeId, targetPath: STAGE });
-    await rejectsWith(s.volume.unmountVolume({ volumeId, targetPath: STAGE }), Code.NotFound);
+    await rejectsWithCode(s.volume.unmountVolume({ volumeId, targetPath: STAGE }), Code.NotFound);
   });
 });
 
@@ -602,7 +595,7 @@ describe("not root", () => {
     test(`${name}: PermissionDenied saying root is required`, async () => {
       const s = setup({ tweak: (w) => (w.uid = 1000) });
       const volume = createVolumeService({ host: s.host, policy: { check: async (p) => p } });
-      await rejectsWith(call(volume), Code.PermissionDenied, /must run as root.*uid 1000/);
+      await rejectsWithCode(call(volume), Code.PermissionDenied, /must run as root.*uid 1000/);
       assert.deepEqual(s.world.calls, []);
     });
   }
