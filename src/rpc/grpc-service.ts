@@ -43,7 +43,12 @@ export function toGrpcService<S extends DescService>(
     implementation[method.localName] = (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
       const done = observer.start(method, call.request);
       const controller = new AbortController();
-      call.on("cancelled", () => controller.abort(new CsiProxyError(Code.Cancelled, "call cancelled by the client")));
+      let answered = false;
+      // grpc-js also reports "cancelled" when a client resets a stream it has already had its answer
+      // on (C-core does, after every call): only a cancellation before the answer aborts the handler.
+      call.on("cancelled", () => {
+        if (!answered) controller.abort(new CsiProxyError(Code.Cancelled, "call cancelled by the client"));
+      });
       // Adapters may throw synchronously (e.g. a legacy id that does not parse): same path as a rejection.
       new Promise<object>((resolve) => resolve(handler(call.request, { signal: controller.signal }))).then(
         (response) => {
@@ -53,12 +58,14 @@ export function toGrpcService<S extends DescService>(
           } catch (err) {
             return fail(CsiProxyError.from(err));
           }
+          answered = true;
           done(Code.OK);
           callback(null, message);
         },
         (err: unknown) => fail(CsiProxyError.from(err)),
       );
       function fail(error: CsiProxyError) {
+        answered = true;
         done(error.code, error);
         callback({ code: error.code as number as grpc.status, details: statusMessage(error.message) });
       }
