@@ -25,6 +25,9 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
+import { fetchPackage } from "./npm-package-cache.ts";
+
+export { fetchPackage };
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 /** The Node line of the exe (see header). Override with CSI_PROXY_EXE_NODE_VERSION. */
@@ -45,25 +48,6 @@ export interface BuiltExe {
 
 function log(quiet: boolean, msg: string) {
   if (!quiet) process.stderr.write(`build-exe: ${msg}\n`);
-}
-
-/** `npm pack <spec>` into .cache/npm-pack and extract it once; returns the package directory. */
-export function fetchPackage(spec: string, quiet = true): string {
-  const cache = path.join(root, ".cache", "npm-pack");
-  const dir = path.join(cache, spec.replace(/[@/]/g, "_"));
-  if (fs.existsSync(path.join(dir, "package", "package.json"))) return path.join(dir, "package");
-  fs.mkdirSync(cache, { recursive: true });
-  log(quiet, `npm pack ${spec}`);
-  const out = execFileSync("npm", ["pack", spec, "--silent", "--pack-destination", cache], { cwd: cache, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
-  const tgz = path.join(cache, out.trim().split("\n").pop()!.trim());
-  const tmp = `${dir}.tmp`;
-  fs.rmSync(tmp, { recursive: true, force: true });
-  fs.mkdirSync(tmp, { recursive: true });
-  execFileSync("tar", ["-xzf", tgz, "-C", tmp]);
-  fs.rmSync(tgz);
-  fs.rmSync(dir, { recursive: true, force: true });
-  fs.renameSync(tmp, dir);
-  return path.join(dir, "package");
 }
 
 function koffiVersion(): string {
