@@ -4,9 +4,11 @@
 #   open-iscsi  iscsiadm: what the daemon's Linux iSCSI host runs (also needed in production)
 #   util-linux  unshare, nsenter: private mount namespaces for the recording stand-ins
 #   golang-go, golang-google-grpc-dev  Go 1.19 + grpc-go 1.33: the old Go client of test/integration/go-client.test.ts
+#   prometheus  prometheus + promtool: test/deploy/dashboard.test.ts scrapes the live daemon on 127.0.0.1 with
+#               its own config and storage (a distribution-started prometheus service is not used)
 # Production on Linux additionally needs cifs-utils (mount.cifs) and the cifs / iscsi_tcp kernel
 # modules; the tests do not, because this machine's kernel has neither module (see
 # docs/smb-iscsi-system.md). Idempotent and quiet: does nothing when all are installed. Without
 # root it only reports what is missing (the affected tests then skip with that reason).
 set -euo pipefail
-exec bash "$(dirname "$0")/apt-install.sh" install-test-tools tgt open-iscsi util-linux golang-go golang-google-grpc-dev
+exec bash "$(dirname "$0")/apt-install.sh" install-test-tools tgt open-iscsi util-linux golang-go golang-google-grpc-dev prometheus
