@@ -1,6 +1,8 @@
 import type * as http from "node:http";
 import type { DescMethod } from "@bufbuild/protobuf";
-import { buildEndpoints, createServices, type ProxyConfig, type Services } from "./compose.ts";
+import { buildEndpoints, createServices } from "./compose.ts";
+import type { ProxyConfig } from "./proxy-config.ts";
+import type { Services } from "./groups/services.ts";
 import { serveEndpoints, type ServingEndpoints } from "./rpc/serve-endpoints.ts";
 import type { CallObserver } from "./rpc/grpc-service.ts";
 import { createGrpcMetrics, serveMetrics, type GrpcMetrics } from "./metrics/grpc-metrics.ts";

@@ -25,35 +25,9 @@ import * as fs from "node:fs/promises";
 import * as path from "node:path";
 import { Code, CsiProxyError } from "../errors.ts";
 import type { JsonStateFile } from "./atomic-file.ts";
+import { STATE_FILES, StateDirRefusal, type StateArea, type StateDirLog, type StateDirTrust } from "./state-dir-trust.ts";
 
-/** Who uses which part of the state directory. */
-export type StateArea = "smb" | "iscsi";
-
-export interface StateDirLog {
-  info(msg: string): void;
-  warning(msg: string): void;
-}
-
-/** FailedPrecondition for a refused state directory or file; logged once by the start-up step. */
-export class StateDirRefusal extends CsiProxyError {
-  override name = "StateDirRefusal";
-  constructor(message: string) {
-    super(Code.FailedPrecondition, message);
-  }
-}
-
-/** The outcome: per area, null when its state may be used, else the error every use answers with. */
-export interface StateDirTrust {
-  readonly dir: string;
-  readonly smb: CsiProxyError | null;
-  readonly iscsi: CsiProxyError | null;
-}
-
-/** State files, relative to the state directory, per platform (checked at start-up). */
-export const STATE_FILES = {
-  linux: ["smb-mappings.json", "iscsi/mutual-chap-secret"],
-  win32: ["smb-mappings.json"],
-} as const;
+export { STATE_FILES, StateDirRefusal, type StateArea, type StateDirLog, type StateDirTrust } from "./state-dir-trust.ts";
 
 /** Linux: the sub-directories the hosts create, in creation order, with their area. */
 const LINUX_DIRS: readonly (readonly [string, StateArea])[] = [

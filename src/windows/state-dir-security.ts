@@ -31,8 +31,7 @@
  * implements it through koffi, unit tests use a fake.
  */
 import * as path from "node:path";
-import type { StateDirLog, StateDirTrust } from "../state/state-dir.ts";
-import { STATE_FILES, StateDirRefusal } from "../state/state-dir.ts";
+import { STATE_FILES, StateDirRefusal, type StateDirLog, type StateDirTrust } from "../state/state-dir-trust.ts";
 
 export const SYSTEM_SID = "S-1-5-18";
 export const ADMINISTRATORS_SID = "S-1-5-32-544";

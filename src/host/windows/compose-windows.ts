@@ -9,7 +9,8 @@
  * FailedPrecondition, other groups are unaffected.
  */
 import * as fsPromises from "node:fs/promises";
-import type { ProxyConfig, Services } from "../../compose.ts";
+import type { ProxyConfig } from "../../proxy-config.ts";
+import type { Services } from "../../groups/services.ts";
 import { createFilesystemService } from "../../groups/filesystem/filesystem-service.ts";
 import { createFsResolver, createPathPolicy } from "../../groups/filesystem/path-policy.ts";
 import { createSmbService } from "../../groups/smb/smb-service.ts";
