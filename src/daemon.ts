@@ -76,9 +76,9 @@ function callObserver(logger: Logger, metrics: GrpcMetrics | undefined): CallObs
   };
 }
 
-/** Windows -pipe-sddl: validates the SDDL now and returns the per-pipe applier (src/windows/pipe-security.ts). */
+/** Windows -pipe-sddl: validates the SDDL now and returns the per-pipe applier (src/win32/pipe-security.ts). */
 async function pipeSecurity(sddl: string, logger: Logger): Promise<(address: string) => Promise<void>> {
-  const { createPipeSecurity } = await import("./windows/pipe-security.ts");
+  const { createPipeSecurity } = await import("./win32/pipe-security.ts");
   const security = await createPipeSecurity(sddl);
   return async (address) => {
     const applied = await security.apply(address);

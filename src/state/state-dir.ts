@@ -14,7 +14,7 @@
  *    state files that exist must be regular files (not symbolic links, FIFOs…) owned by csi-proxy's
  *    uid; group/other access to them is removed (0600) with a warning. Reading them later goes
  *    through `readStateFile` (O_NOFOLLOW + fstat), so a file swapped in afterwards is refused too.
- * Windows: src/windows/state-dir-security.ts (owner Administrators, protected DACL, file owners).
+ * Windows: src/state/state-dir-windows.ts (owner Administrators, protected DACL, file owners).
  *
  * A refusal does not stop the daemon and does not touch unrelated groups: the result names, per
  * area, the FailedPrecondition error that area's state users answer with — SMB (every call) and,
@@ -50,7 +50,7 @@ export interface SecureStateDirOptions {
  */
 export async function secureStateDir(dir: string, platform: "linux" | "win32", options: SecureStateDirOptions = {}): Promise<StateDirTrust> {
   if (platform === "win32") {
-    const [{ secureWindowsStateDir }, { loadWin32 }] = await Promise.all([import("../windows/state-dir-security.ts"), import("../windows/win32.ts")]);
+    const [{ secureWindowsStateDir }, { loadWin32 }] = await Promise.all([import("./state-dir-windows.ts"), import("../win32/win32.ts")]);
     return secureWindowsStateDir(dir, await loadWin32(), { log: options.log });
   }
   return secureLinuxStateDir(dir, options);

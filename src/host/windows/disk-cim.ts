@@ -1,4 +1,4 @@
-import type { Win32 } from "../../windows/win32.ts";
+import type { Win32 } from "../../win32/win32.ts";
 import type { CimDisk, CimPartition } from "./cim-types.ts";
 import type { PowerShellPool } from "./powershell-pool.ts";
 import { list, page83FromDescriptor, parseDisk, parsePartition } from "./cim-output.ts";
@@ -12,7 +12,7 @@ export type DiskIoctls = Pick<Win32, "openForQuery" | "closeHandle" | "storageDe
  * (koffi) each. Pass-through; host/windows/disk.ts turns this into the disk group's host.
  *
  * Errors are CsiProxyErrors: unknown disk / partition NotFound; CIM errors and failed method return
- * values mapped by powershell-pool.ts; Win32 errors by windows/win32.ts.
+ * values mapped by powershell-pool.ts; Win32 errors by win32/win32.ts.
  */
 export class WindowsDiskCim {
   readonly #pool: PowerShellPool;

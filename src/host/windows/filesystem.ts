@@ -3,7 +3,7 @@ import * as path from "node:path";
 import type { EntryKind, FilesystemHostApi } from "../../groups/filesystem/host-api.ts";
 import { CsiProxyError, Code } from "../../errors.ts";
 import { fsError } from "../fs-error.ts";
-import { FILE_ATTRIBUTE_REPARSE_POINT, IO_REPARSE_TAG_MOUNT_POINT, type Win32 } from "../../windows/win32.ts";
+import { FILE_ATTRIBUTE_REPARSE_POINT, IO_REPARSE_TAG_MOUNT_POINT, type Win32 } from "../../win32/win32.ts";
 
 /** The Win32 calls the filesystem host needs (a {@link Win32}, or a fake in tests). */
 export type ReparseProbe = Pick<Win32, "getFileAttributes" | "reparseTag">;

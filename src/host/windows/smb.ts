@@ -30,7 +30,7 @@ import * as fs from "node:fs/promises";
 import type { SmbHostApi } from "../../groups/smb/host-api.ts";
 import { Code, internal } from "../../errors.ts";
 import { fsError } from "../fs-error.ts";
-import { SYMBOLIC_LINK_FLAG_DIRECTORY, type Win32 } from "../../windows/win32.ts";
+import { SYMBOLIC_LINK_FLAG_DIRECTORY, type Win32 } from "../../win32/win32.ts";
 import type { PowerShellPool } from "./powershell-pool.ts";
 import { list } from "./cim-output.ts";
 import { recode } from "./worker-errors.ts";

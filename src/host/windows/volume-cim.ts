@@ -1,5 +1,5 @@
 import * as fs from "node:fs/promises";
-import type { Win32 } from "../../windows/win32.ts";
+import type { Win32 } from "../../win32/win32.ts";
 import { fsError } from "../fs-error.ts";
 import type { CimPartition, CimVolume } from "./cim-types.ts";
 import type { PowerShellPool } from "./powershell-pool.ts";
@@ -14,7 +14,7 @@ export type VolumeWin32 = Pick<Win32, "setVolumeMountPoint" | "deleteVolumeMount
  * (koffi) each. Pass-through; host/windows/volume.ts turns this into the volume group's host.
  *
  * Errors are CsiProxyErrors: unknown volume / partition NotFound; CIM errors and failed method
- * return values mapped by powershell-pool.ts; Win32 errors by windows/win32.ts.
+ * return values mapped by powershell-pool.ts; Win32 errors by win32/win32.ts.
  */
 export class WindowsVolumeCim {
   readonly #pool: PowerShellPool;

@@ -27,11 +27,11 @@
  * A refusal does not stop the daemon: only the SMB group (the only user of the state directory on
  * Windows) answers FailedPrecondition naming the directory or file and its owner.
  *
- * The decisions are here, over {@link StateDirSecurityApi}; `Win32` (src/windows/win32.ts)
+ * The decisions are here, over {@link StateDirSecurityApi}; `Win32` (src/win32/win32.ts)
  * implements it through koffi, unit tests use a fake.
  */
 import * as path from "node:path";
-import { STATE_FILES, StateDirRefusal, type StateDirLog, type StateDirTrust } from "../state/state-dir-trust.ts";
+import { STATE_FILES, StateDirRefusal, type StateDirLog, type StateDirTrust } from "./state-dir-trust.ts";
 
 export const SYSTEM_SID = "S-1-5-18";
 export const ADMINISTRATORS_SID = "S-1-5-32-544";

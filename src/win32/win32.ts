@@ -35,7 +35,7 @@ export const WinError = {
   NONE_MAPPED: 1332,
   FAILED_SERVICE_CONTROLLER_CONNECT: 1063,
   NOT_A_REPARSE_POINT: 4390,
-  // Service Control Manager (src/windows/scm.ts)
+  // Service Control Manager (src/win32/scm.ts)
   DEPENDENT_SERVICES_RUNNING: 1051,
   INVALID_SERVICE_CONTROL: 1052,
   SERVICE_REQUEST_TIMEOUT: 1053,
@@ -223,7 +223,7 @@ export class Win32 {
       SetSecurityInfo: decl(adv, "uint32_t __stdcall SetSecurityInfo(intptr_t h, int type, uint32_t info, void *owner, void *group, void *dacl, void *sacl)"),
       GetSecurityInfo: decl(adv, "uint32_t __stdcall GetSecurityInfo(intptr_t h, int type, uint32_t info, _Out_ void **owner, _Out_ void **group, _Out_ void **dacl, _Out_ void **sacl, _Out_ void **sd)"),
       ConvertSecurityDescriptorToStringSecurityDescriptorW: decl(adv, "int __stdcall ConvertSecurityDescriptorToStringSecurityDescriptorW(void *sd, uint32_t revision, uint32_t info, _Out_ void **str, _Out_ uint32_t *len)"),
-      // State directory (src/windows/state-dir-security.ts)
+      // State directory (src/state/state-dir-windows.ts)
       CreateDirectoryW: decl(k32, "int __stdcall CreateDirectoryW(const char16_t *path, const uint8_t *sa)"),
       SetFileSecurityW: decl(adv, "int __stdcall SetFileSecurityW(const char16_t *name, uint32_t info, void *sd)"),
       GetNamedSecurityInfoW: decl(adv, "uint32_t __stdcall GetNamedSecurityInfoW(const char16_t *name, int type, uint32_t info, _Out_ void **owner, _Out_ void **group, _Out_ void **dacl, _Out_ void **sacl, _Out_ void **sd)"),
