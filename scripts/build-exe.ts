@@ -116,7 +116,8 @@ export async function buildExe(options: { outDir?: string; quiet?: boolean; vers
   // 1. build and bundle (always: the bundle is the input of the content hash)
   build();
   const bundle = path.join(work, "csi-proxy.cjs");
-  await esbuild.build(esbuildOptions(path.join(root, "dist", "main.js"), bundle, { "globalThis.CSI_PROXY_VERSION": JSON.stringify(version) }));
+  // import.meta.url: only read by version.ts when CSI_PROXY_VERSION is not defined, which it is here.
+  await esbuild.build(esbuildOptions(path.join(root, "dist", "main.js"), bundle, { "globalThis.CSI_PROXY_VERSION": JSON.stringify(version), "import.meta.url": "undefined" }));
   const kv = koffiVersion();
   const hash = createHash("sha256")
     .update(fs.readFileSync(bundle))

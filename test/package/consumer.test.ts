@@ -1,6 +1,6 @@
 // The package as a consumer gets it: `npm pack`, install the tarball into a fresh project, then
 // (a) type-check a TypeScript consumer against the published .d.ts (exports' "types" conditions),
-// (b) run that consumer, compiled, on Node 20, 22 and 24 against a daemon started from the installed
+// (b) run that consumer, compiled, on Node 20 (20.10, the engines floor, and the newest), 22 and 24 against a daemon started from the installed
 //     `csi-proxy` bin on the same Node: the typed client makes real calls, the in-process library
 //     gives working services and coded errors,
 // (c) `csi-proxy -h` and `csi-proxyctl status` from node_modules/.bin.
@@ -14,8 +14,8 @@ import * as path from "node:path";
 import { repoRoot } from "../helpers/daemon-process.ts";
 import { fetchPackage } from "../../scripts/npm-package-cache.ts";
 
-/** The Node lines the package supports (package.json engines), newest patch of each as tested. */
-const nodeVersions = ["20.20.2", "22.23.3"];
+/** package.json engines' floor (>=20.10) and the newest 20 and 22 (24 is the one running the tests). */
+const nodeVersions = ["20.10.0", "20.20.2", "22.23.3"];
 
 const consumerTs = `
 import { create } from "@bufbuild/protobuf";
