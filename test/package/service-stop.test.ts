@@ -58,7 +58,7 @@ describe("stopping on SIGTERM", () => {
     assert.equal(execStart[0], "/usr/local/bin/csi-proxy", "ExecStart runs the bin `npm install -g` installs, not npm");
     assert.match(unit, /^KillSignal=SIGTERM$/m);
     assert.match(unit, /^Type=simple$/m);
-    for (const option of ["ProtectSystem", "PrivateTmp", "PrivateDevices", "ProtectHome", "MemoryDenyWriteExecute", "DevicePolicy"]) {
+    for (const option of ["ProtectSystem", "PrivateTmp", "PrivateDevices", "PrivateMounts", "ProtectHome", "ProtectHostname", "ProtectKernelModules", "ProtectKernelTunables", "ProtectControlGroups", "ReadOnlyPaths", "MemoryDenyWriteExecute", "DevicePolicy"]) {
       assert.doesNotMatch(unit, new RegExp(`^${option}=`, "m"), `${option} would break mounts/devices/V8`);
     }
     const bin = path.join(repoRoot, "dist/main.js");
