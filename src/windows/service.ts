@@ -114,15 +114,11 @@ export function createServiceController(hooks: ServiceHooks, reporter: StatusRep
 export function serviceApi(koffi: Koffi) {
   const advapi = koffi.load("advapi32.dll");
   const kernel = koffi.load("kernel32.dll");
-  const { SERVICE_STATUS } = win32Types(koffi);
+  const { SERVICE_STATUS, SERVICE_TABLE_ENTRYW } = win32Types(koffi);
   const ServiceMainProc = koffi.proto("void __stdcall CsiProxyServiceMain(uint32_t argc, void *argv)");
   const HandlerExProc = koffi.proto("uint32_t __stdcall CsiProxyHandlerEx(uint32_t control, uint32_t eventType, void *eventData, void *context)");
-  const TABLE = koffi.struct("CSIPROXY_SERVICE_TABLE", {
-    name0: "str16",
-    proc0: koffi.pointer(ServiceMainProc),
-    name1: "void *",
-    proc1: "void *",
-  });
+  // the dispatch table: one entry and the NULL entry that ends it
+  const TABLE = koffi.struct("CSIPROXY_SERVICE_TABLE", { entry: SERVICE_TABLE_ENTRYW, end: SERVICE_TABLE_ENTRYW });
   const StartServiceCtrlDispatcherW = advapi.func("int __stdcall StartServiceCtrlDispatcherW(CSIPROXY_SERVICE_TABLE *table)");
   const RegisterServiceCtrlHandlerExW = advapi.func("void * __stdcall RegisterServiceCtrlHandlerExW(const char16_t *name, CsiProxyHandlerEx *proc, void *context)");
   const SetServiceStatus = advapi.func("int __stdcall SetServiceStatus(void *handle, SERVICE_STATUS *status)");
@@ -171,7 +167,7 @@ export async function runService(hooks: ServiceHooks, name = SERVICE_NAME): Prom
 
   try {
     const ok = await new Promise<number>((resolve, reject) => {
-      StartServiceCtrlDispatcherW.async({ name0: name, proc0: serviceMain, name1: null, proc1: null }, (err: unknown, result: number) =>
+      StartServiceCtrlDispatcherW.async({ entry: { lpServiceName: name, lpServiceProc: serviceMain }, end: { lpServiceName: null, lpServiceProc: null } }, (err: unknown, result: number) =>
         err ? reject(err) : resolve(result),
       );
     });

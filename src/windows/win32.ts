@@ -172,11 +172,11 @@ export const IO_REPARSE_TAG_MOUNT_POINT = 0xa0000003;
 export const IO_REPARSE_TAG_SYMLINK = 0xa000000c;
 export const SYMBOLIC_LINK_FLAG_DIRECTORY = 0x1;
 
-const GENERIC_READ = 0x80000000;
-const FILE_SHARE_READ = 1, FILE_SHARE_WRITE = 2;
-const OPEN_EXISTING = 3;
-const IOCTL_STORAGE_GET_DEVICE_NUMBER = 0x2d1080;
-const IOCTL_STORAGE_QUERY_PROPERTY = 0x2d1400;
+export const GENERIC_READ = 0x80000000;
+export const FILE_SHARE_READ = 1, FILE_SHARE_WRITE = 2;
+export const OPEN_EXISTING = 3;
+export const IOCTL_STORAGE_GET_DEVICE_NUMBER = 0x2d1080;
+export const IOCTL_STORAGE_QUERY_PROPERTY = 0x2d1400;
 export const READ_CONTROL = 0x20000;
 export const WRITE_DAC = 0x40000;
 const SE_FILE_OBJECT = 1;
@@ -184,8 +184,8 @@ const SE_KERNEL_OBJECT = 6;
 export const OWNER_SECURITY_INFORMATION = 1;
 export const DACL_SECURITY_INFORMATION = 4;
 export const PROTECTED_DACL_SECURITY_INFORMATION = 0x80000000;
-const SDDL_REVISION_1 = 1;
-const TOKEN_QUERY = 0x8;
+export const SDDL_REVISION_1 = 1;
+export const TOKEN_QUERY = 0x8;
 const TOKEN_USER_CLASS = 1;
 
 const STORAGE_DEVICE_ID_PROPERTY = 2; // STORAGE_PROPERTY_ID StorageDeviceIdProperty
@@ -248,6 +248,7 @@ export const WIN32_STRUCTS: Readonly<Record<string, Readonly<Record<string, stri
     lpDisplayName: "void *",
   },
   ENUM_SERVICE_STATUSW: { lpServiceName: "void *", lpDisplayName: "void *", ServiceStatus: "SERVICE_STATUS" },
+  SERVICE_TABLE_ENTRYW: { lpServiceName: "char16_t *", lpServiceProc: "void *" },
 };
 
 type KoffiType = ReturnType<Koffi["struct"]>;
@@ -303,7 +304,7 @@ export class Win32 {
     const adv = koffi.load("advapi32.dll");
     const declare = (kind: DeclKind) => (lib: ReturnType<Koffi["load"]>, proto: string) => {
       const fn = lib.func(proto) as unknown as Fn;
-      this.kinds[(fn as unknown as { info?: { name?: string } }).info?.name ?? /(\w+)\(/.exec(proto)![1]] = kind;
+      this.kinds[/(\w+)\s*\(/.exec(proto)![1]] = kind;
       return fn;
     };
     const decl = declare("mem");
