@@ -157,9 +157,10 @@ interface FunctionDef {
 export function analyze(p: Parser, script: string): Analysis {
   const tree = p.parse(script)!;
   const a: Analysis = { violations: [], ops: [], cmdlets: new Map(), cimCalls: [], properties: new Set() };
+  let currentOp = "top level";
   const where = (n: Node) => `line ${n.startPosition.row + 1}:${n.startPosition.column + 1}`;
   const snippet = (n: Node) => JSON.stringify(n.text.length > 80 ? n.text.slice(0, 77) + "..." : n.text);
-  const violation = (rule: string, n: Node, text: string) => a.violations.push(`${rule} ${where(n)}: ${text} — ${snippet(n)}`);
+  const violation = (rule: string, n: Node, text: string) => a.violations.push(`${rule} ${where(n)} [${currentOp}]: ${text} — ${snippet(n)}`);
 
   // PS1: syntax
   const walkAll = (n: Node, visit: (n: Node) => void) => {
@@ -203,7 +204,6 @@ export function analyze(p: Parser, script: string): Analysis {
     return out;
   }
 
-  let currentOp = "(top level)";
   let depth = 0;
 
   const varName = (n: Node) => n.text.replace(/^\$/, "").replace(/^\{|\}$/g, "").toLowerCase();
