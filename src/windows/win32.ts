@@ -298,8 +298,13 @@ export class Win32 {
   #running = 0;
   readonly #waiting: (() => void)[] = [];
 
-  constructor(koffi: Koffi) {
+  readonly #maxIo: number;
+  readonly #ioQueueTimeoutMs: number;
+
+  constructor(koffi: Koffi, options: { maxIoCalls?: number; ioQueueTimeoutMs?: number } = {}) {
     this.koffi = koffi;
+    this.#maxIo = options.maxIoCalls ?? MAX_IO_CALLS;
+    this.#ioQueueTimeoutMs = options.ioQueueTimeoutMs ?? IO_QUEUE_TIMEOUT_MS;
     const k32 = koffi.load("kernel32.dll");
     const adv = koffi.load("advapi32.dll");
     const declare = (kind: DeclKind) => (lib: ReturnType<Koffi["load"]>, proto: string) => {
@@ -376,7 +381,7 @@ export class Win32 {
 
   /** Waits for one of the {@link MAX_IO_CALLS} slots; Unavailable after {@link IO_QUEUE_TIMEOUT_MS}. */
   #slot(name: string): Promise<void> {
-    if (this.#running < MAX_IO_CALLS) {
+    if (this.#running < this.#maxIo) {
       this.#running++;
       return Promise.resolve();
     }
@@ -389,8 +394,8 @@ export class Win32 {
       const timer = setTimeout(() => {
         const i = this.#waiting.indexOf(grant);
         if (i >= 0) this.#waiting.splice(i, 1);
-        reject(new CsiProxyError(Code.Unavailable, `${name}: ${MAX_IO_CALLS} Win32 path or device calls have not returned for ${IO_QUEUE_TIMEOUT_MS / 1000} s (a path or device is not answering)`));
-      }, IO_QUEUE_TIMEOUT_MS);
+        reject(new CsiProxyError(Code.Unavailable, `${name}: ${this.#maxIo} Win32 path or device calls have not returned for ${this.#ioQueueTimeoutMs / 1000} s (a path or device is not answering)`));
+      }, this.#ioQueueTimeoutMs);
       this.#waiting.push(grant);
     });
   }
