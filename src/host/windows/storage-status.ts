@@ -2,7 +2,10 @@
  * The return codes of the Storage Management API methods the worker calls (MSFT_Disk, MSFT_Partition,
  * MSFT_Volume; the numbering is shared by all of them): the gRPC code csi-proxy answers with and the
  * documented text appended to the error message. test/windows/powershell-static.test.ts fails when
- * a code documented for a method we call (scripts/cim-signatures.ts) is missing here.
+ * a code documented for a method we call (scripts/cim-signatures.ts) is missing here. A documented
+ * code is a final answer of the method, so none maps to a code clients read as "still in progress"
+ * (Unavailable, ResourceExhausted, Aborted); Timeout (3) is DeadlineExceeded: the operation may
+ * still complete.
  */
 import { Code } from "../../errors.ts";
 
@@ -15,18 +18,18 @@ export const STORAGE_STATUS: Readonly<Record<number, { code: Code; text: string 
   6: { code: Code.FailedPrecondition, text: "Disk is in use" },
   7: { code: Code.Unimplemented, text: "This command is not supported on x86 running in x64 environment" },
   4097: { code: Code.OutOfRange, text: "Size Not Supported" },
-  40000: { code: Code.ResourceExhausted, text: "Not enough free space" },
+  40000: { code: Code.FailedPrecondition, text: "Not enough free space" },
   40001: { code: Code.PermissionDenied, text: "Access denied" },
-  40002: { code: Code.ResourceExhausted, text: "There are not enough resources to complete the operation" },
-  40003: { code: Code.Aborted, text: "Cache out of date" },
-  40004: { code: Code.Unavailable, text: "An unexpected I/O error has occurred" },
+  40002: { code: Code.FailedPrecondition, text: "There are not enough resources to complete the operation" },
+  40003: { code: Code.FailedPrecondition, text: "Cache out of date" },
+  40004: { code: Code.Unknown, text: "An unexpected I/O error has occurred" },
   40005: { code: Code.InvalidArgument, text: "Specify either Size or UseMaximumSize" },
   40018: { code: Code.FailedPrecondition, text: "The object is managed by Failover Clustering" },
   41000: { code: Code.FailedPrecondition, text: "The disk has not been initialized" },
   41001: { code: Code.AlreadyExists, text: "The disk has already been initialized" },
   41002: { code: Code.FailedPrecondition, text: "The disk is read only" },
   41003: { code: Code.FailedPrecondition, text: "The disk is offline" },
-  41004: { code: Code.ResourceExhausted, text: "The disk's partition limit has been reached" },
+  41004: { code: Code.FailedPrecondition, text: "The disk's partition limit has been reached" },
   41005: { code: Code.InvalidArgument, text: "The specified partition alignment is not valid" },
   41006: { code: Code.InvalidArgument, text: "A parameter is not valid for this type of partition" },
   41009: { code: Code.FailedPrecondition, text: "The operation is not supported on a critical disk" },
