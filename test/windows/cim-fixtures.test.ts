@@ -65,7 +65,8 @@ test("worker errors map to gRPC codes (CIM native code, method return value, scr
     [methodError("MSFT_Disk.CreatePartition", 42002), Code.AlreadyExists],
     [methodError("MSFT_Disk.Initialize", 41001), Code.AlreadyExists],
     [methodError("MSFT_Volume.Format", 40001), Code.PermissionDenied],
-    [methodError("MSFT_Partition.Resize", 4), Code.Internal],
+    [methodError("MSFT_Partition.Resize", 4), Code.Unknown],
+    [methodError("MSFT_Disk.Initialize", 12345), Code.Internal],
     [methodError("MSFT_Partition.Resize", 5), Code.InvalidArgument],
     [{ message: "volume \\\\?\\Volume{x}\\ not found", kind: "NotFound", category: "OperationStopped" }, Code.NotFound],
     [{ message: "unknown op x", kind: "UnknownOp" }, Code.Internal],
@@ -77,7 +78,8 @@ test("worker errors map to gRPC codes (CIM native code, method return value, scr
     [{}, Code.Internal],
   ];
   for (const [info, code] of cases) assert.equal(mapWorkerError(info)[0], code, JSON.stringify(info));
-  assert.equal(mapWorkerError(methodError("MSFT_Partition.Resize", 4))[1], "MSFT_Partition.Resize failed: code=4");
+  assert.equal(mapWorkerError(methodError("MSFT_Partition.Resize", 4))[1], "MSFT_Partition.Resize failed: code=4 (Failed)");
+  assert.equal(mapWorkerError(methodError("MSFT_Disk.Initialize", 12345))[1], "MSFT_Disk.Initialize failed: code=12345");
   assert.equal(codeForReturnValue(0), Code.Internal);
 });
 
