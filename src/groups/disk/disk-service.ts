@@ -57,7 +57,7 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
       if (style === "unknown" || style === null) throw failedPrecondition(`refusing to ${what}: ${content ?? "its partition table cannot be read"}`);
       if (style === "raw") {
         if (content) throw failedPrecondition(`refusing to ${what}: it has no partition table but holds ${content}; initialising it would destroy that data`);
-        await withContext(`initialise ${disk.name} with GPT`, host.initializeDisk(n));
+        await withContext(`initialise ${disk.name} with GPT`, host.initializeDisk(n, disk.identity));
         style = "gpt";
         table = await host.listPartitions(n); // Windows may add a reserved partition itself
       }
@@ -72,7 +72,7 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
         return;
       }
       try {
-        await host.createDataPartition(n, style);
+        await host.createDataPartition(n, style, disk.identity);
       } catch (err) {
         // 42002 "access path already in use" is tolerated, as upstream does
         if (!(err instanceof CsiProxyError && err.code === Code.AlreadyExists)) {
@@ -102,7 +102,7 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
         const devices: HostDevice[] = [disk, ...(await host.getDiskLayout(n)).partitions];
         await refuseInUse(devices, `set disk ${n} (${disk.name}) offline`, false, isAllowed);
       }
-      await withContext(`set ${disk.name} ${isOnline ? "online" : "offline"}`, host.setDiskOnline(n, isOnline));
+      await withContext(`set ${disk.name} ${isOnline ? "online" : "offline"}`, host.setDiskOnline(n, isOnline, disk.identity));
     });
   }
 

@@ -99,7 +99,7 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
         if (!content.fileSystem) throw failedPrecondition(`cannot ${what}: the volume holds ${content.description}, not a filesystem; format it first`);
         fileSystem = content.fileSystem;
       }
-      await withContext(`error mount volume (${volumeId}) to path ${targetPath}`, host.mountVolume(volumeId, target, fileSystem));
+      await withContext(`error mount volume (${volumeId}) to path ${targetPath}`, host.mountVolume(volumeId, target, fileSystem, vol.identity));
     });
   }
 
@@ -126,7 +126,7 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
       await refuseChange(vol, what);
       const content = await host.getVolumeContent(volumeId);
       if (content.empty) {
-        await withContext(`${what} as ${fs}`, host.formatVolume(volumeId));
+        await withContext(`${what} as ${fs}`, host.formatVolume(volumeId, vol.identity));
         return;
       }
       if (content.fileSystem?.toLowerCase() === fs.toLowerCase()) return; // already formatted as asked: keep the data
@@ -156,9 +156,10 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
       if (growth.kind === "unsupported") throw failedPrecondition(`cannot ${what}: ${growth.reason}`);
       if (growth.kind === "needs-privilege") throw new CsiProxyError(Code.PermissionDenied, `cannot ${what}: ${growth.reason}`);
 
-      await withContext(`grow partition ${vol.partitionNumber} of disk ${vol.diskNumber}`, host.resizePartition(volumeId, target));
+      // The id may name the volume differently afterwards (a Linux dev- id: the partition got a new minor).
+      const grown = await withContext(`grow partition ${vol.partitionNumber} of disk ${vol.diskNumber}`, host.resizePartition(volumeId, target, vol.identity));
       if (growth.kind === "separate") {
-        await withContext(`${what}: the partition was grown but growing the filesystem failed`, host.growFilesystem(volumeId));
+        await withContext(`${what}: the partition was grown but growing the filesystem failed`, host.growFilesystem(grown || volumeId));
       }
     });
   }

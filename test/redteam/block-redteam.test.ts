@@ -1,0 +1,213 @@
+// Red-team suite for the block-device RPCs (issue 8, cases 1–3 and their neighbours), on loop devices
+// only. Each case builds the trap from scratch, makes the call through the in-process Linux services,
+// and asserts the answer code AND that every byte the call does not own is unchanged: sha256 of the
+// image regions (unmounted) and of every file (mounted filesystems). Every destructive call is guarded
+// to this suite's own devices (block-lab.ts).
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync, writeFileSync, openSync, writeSync, closeSync, mkdtempSync } from "node:fs";
+import * as path from "node:path";
+import { Lab, MiB, hasTool, hashFiles, hashRegion, labSkipReason, run, writeFiles, writeTable, type Loop } from "./block-lab.ts";
+import { rejectsWithCode } from "../helpers/assert-coded.ts";
+import { Code } from "../../src/errors.ts";
+
+const skip = labSkipReason();
+if (skip) process.stderr.write(`block red-team suite skipped: ${skip}\n`);
+
+const sysAttr = (loop: Loop, part: number, attr: string) => readFileSync(`/sys/block/${loop.name}/${loop.name}p${part}/${attr}`, "utf8").trim();
+const wholeImage = (img: string, mib: number) => hashRegion(img, 0, mib * MiB);
+
+/** Runs `fn` with a fresh lab, always cleaned up. */
+async function withLab(fn: (lab: Lab) => Promise<void>, fsType: "ext4" | "xfs" = "ext4"): Promise<void> {
+  const lab = await Lab.create(fsType);
+  try {
+    await fn(lab);
+  } finally {
+    lab.cleanup();
+  }
+}
+
+/** An ext4 with `files` files written through a loop device attached at `offset`/`sizelimit` of `backing`; unmounted and detached again. */
+function ext4At(lab: Lab, backing: string, files: number, opts: { offset?: number; sizelimit?: number } = {}): Map<string, string> {
+  const l = lab.attach(backing, opts);
+  run("mkfs.ext4", ["-q", l.device]);
+  const dir = lab.target("outside", `setup-${l.name}`);
+  lab.mount(l.device, dir);
+  writeFiles(dir, files, "setup");
+  const hashes = hashFiles(dir);
+  lab.umount(dir);
+  lab.detach(l);
+  return hashes;
+}
+
+/** fsck -n says the filesystem on `device` is clean. */
+const fsckClean = (device: string) => assert.doesNotThrow(() => run("e2fsck", ["-f", "-n", device]), `${device} is damaged`);
+
+describe("block red team: wrong device or region (issue 8 cases 1–3)", { skip: skip ?? false }, () => {
+  it("case 1: stale kernel partitions (kernel p1 at 1–299 MiB, table p1 at 150–200 MiB, ext4 in table p2 at 40–100 MiB)", () =>
+    withLab(async (lab) => {
+      const img = lab.image(300, "stale");
+      writeTable(img, "gpt", ["start=1MiB,size=298MiB"]);
+      const disk = lab.attach(img, { partscan: true });
+      assert.equal(sysAttr(disk, 1, "start"), String(MiB / 512));
+      // The table changes behind the kernel's back (as when a second image takes over a loop number attached without partition scan).
+      writeTable(img, "gpt", ["start=150MiB,size=50MiB", "start=40MiB,size=60MiB"]);
+      const files = ext4At(lab, img, 20, { offset: 40 * MiB, sizelimit: 60 * MiB });
+      run("blockdev", ["--flushbufs", disk.device]);
+      const before = wholeImage(img, 300);
+
+      const [volumeId] = await lab.volumesOf(disk.diskNumber);
+      await rejectsWithCode(lab.services.volume.formatVolume({ volumeId: lab.guardVolume(volumeId) }), Code.FailedPrecondition, /kernel.*partition table|partition table.*kernel/);
+      // ResizeVolume: the stale partition already reaches the disk's end, so there is nothing to grow (OK, no change: upstream's no-op rule).
+      await lab.services.volume.resizeVolume({ volumeId: lab.guardVolume(volumeId), sizeBytes: 0n });
+      await rejectsWithCode(
+        lab.services.volume.mountVolume({ volumeId: lab.guardVolume(volumeId), targetPath: lab.target("kubelet", "c1") }),
+        Code.FailedPrecondition,
+      );
+      await rejectsWithCode(lab.services.disk.setDiskState({ diskNumber: lab.guardDisk(disk.diskNumber), isOnline: false }), Code.FailedPrecondition, /kernel/);
+      assert.equal(wholeImage(img, 300), before, "image changed");
+      const check = lab.attach(img, { offset: 40 * MiB, sizelimit: 60 * MiB });
+      fsckClean(check.device);
+      const dir = lab.target("outside", "c1check");
+      lab.mount(check.device, dir, "ro");
+      assert.deepEqual(hashFiles(dir), files);
+    }));
+
+  describe("case 2: storage in use through another block device", () => {
+    /** A 256 MiB disk with p1 = 100 MiB holding ext4, a loop stacked on p1 (at `offset`) mounted outside with `n` files. */
+    async function stackedOnPartition(lab: Lab, opts: { offset?: number; n?: number; mkfsPartition?: boolean } = {}) {
+      const img = lab.image(256, "stack");
+      writeTable(img, "gpt", ["start=1MiB,size=100MiB"]);
+      const disk = lab.attach(img, { partscan: true });
+      const p1 = `${disk.device}p1`;
+      const stacked = lab.attach(p1, { offset: opts.offset });
+      run("mkfs.ext4", ["-q", stacked.device]);
+      const dir = lab.target("outside", `stacked-${stacked.name}`);
+      lab.mount(stacked.device, dir);
+      writeFiles(dir, opts.n ?? 20, "stacked");
+      const files = hashFiles(dir);
+      const [volumeId] = await lab.volumesOf(disk.diskNumber);
+      return { img, disk, p1, stacked, dir, files, volumeId };
+    }
+
+    it("FormatVolume of a partition holding a mounted filesystem through a loop at offset 1 MiB", () =>
+      withLab(async (lab) => {
+        const s = await stackedOnPartition(lab, { offset: MiB });
+        const head = hashRegion(s.img, 0, 2 * MiB);
+        await rejectsWithCode(lab.services.volume.formatVolume({ volumeId: lab.guardVolume(s.volumeId) }), Code.FailedPrecondition, new RegExp(`in use by ${s.stacked.device}`));
+        assert.deepEqual(hashFiles(s.dir), s.files);
+        assert.equal(hashRegion(s.img, 0, 2 * MiB), head);
+        assert.equal(run("blkid", ["-p", "-s", "TYPE", "-o", "value", s.p1]).trim() || "", "", "p1 got a filesystem");
+      }));
+
+    it("ResizeVolume of a partition whose filesystem is mounted through a stacked loop (no offset)", () =>
+      withLab(async (lab) => {
+        const s = await stackedOnPartition(lab);
+        const size = sysAttr(s.disk, 1, "size");
+        await rejectsWithCode(lab.services.volume.resizeVolume({ volumeId: lab.guardVolume(s.volumeId), sizeBytes: 0n }), Code.FailedPrecondition, /in use by/);
+        assert.equal(sysAttr(s.disk, 1, "size"), size, "partition grew");
+        assert.deepEqual(hashFiles(s.dir), s.files);
+      }));
+
+    it("MountVolume of a partition whose filesystem is already mounted through a stacked loop", () =>
+      withLab(async (lab) => {
+        const s = await stackedOnPartition(lab);
+        const target = lab.target("kubelet", "second");
+        await rejectsWithCode(lab.services.volume.mountVolume({ volumeId: lab.guardVolume(s.volumeId), targetPath: target }), Code.FailedPrecondition, /in use by/);
+        assert.ok(!readFileSync("/proc/self/mountinfo", "utf8").includes(` ${target} `), "mounted a second time");
+        assert.deepEqual(hashFiles(s.dir), s.files);
+      }));
+
+    it("SetDiskState offline of a disk whose partition backs a mounted loop", () =>
+      withLab(async (lab) => {
+        const s = await stackedOnPartition(lab);
+        await rejectsWithCode(lab.services.disk.setDiskState({ diskNumber: lab.guardDisk(s.disk.diskNumber), isOnline: false }), Code.FailedPrecondition, /in use by/);
+        assert.equal(readFileSync(`/sys/block/${s.disk.name}/ro`, "utf8").trim(), "0");
+        writeFileSync(path.join(s.dir, "after.txt"), "still writable");
+        assert.deepEqual(new Map([...hashFiles(s.dir)].filter(([k]) => k !== "after.txt")), s.files);
+      }));
+
+    it("one image attached twice: the dev- id of the second copy's partition is refused like its PARTUUID", () =>
+      withLab(async (lab) => {
+        const img = lab.image(256, "twice");
+        writeTable(img, "gpt", ["start=1MiB,size=100MiB"]);
+        const first = lab.attach(img, { partscan: true });
+        run("mkfs.ext4", ["-q", `${first.device}p1`]);
+        const dir = lab.target("outside", "first");
+        lab.mount(`${first.device}p1`, dir);
+        writeFiles(dir, 20, "first");
+        const files = hashFiles(dir);
+        const second = lab.attach(img, { partscan: true });
+        const [uuidId] = await lab.volumesOf(second.diskNumber);
+        await rejectsWithCode(lab.services.volume.getDiskNumberFromVolumeId({ volumeId: uuidId }), Code.FailedPrecondition, /ambiguous/);
+        const devId = lab.devId(second, 1);
+        const target = lab.target("kubelet", "copy");
+        await rejectsWithCode(lab.services.volume.mountVolume({ volumeId: lab.guardVolume(devId), targetPath: target }), Code.FailedPrecondition, /ambiguous|in use by/);
+        await rejectsWithCode(lab.services.volume.resizeVolume({ volumeId: lab.guardVolume(devId), sizeBytes: 0n }), Code.FailedPrecondition, /ambiguous|in use by/);
+        assert.equal(sysAttr(second, 1, "size"), String((100 * MiB) / 512));
+        assert.deepEqual(hashFiles(dir), files);
+      }));
+
+    it("PartitionDisk on a raw disk backing a loop at offset 2 MiB that is mounted (108 files)", () =>
+      withLab(async (lab) => {
+        const img = lab.image(128, "raw");
+        const raw = lab.attach(img, { partscan: true });
+        const stacked = lab.attach(raw.device, { offset: 2 * MiB });
+        run("mkfs.ext4", ["-q", stacked.device]);
+        const dir = lab.target("outside", "offset2");
+        lab.mount(stacked.device, dir);
+        writeFiles(dir, 108, "offset");
+        const files = hashFiles(dir);
+        const head = hashRegion(img, 0, 2 * MiB);
+        const tail = hashRegion(img, 127 * MiB, MiB);
+        await rejectsWithCode(lab.services.disk.partitionDisk({ diskNumber: lab.guardDisk(raw.diskNumber) }), Code.FailedPrecondition, new RegExp(`in use by ${stacked.device}`));
+        assert.equal(hashRegion(img, 0, 2 * MiB), head);
+        assert.equal(hashRegion(img, 127 * MiB, MiB), tail);
+        assert.deepEqual(hashFiles(dir), files);
+      }));
+
+    it("MountVolume of a loop disk whose backing partition is mounted outside (the reverse stacking)", () =>
+      withLab(async (lab) => {
+        const img = lab.image(128, "rev");
+        writeTable(img, "gpt", ["start=1MiB,size=100MiB"]);
+        const disk = lab.attach(img, { partscan: true });
+        run("mkfs.ext4", ["-q", `${disk.device}p1`]);
+        const dir = lab.target("outside", "rev");
+        lab.mount(`${disk.device}p1`, dir);
+        writeFiles(dir, 20, "rev");
+        const files = hashFiles(dir);
+        const upper = lab.attach(`${disk.device}p1`);
+        const [volumeId] = await lab.volumesOf(upper.diskNumber);
+        const target = lab.target("kubelet", "rev");
+        await rejectsWithCode(lab.services.volume.mountVolume({ volumeId: lab.guardVolume(volumeId), targetPath: target }), Code.FailedPrecondition, /mounted at|in use/);
+        assert.deepEqual(hashFiles(dir), files);
+      }));
+  });
+
+  describe("case 3: a filesystem behind a partition-table signature", () => {
+    it("whole-disk exFAT (blkid also reports PTTYPE=dos): PartitionDisk refused, every byte intact", { skip: !hasTool("mkfs.exfat") && "mkfs.exfat missing (exfatprogs)" }, () =>
+      withLab(async (lab) => {
+        const img = lab.image(64, "exfat");
+        run("mkfs.exfat", [img]);
+        const disk = lab.attach(img, { partscan: true });
+        const before = wholeImage(img, 64);
+        await rejectsWithCode(lab.services.disk.partitionDisk({ diskNumber: lab.guardDisk(disk.diskNumber) }), Code.FailedPrecondition, /exfat/);
+        assert.equal(wholeImage(img, 64), before);
+      }));
+
+    it("whole-disk ext4 with an empty MBR in sector 0: PartitionDisk refused, files intact", () =>
+      withLab(async (lab) => {
+        const img = lab.image(64, "mbrfs");
+        const src = mkdtempSync(path.join(lab.dir, "src-"));
+        writeFiles(src, 20, "mbrfs");
+        run("mkfs.ext4", ["-q", "-d", src, img]);
+        const fd = openSync(img, "r+");
+        writeSync(fd, Buffer.from([0x55, 0xaa]), 0, 2, 510);
+        closeSync(fd);
+        const disk = lab.attach(img, { partscan: true });
+        const before = wholeImage(img, 64);
+        await rejectsWithCode(lab.services.disk.partitionDisk({ diskNumber: lab.guardDisk(disk.diskNumber) }), Code.FailedPrecondition, /ext4/);
+        assert.equal(wholeImage(img, 64), before);
+      }));
+  });
+});
