@@ -152,7 +152,7 @@ export class Lab {
     this.#loops.push(loop);
     // This machine's kernel may lack partition-table parsers: partitions come from partx (BLKPG), as the daemon does.
     if (opts.partscan) {
-      spawnSync("partx", ["--update", device]);
+      spawnSync("partx", ["--update", "--nr", "1:256", device]);
       waitForPartitions(loop);
     }
     return loop;

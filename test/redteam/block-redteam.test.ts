@@ -211,3 +211,99 @@ describe("block red team: wrong device or region (issue 8 cases 1–3)", { skip:
       }));
   });
 });
+
+describe("block red team: neighbours (claims, sizes, answers)", { skip: skip ?? false }, () => {
+  /** A disk with a GPT p1 of `p1Mib` MiB at 1 MiB, p1's kernel device, its volume id. */
+  async function gptDisk(lab: Lab, mib: number, p1Mib: number) {
+    const img = lab.image(mib, "gpt");
+    writeTable(img, "gpt", [`start=1MiB,size=${p1Mib}MiB`]);
+    const disk = lab.attach(img, { partscan: true });
+    const [volumeId] = await lab.volumesOf(disk.diskNumber);
+    return { img, disk, p1: `${disk.device}p1`, volumeId };
+  }
+
+  it("a partition another program holds open O_EXCL: FormatVolume refused (the kernel's claim), formatted once released", () =>
+    withLab(async (lab) => {
+      const d = await gptDisk(lab, 128, 100);
+      const fd = openSync(d.p1, (await import("node:fs")).constants.O_RDONLY | (await import("node:fs")).constants.O_EXCL);
+      try {
+        await rejectsWithCode(lab.services.volume.formatVolume({ volumeId: lab.guardVolume(d.volumeId) }), Code.FailedPrecondition, /exclusive claim|in use/);
+      } finally {
+        closeSync(fd);
+      }
+      assert.equal(run("wipefs", ["--no-act", "--noheadings", d.p1]).trim(), "", "p1 was written while claimed");
+      await lab.services.volume.formatVolume({ volumeId: lab.guardVolume(d.volumeId) });
+      assert.equal(run("blkid", ["-p", "-s", "TYPE", "-o", "value", d.p1]).trim(), "ext4");
+    }));
+
+  it("btrfs (mountinfo shows an anonymous 0:NN device) mounted outside: offline and a second mount refused; our own btrfs mount resolved and unmounted", { skip: !hasTool("mkfs.btrfs") && "mkfs.btrfs missing (btrfs-progs)" }, () =>
+    withLab(async (lab) => {
+      const d = await gptDisk(lab, 256, 200);
+      run("mkfs.btrfs", ["-q", d.p1]);
+      const outside = lab.target("outside", "btrfs");
+      lab.mount(d.p1, outside);
+      writeFiles(outside, 20, "btrfs");
+      const files = hashFiles(outside);
+      await rejectsWithCode(lab.services.disk.setDiskState({ diskNumber: lab.guardDisk(d.disk.diskNumber), isOnline: false }), Code.FailedPrecondition, /mounted at/);
+      const target = lab.target("kubelet", "btrfs");
+      await rejectsWithCode(lab.services.volume.mountVolume({ volumeId: lab.guardVolume(d.volumeId), targetPath: target }), Code.FailedPrecondition, /mounted at .*outside/);
+      assert.deepEqual(hashFiles(outside), files);
+      lab.umount(outside);
+      await lab.services.volume.mountVolume({ volumeId: lab.guardVolume(d.volumeId), targetPath: target });
+      lab.adoptMount(target);
+      assert.equal((await lab.services.volume.getVolumeIdFromTargetPath({ targetPath: target })).volumeId, d.volumeId);
+      assert.deepEqual(hashFiles(target), files);
+      await lab.services.volume.unmountVolume({ volumeId: d.volumeId, targetPath: target });
+      assert.ok(!readFileSync("/proc/self/mountinfo", "utf8").includes(` ${target} `));
+    }));
+
+  it("ResizeVolume by a dev- id: the partition is re-created with a new minor, the filesystem still grows, OK", () =>
+    withLab(async (lab) => {
+      const d = await gptDisk(lab, 512, 100);
+      run("mkfs.ext4", ["-q", d.p1]);
+      const devId = lab.devId(d.disk, 1);
+      await lab.services.volume.resizeVolume({ volumeId: lab.guardVolume(devId), sizeBytes: 300n * BigInt(MiB) });
+      assert.equal(sysAttr(d.disk, 1, "size"), String((300 * MiB) / 512));
+      const blocks = /Block count:\s+(\d+)/.exec(run("dumpe2fs", ["-h", d.p1]))?.[1];
+      const blockSize = /Block size:\s+(\d+)/.exec(run("dumpe2fs", ["-h", d.p1]))?.[1];
+      assert.equal(BigInt(blocks!) * BigInt(blockSize!), 300n * BigInt(MiB), "the filesystem did not grow");
+    }));
+
+  it("MBR logical partition: the maximum size ends at its extended container, the neighbours' bytes unchanged", () =>
+    withLab(async (lab) => {
+      const img = lab.image(256, "mbr");
+      // p1 1–51 MiB, p2 extended 60–210 MiB, p5 logical 61–101 MiB; 210–256 MiB free outside the container.
+      writeTable(img, "dos", ["start=2048,size=102400,type=83", "start=122880,size=307200,type=5", "start=124928,size=81920,type=83"]);
+      const disk = lab.attach(img, { partscan: true });
+      run("mkfs.ext4", ["-q", `${disk.device}p5`]);
+      const ids = await lab.volumesOf(disk.diskNumber);
+      const p5 = ids.find((id) => /-05\}\\$/.test(id));
+      assert.ok(p5, `no logical volume in ${ids.join(" ")}`);
+      const head = hashRegion(img, 0, 60 * MiB);
+      const tail = hashRegion(img, 210 * MiB, 46 * MiB);
+      await lab.services.volume.resizeVolume({ volumeId: lab.guardVolume(p5), sizeBytes: 0n });
+      assert.equal(sysAttr(disk, 5, "size"), String(430080 - 124928));
+      assert.equal(hashRegion(img, 0, 60 * MiB), head);
+      assert.equal(hashRegion(img, 210 * MiB, 46 * MiB), tail);
+      fsckClean(`${disk.device}p5`);
+    }));
+
+  it("vfat without kernel support: MountVolume is FailedPrecondition naming the module, not Internal", { skip: (!hasTool("mkfs.vfat") && "mkfs.vfat missing (dosfstools)") || (readFileSync("/proc/filesystems", "utf8").includes("\tvfat") && "this kernel has vfat") }, () =>
+    withLab(async (lab) => {
+      const d = await gptDisk(lab, 128, 100);
+      run("mkfs.vfat", [d.p1]);
+      await rejectsWithCode(
+        lab.services.volume.mountVolume({ volumeId: lab.guardVolume(d.volumeId), targetPath: lab.target("kubelet", "vfat") }),
+        Code.FailedPrecondition,
+        /does not support vfat; load its module \(modprobe vfat\)/,
+      );
+    }));
+
+  it("volume ids compare case-insensitively, keyword included", () =>
+    withLab(async (lab) => {
+      const d = await gptDisk(lab, 64, 32);
+      for (const id of [d.volumeId.replace("Volume", "VOLUME"), d.volumeId.replace("Volume", "volume").toUpperCase(), lab.devId(d.disk, 1).replace("dev-", "DEV-")]) {
+        assert.equal((await lab.services.volume.getDiskNumberFromVolumeId({ volumeId: id })).diskNumber, d.disk.diskNumber, id);
+      }
+    }));
+});

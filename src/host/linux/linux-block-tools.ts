@@ -301,7 +301,8 @@ export class LinuxBlockTools implements BlockTools {
 
   async syncPartitions(devPath: string): Promise<void> {
     // BLKPG: works on kernels without a parser for the table and on disks with mounted partitions, where BLKRRPART cannot.
-    await tool("partx", ["--update", devPath]);
+    // An explicit range: without it partx (2.38) adds no MBR logical partition to a disk the kernel shows none on.
+    await tool("partx", ["--update", "--nr", "1:256", devPath]);
   }
 
   async listScsiHosts(): Promise<number[]> {
