@@ -307,3 +307,41 @@ describe("block red team: neighbours (claims, sizes, answers)", { skip: skip ?? 
       }
     }));
 });
+
+describe("block red team: what held keeps holding (foreign content is never overwritten)", { skip: skip ?? false }, () => {
+  const makers: { name: string; tool: string; make: (dev: string) => void }[] = [
+    { name: "ext4", tool: "mkfs.ext4", make: (dev) => run("mkfs.ext4", ["-q", "-F", dev]) },
+    { name: "xfs", tool: "mkfs.xfs", make: (dev) => run("mkfs.xfs", ["-q", "-f", dev]) },
+    { name: "btrfs", tool: "mkfs.btrfs", make: (dev) => run("mkfs.btrfs", ["-q", "-f", dev]) },
+    { name: "vfat", tool: "mkfs.vfat", make: (dev) => run("mkfs.vfat", [dev]) },
+    { name: "exfat", tool: "mkfs.exfat", make: (dev) => run("mkfs.exfat", [dev]) },
+    { name: "swap", tool: "mkswap", make: (dev) => run("mkswap", [dev]) },
+  ];
+  for (const m of makers) {
+    it(`whole-disk ${m.name}: PartitionDisk refused, every byte intact`, { skip: !hasTool(m.tool) && `${m.tool} missing` }, () =>
+      withLab(async (lab) => {
+        const img = lab.image(320, `whole-${m.name}`); // mkfs.xfs needs 300 MB
+        m.make(img);
+        const disk = lab.attach(img, { partscan: true });
+        const before = wholeImage(img, 320);
+        await rejectsWithCode(lab.services.disk.partitionDisk({ diskNumber: lab.guardDisk(disk.diskNumber) }), Code.FailedPrecondition, new RegExp(m.name, "i"));
+        assert.equal(wholeImage(img, 320), before);
+      }));
+    for (const label of ["gpt", "dos"] as const) {
+      it(`${m.name} on a ${label} partition: FormatVolume (default xfs, or ext4 for xfs) refused, every byte intact`, { skip: !hasTool(m.tool) && `${m.tool} missing` }, () =>
+        withLab(
+          async (lab) => {
+            const img = lab.image(336, `part-${m.name}`);
+            writeTable(img, label, [label === "gpt" ? "start=1MiB,size=320MiB" : "start=2048,size=655360,type=83"]);
+            const disk = lab.attach(img, { partscan: true });
+            m.make(`${disk.device}p1`);
+            const [volumeId] = await lab.volumesOf(disk.diskNumber);
+            const before = wholeImage(img, 336);
+            await rejectsWithCode(lab.services.volume.formatVolume({ volumeId: lab.guardVolume(volumeId) }), Code.FailedPrecondition, /already holds|signatures/);
+            assert.equal(wholeImage(img, 336), before);
+          },
+          m.name === "xfs" ? "ext4" : "xfs",
+        ));
+    }
+  }
+});

@@ -125,10 +125,10 @@ export class LinuxVolumeHost implements VolumeHostApi {
   /** blkid's verdict, and — unmounted — every signature wipefs sees: empty only when there is none at all. */
   async getVolumeContent(volumeId: string): Promise<VolumeContent> {
     const { snap, vol } = await this.#volume(volumeId);
-    const probe = await this.#probe(snap, vol);
+    const mounted = mountsOf(snap, vol.dev).length > 0;
+    const [probe, sigs] = await Promise.all([this.#probe(snap, vol), mounted ? [] : this.#tools.listSignatures(vol.devPath)]);
     const fileSystem = isFilesystem(probe) ? probe.type : null;
-    if (mountsOf(snap, vol.dev).length > 0) return { fileSystem, empty: false, description: describeProbe(probe) };
-    const sigs = await this.#tools.listSignatures(vol.devPath);
+    if (mounted) return { fileSystem, empty: false, description: describeProbe(probe) };
     if (probe.kind === "empty" && sigs.length > 0) return { fileSystem: null, empty: false, description: `signatures ${describeSignatures(sigs)}` };
     return { fileSystem, empty: probe.kind === "empty", description: describeProbe(probe) };
   }
