@@ -10,7 +10,7 @@ import { createDiskService } from "./disk-service.ts";
 import { createPathPolicy } from "../filesystem/path-policy.ts";
 import { FakeStorage, MICROSOFT_RESERVED } from "../../host/fake/storage-world.ts";
 import { FakeDiskHost } from "../../host/fake/disk.ts";
-import { Code } from "../../errors.ts";
+import { Code, internal, notFound } from "../../errors.ts";
 import { rejectsWithCode } from "../../../test/helpers/assert-coded.ts";
 import { everyDiskRpc, testPartitionDiskCases, type PartitionDiskCase } from "../../../test/helpers/disk-service-cases.ts";
 
@@ -197,6 +197,13 @@ describe("Rescan", () => {
     await s.disk.rescan();
     assert.deepEqual(s.world.calls.sort(), ["refreshDiskSize 0", "refreshDiskSize 1", "refreshDiskSize 2", "scanForDisks"]);
     assert.deepEqual(await s.disk.getDiskStats({ diskNumber: 1 }), { totalBytes: 20n * GiB });
+  });
+  test("a disk that went away before its refresh (NotFound) is skipped; other failures still fail the rescan", async () => {
+    const s = setup((w) => (w.refreshOneByOne = true));
+    s.world.failNext("refreshDiskSize", notFound("disk 0 went away during the rescan"));
+    await s.disk.rescan();
+    s.world.failNext("refreshDiskSize", internal("boom"));
+    await rejectsWithCode(s.disk.rescan(), Code.Internal, /rescan disk \d: boom/);
   });
 });
 

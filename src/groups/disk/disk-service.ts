@@ -91,7 +91,16 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
   async function rescan(): Promise<void> {
     const disks = await withContext("rescan the host's disks", host.scanForDisks());
     // Size refreshes, each under its disk's lock so that it never runs inside a resize.
-    await Promise.all(disks.map((n) => inDiskLock(n, () => withContext(`rescan disk ${n}`, host.refreshDiskSize(n)))));
+    // A disk that went away meanwhile (NotFound) has nothing to refresh.
+    await Promise.all(
+      disks.map((n) =>
+        inDiskLock(n, () =>
+          withContext(`rescan disk ${n}`, host.refreshDiskSize(n)).catch((e) => {
+            if (!(e instanceof CsiProxyError && e.code === Code.NotFound)) throw e;
+          }),
+        ),
+      ),
+    );
   }
 
   async function setDiskState(n: number, isOnline: boolean): Promise<void> {

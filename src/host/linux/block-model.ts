@@ -287,8 +287,8 @@ function regionOf(dev: BlockDisk | BlockPartition, disk: BlockDisk): [bigint, bi
  * image attached twice). And the other way round: `disk` is itself a loop on a block device that is
  * mounted or swap. Phrases that follow "is".
  */
-export function stackedUses(snap: BlockSnapshot, dev: BlockDisk | BlockPartition, disk: BlockDisk): string[] {
-  const [start, end] = regionOf(dev, disk);
+export function stackedUses(snap: BlockSnapshot, dev: BlockDisk | BlockPartition, disk: BlockDisk, within: BlockDisk | BlockPartition = dev): string[] {
+  const [start, end] = regionOf(within, disk);
   const own = snap.loops.find((l) => sameDev(l, disk));
   const out: string[] = [];
   for (const l of snap.loops) {
@@ -297,7 +297,7 @@ export function stackedUses(snap: BlockSnapshot, dev: BlockDisk | BlockPartition
     let hit = false;
     if (l.backing.kind === "block") {
       const under = l.backing.dev;
-      hit = sameDev(under, dev) || (sameDev(under, disk) && overlaps(start, end)) || (sameDev(dev, disk) && disk.partitions.some((p) => sameDev(p, under)));
+      hit = sameDev(under, disk) ? overlaps(start, end) : sameDev(under, dev);
     }
     if (!hit && own?.backing && sameBacking(own.backing, l.backing)) hit = overlaps(own.offsetBytes + start, own.offsetBytes + end);
     if (hit) out.push(`in use by ${l.devPath} (a loop device on ${l.backingFile}, bytes ${l.offsetBytes}–${l.offsetBytes + l.sizeBytes})`);
@@ -312,14 +312,15 @@ export function stackedUses(snap: BlockSnapshot, dev: BlockDisk | BlockPartition
 
 /**
  * How the kernel uses a device (`dev`: a disk, or a partition of `disk`): the root filesystem, swap,
- * holders and loop devices stacked on it, partitions out of step with the table, its mounts.
+ * holders and loop devices stacked on it (on a disk: over the bytes of `within` when given, the
+ * partition a volume operation concerns), partitions out of step with the table, its mounts.
  */
-export function deviceUse(snap: BlockSnapshot, dev: BlockDisk | BlockPartition, disk: BlockDisk): DeviceUse {
+export function deviceUse(snap: BlockSnapshot, dev: BlockDisk | BlockPartition, disk: BlockDisk, within?: BlockPartition): DeviceUse {
   const root = rootMount(snap);
   const busy: string[] = [];
   if (snap.swaps.some((s) => sameDev(s, dev))) busy.push("in use as swap");
   if (dev.holders.length) busy.push(`in use by ${dev.holders.map((h) => `/dev/${h}`).join(", ")} (holders)`);
-  busy.push(...stackedUses(snap, dev, disk));
+  busy.push(...stackedUses(snap, dev, disk, within));
   if ("startSectors" in dev) {
     const stale = tableMismatch(dev, disk);
     if (stale) busy.push(stale);

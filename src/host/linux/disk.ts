@@ -6,7 +6,7 @@
  */
 import type { DiskHostApi, DiskLayout, HostDisk, HostPartition } from "../../groups/disk/host-api.ts";
 import type { DiskIds } from "../../groups/disk/types.ts";
-import { failedPrecondition, internal } from "../../errors.ts";
+import { failedPrecondition, internal, notFound } from "../../errors.ts";
 import type { BlockDisk, BlockTools, PartitionTable } from "./block-tools.ts";
 import {
   deviceUse,
@@ -205,10 +205,17 @@ export class LinuxDiskHost implements DiskHostApi {
     return (await takeSnapshot(this.#tools)).disks.filter((d) => d.scsiAddress || d.loopBackingFile).map(diskNumberOf);
   }
 
+  /** A disk that went away meanwhile (a loop device detached by its owner) has nothing to refresh: NotFound. */
   async refreshDiskSize(n: number): Promise<void> {
     const { disk } = await this.#disk(n);
-    if (disk.scsiAddress) await this.#tools.rescanScsiDevice(disk.name);
-    else if (disk.loopBackingFile) await this.#tools.refreshLoopCapacity(disk.devPath);
+    try {
+      if (disk.scsiAddress) await this.#tools.rescanScsiDevice(disk.name);
+      else if (disk.loopBackingFile) await this.#tools.refreshLoopCapacity(disk.devPath);
+    } catch (e) {
+      const now = (await takeSnapshot(this.#tools, disk)).disks[0];
+      if (!now || now.diskSeq !== disk.diskSeq || (disk.loopBackingFile !== null && now.loopBackingFile === null)) throw notFound(`disk ${n} (${disk.devPath}) went away during the rescan`);
+      throw e;
+    }
   }
 
   /**

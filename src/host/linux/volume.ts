@@ -91,7 +91,7 @@ export class LinuxVolumeHost implements VolumeHostApi {
       name: vol.devPath,
       diskOnline: isDiskOnline(snap, vol.disk),
       // The volume and its disk (holders stacked on the whole disk, e.g. multipath, block it too).
-      devices: (p ? [p, vol.disk] : [vol.disk]).map((d) => ({ name: d.devPath, use: deviceUse(snap, d, vol.disk) })),
+      devices: (p ? [p, vol.disk] : [vol.disk]).map((d) => ({ name: d.devPath, use: deviceUse(snap, d, vol.disk, p ?? undefined) })),
       identity: identityOf(vol),
     };
   }
@@ -108,7 +108,7 @@ export class LinuxVolumeHost implements VolumeHostApi {
     if (expect !== undefined && expect !== identityOf(vol)) throw refuse(`the volume changed since it was looked up (${expect} → ${identityOf(vol)})`);
     const reasons: string[] = [];
     for (const d of vol.partition ? [vol.partition, vol.disk] : [vol.disk]) {
-      const use = deviceUse(snap, d, vol.disk);
+      const use = deviceUse(snap, d, vol.disk, vol.partition ?? undefined);
       if (use.system) reasons.push(`${d.devPath} holds ${use.system}`);
       for (const b of use.busy) reasons.push(`${d.devPath} is ${b}`);
     }
