@@ -218,3 +218,36 @@ describe("a host that lacks the privilege", () => {
     });
   }
 });
+
+describe("writes re-verify the disk right before the host acts (hosts with identities)", () => {
+  /** The fake host with identities: disk 1's identity changes from the n-th getDisk/getDiskLayout on. */
+  function withIdentity(s: ReturnType<typeof setup>, changeFrom: number) {
+    let lookups = 0;
+    const ident = () => (++lookups >= changeFrom ? "\\\\?\\scsi#other size 1" : "\\\\?\\scsi#disk1 size 1");
+    const getDisk = s.host.getDisk.bind(s.host);
+    const getDiskLayout = s.host.getDiskLayout.bind(s.host);
+    s.host.getDisk = async (n: number) => ({ ...(await getDisk(n)), identity: ident() });
+    s.host.getDiskLayout = async (n: number) => {
+      const l = await getDiskLayout(n);
+      return { ...l, disk: { ...l.disk, identity: ident() } };
+    };
+  }
+  test("PartitionDisk: another disk behind the number at the write → FailedPrecondition naming both, nothing written", async () => {
+    const s = setup();
+    withIdentity(s, 2);
+    await rejectsWithCode(s.disk.partitionDisk({ diskNumber: 1 }), Code.FailedPrecondition, /changed since it was looked up \(.*scsi#disk1 size 1 → .*scsi#other size 1\)/);
+    assert.deepEqual(s.world.calls, []);
+  });
+  test("SetDiskState offline: the same", async () => {
+    const s = setup();
+    withIdentity(s, 3);
+    await rejectsWithCode(s.disk.setDiskState({ diskNumber: 1, isOnline: false }), Code.FailedPrecondition, /changed since it was looked up/);
+    assert.deepEqual(s.world.calls, []);
+  });
+  test("unchanged identity: the writes go ahead", async () => {
+    const s = setup();
+    withIdentity(s, 99);
+    await s.disk.partitionDisk({ diskNumber: 1 });
+    assert.deepEqual(s.world.calls.slice(0, 2), ["initializeDisk 1", "createDataPartition 1 gpt"]);
+  });
+});

@@ -1,5 +1,5 @@
 import type { DiskIds, DiskLocation, DiskService } from "./types.ts";
-import type { DiskHostApi, HostDevice, HostPartition } from "./host-api.ts";
+import type { DiskHostApi, HostDevice, HostDisk, HostPartition } from "./host-api.ts";
 import type { KeyedMutex } from "../../util/keyed-mutex.ts";
 import { createKeyedMutex } from "../../util/keyed-mutex.ts";
 import { Code, CsiProxyError, failedPrecondition, internal, invalidArgument, notFound } from "../../errors.ts";
@@ -41,6 +41,13 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
 
   const inDiskLock = <T>(diskNumber: number, fn: () => Promise<T>) => locks.run(diskLockKey(checkDiskNumber(diskNumber)), fn);
 
+  /** Right before a write: the disk read again must be the one looked up (same host identity). Hosts without identities skip this. */
+  async function reverify(n: number, disk: HostDisk, what: string): Promise<void> {
+    if (disk.identity === undefined) return;
+    const now = await host.getDisk(n);
+    if (now.identity !== disk.identity) throw failedPrecondition(`refusing to ${what}: the disk changed since it was looked up (${disk.identity} → ${now.identity})`);
+  }
+
   async function partitionDisk(n: number): Promise<void> {
     await inDiskLock(n, async () => {
       let layout = await host.getDiskLayout(n);
@@ -57,6 +64,7 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
       if (style === "unknown" || style === null) throw failedPrecondition(`refusing to ${what}: ${content ?? "its partition table cannot be read"}`);
       if (style === "raw") {
         if (content) throw failedPrecondition(`refusing to ${what}: it has no partition table but holds ${content}; initialising it would destroy that data`);
+        await reverify(n, disk, what);
         await withContext(`initialise ${disk.name} with GPT`, host.initializeDisk(n, disk.identity));
         style = "gpt";
         table = await host.listPartitions(n); // Windows may add a reserved partition itself
@@ -71,6 +79,7 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
         }
         return;
       }
+      await reverify(n, disk, what);
       try {
         await host.createDataPartition(n, style, disk.identity);
       } catch (err) {
@@ -111,6 +120,7 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
         const devices: HostDevice[] = [disk, ...(await host.getDiskLayout(n)).partitions];
         await refuseInUse(devices, `set disk ${n} (${disk.name}) offline`, false, isAllowed);
       }
+      await reverify(n, disk, `set disk ${n} (${disk.name}) ${isOnline ? "online" : "offline"}`);
       await withContext(`set ${disk.name} ${isOnline ? "online" : "offline"}`, host.setDiskOnline(n, isOnline, disk.identity));
     });
   }
