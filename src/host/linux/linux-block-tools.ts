@@ -26,7 +26,7 @@ const PACKAGE_OF: Record<string, string> = {
 };
 
 /** runCommand, with a missing tool reported as FailedPrecondition naming the package to install. */
-async function tool(file: string, args: readonly string[], options?: RunOptions) {
+export async function tool(file: string, args: readonly string[], options?: RunOptions) {
   try {
     return await runCommand(file, args, options);
   } catch (e) {

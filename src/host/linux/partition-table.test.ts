@@ -5,7 +5,8 @@ import { closeSync, ftruncateSync, mkdtempSync, openSync, rmSync } from "node:fs
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { guidToString, readPartitionTable } from "./partition-table.ts";
-import { capabilityNames, decodeDev, parseBlkidExport } from "./linux-block-tools.ts";
+import { capabilityNames, decodeDev, parseBlkidExport, tool } from "./linux-block-tools.ts";
+import { Code } from "../../errors.ts";
 
 const dir = mkdtempSync(path.join(tmpdir(), "csi-pt-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -116,4 +117,9 @@ describe("small parsers", () => {
   test("blkid export output", () => {
     assert.deepEqual(parseBlkidExport("DEVNAME=/dev/x\nTYPE=ext4\nUSAGE=filesystem\n"), { DEVNAME: "/dev/x", TYPE: "ext4", USAGE: "filesystem" });
   });
+});
+
+test("a tool that is not installed: FailedPrecondition naming what to install, not Internal", async () => {
+  await assert.rejects(tool("csi-proxy-no-such-tool", []), { code: Code.FailedPrecondition, message: /^csi-proxy-no-such-tool is not installed: install the csi-proxy-no-such-tool package/ });
+  await assert.rejects(tool("sh", ["-c", "exit 3"]), { code: Code.Internal, message: /exit status 3/ });
 });
