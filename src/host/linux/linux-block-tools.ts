@@ -76,6 +76,10 @@ export function parseBlkidExport(stdout: string): Record<string, string> {
 /** sfdisk never wipes signatures on its own: csi-proxy decides what may be overwritten. */
 const SFDISK = ["--quiet", "--wipe", "never", "--wipe-partitions", "never"];
 
+/** Exclusive claims refused with EBUSY are retried this often, this far apart (0.5 s in all). */
+const CLAIM_ATTEMPTS = 10;
+const CLAIM_RETRY_MS = 50;
+
 /** mkfs, fsck and resize can take a while on large devices. */
 const LONG = { timeoutMs: 30 * 60_000 };
 
@@ -209,9 +213,17 @@ export class LinuxBlockTools implements BlockTools {
   }
 
   async claimExclusive(devPath: string, dev: DevNumber): Promise<DeviceClaim> {
-    let fh: Awaited<ReturnType<typeof open>>;
+    let fh: Awaited<ReturnType<typeof open>> | undefined;
     try {
-      fh = await open(devPath, constants.O_RDONLY | constants.O_EXCL);
+      // A holder that lets go within half a second (udev probing, a superblock released just after umount) is waited for.
+      for (let attempt = 1; !fh; attempt++) {
+        try {
+          fh = await open(devPath, constants.O_RDONLY | constants.O_EXCL);
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code !== "EBUSY" || attempt >= CLAIM_ATTEMPTS) throw e;
+          await new Promise((r) => setTimeout(r, CLAIM_RETRY_MS));
+        }
+      }
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       if (code === "EBUSY") throw failedPrecondition(`${devPath} is in use: the kernel refuses an exclusive claim (mounted, or held by another program or device)`);
