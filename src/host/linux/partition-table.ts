@@ -101,7 +101,8 @@ async function readLogical(read: ReadAt, lbs: number, extStart: bigint, extSize:
   const unit = BigInt(lbs / 512);
   const out: PartitionTable["entries"] = [];
   const seen = new Set<bigint>();
-  for (let ebr = extStart, number = 5; number < 5 + 128 && !seen.has(ebr) && ebr >= extStart && ebr < extStart + extSize; number++) {
+  // Numbered as the kernel numbers them: 5, 6, … for each EBR whose first entry is used (an empty one is skipped).
+  for (let ebr = extStart, number = 5; seen.size < 128 && !seen.has(ebr) && ebr >= extStart && ebr < extStart + extSize; ) {
     seen.add(ebr);
     const sector = await read(ebr * BigInt(lbs), 512);
     if (sector.length < 512 || sector[510] !== 0x55 || sector[511] !== 0xaa) break;
@@ -116,6 +117,7 @@ async function readLogical(read: ReadAt, lbs: number, extStart: bigint, extSize:
         typeId: `0x${type.toString(16)}`,
         ebrSectors: ebr * unit,
       });
+      number++;
     }
     const link = sector[462 + 4];
     if (!EXTENDED.has(`0x${link.toString(16)}`)) break;
