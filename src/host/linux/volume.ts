@@ -5,11 +5,9 @@
  * volume-service.ts's; docs/linux-concept-map.md says what each concept means here.
  */
 import type { FilesystemGrowth, MountedVolume, VolumeContent, VolumeHostApi, VolumeLocation, VolumeUsage } from "../../groups/volume/host-api.ts";
-import { failedPrecondition } from "../../errors.ts";
+import { Code, CsiProxyError, failedPrecondition } from "../../errors.ts";
 import type { BlockMount, BlockTools, ManagedFsType, ProbeResult } from "./block-tools.ts";
-import { Code, CsiProxyError } from "../../errors.ts";
 import {
-  contentSignatures,
   describeSignatures,
   describeProbe,
   deviceUse,
