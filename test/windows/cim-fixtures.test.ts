@@ -215,8 +215,10 @@ test("PartitionDisk on a RAW disk: Initialize(GPT), CreatePartition(basic data),
     p.recorded().requests.map((r) => [r.op, r.args]),
     [
       ["disk.get", { diskNumber: 1 }],
+      ["disk.get", { diskNumber: 1 }], // re-verified (MSFT_Disk Path and Size) right before the write
       ["disk.initialize", { diskNumber: 1, partitionStyle: 2 }],
       ["disk.partitions", { diskNumber: 1 }],
+      ["disk.get", { diskNumber: 1 }],
       ["disk.createPartition", { diskNumber: 1, gptType: GPT_BASIC_DATA }],
       ["disk.refresh", { diskNumber: 1 }],
       ["disk.partitions", { diskNumber: 1 }],

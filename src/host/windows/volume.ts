@@ -60,6 +60,8 @@ export class WindowsVolumeHost implements VolumeHostApi {
       name,
       diskOnline: null,
       devices: [{ name, use: partitionUse(p, this.#systemDrive) }],
+      // The partition's place on its disk (MSFT_Partition DiskNumber, PartitionNumber, Offset, Size).
+      identity: `disk ${p.diskNumber} partition ${p.partitionNumber} offset ${p.offset} size ${p.size}`,
     };
   }
 
