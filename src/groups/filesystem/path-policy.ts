@@ -240,7 +240,16 @@ export function createFsResolver(fs: ResolverFs, platform: Platform): PathResolv
     if (hops >= MAX_LINK_HOPS) {
       throw Object.assign(new Error(`too many levels of symbolic links: ${p}`), { code: "ELOOP" });
     }
-    const target = m.resolve(parent, await fs.readlink(p));
+    let link: string;
+    try {
+      link = await fs.readlink(p);
+    } catch (e) {
+      // Replaced or removed since lstat (a concurrent rename): resolve again from the start.
+      const code = (e as { code?: unknown } | null)?.code;
+      if (code === "EINVAL" || isMissing(e)) return resolveAt(p, hops + 1);
+      throw e;
+    }
+    const target = m.resolve(parent, link);
     const tail: string[] = [];
     for (let cur = target; ; cur = m.dirname(cur)) {
       const real = await resolveAt(cur, hops + 1);

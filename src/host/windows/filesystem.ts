@@ -103,6 +103,10 @@ export class WindowsFilesystemHost implements FilesystemHostApi {
     });
   }
 
+  async removeContents(p: string): Promise<void> {
+    for (const name of await this.readDir(p)) await this.removeAll(path.join(p, name));
+  }
+
   async readDir(p: string): Promise<string[]> {
     return fs.readdir(p).catch((err) => {
       throw fsError(err, "read directory", p);
