@@ -25,7 +25,7 @@ if (skip) process.stderr.write(`path race tests skipped: ${skip}\n`);
 
 const FS_ATTEMPTS = Number(process.env.RACE_ATTEMPTS ?? 1500);
 const MOUNT_ATTEMPTS = Number(process.env.RACE_MOUNT_ATTEMPTS ?? 250);
-const CASE_MS = Number(process.env.RACE_CASE_MS ?? 9000);
+const CASE_MS = Number(process.env.RACE_CASE_MS ?? 6000);
 const OUTSIDE_FILES = 60;
 
 /** The swapper: flips <dir>/<name> (a real directory) with <dir>/<name>.link (a symlink) forever. */
@@ -162,6 +162,12 @@ function mounts(): { dev: string; mountPoint: string; fsType: string; source: st
   });
 }
 
+/** Every outcome must be OK or a deliberate refusal: never Internal (13), Unknown (2) or an uncoded throw. */
+function assertNoInternal(f: Figures) {
+  const bad = Object.keys(f.outcomes).filter((o) => o === "code 13" || o === "code 2" || o.startsWith("thrown"));
+  assert.deepEqual(bad, [], `${f.case}: unexpected outcomes ${JSON.stringify(f.samples ?? {})}`);
+}
+
 const within = (p: string, dir: string) => p === dir || p.startsWith(dir + "/");
 
 describe("path operations raced against a symlink swap", { skip: skip ?? false }, () => {
@@ -227,6 +233,7 @@ describe("path operations raced against a symlink swap", { skip: skip ?? false }
       figures.ms = Date.now() - start;
     }
     report(figures);
+    assertNoInternal(figures);
     return figures;
   }
 
@@ -375,7 +382,7 @@ describe("path operations raced against a symlink swap", { skip: skip ?? false }
       const start = Date.now();
       let typical = 5;
       try {
-        while (mountFig.attempts < MOUNT_ATTEMPTS && Date.now() - start < 2 * CASE_MS) {
+        while (mountFig.attempts < MOUNT_ATTEMPTS && Date.now() - start < 1.7 * CASE_MS) {
           for (const [fig, call] of [
             [mountFig, () => services.volume.mountVolume({ volumeId, targetPath: target })],
             [unmountFig, () => services.volume.unmountVolume({ volumeId, targetPath: target })],
@@ -396,6 +403,8 @@ describe("path operations raced against a symlink swap", { skip: skip ?? false }
       }
       report(mountFig);
       report(unmountFig);
+      assertNoInternal(mountFig);
+      assertNoInternal(unmountFig);
       assert.equal(mountFig.outsideTouched, 0, `volume mounted outside in ${mountFig.outsideTouched} of ${mountFig.attempts} attempts`);
       assert.equal(unmountFig.outsideTouched, 0, `foreign mount unmounted in ${unmountFig.outsideTouched} of ${unmountFig.attempts} attempts`);
       assert.ok(Number(mountFig.outcomes.OK ?? 0) > 0 && Number(unmountFig.outcomes.OK ?? 0) > 0, "some attempts must succeed");

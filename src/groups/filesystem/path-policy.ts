@@ -235,7 +235,13 @@ export function createFsResolver(fs: ResolverFs, platform: Platform): PathResolv
       throw e;
     }
     // An entry exists at p, so its parent exists (and resolves).
-    const parent = await fs.realpath(m.dirname(p));
+    let parent: string;
+    try {
+      parent = await fs.realpath(m.dirname(p));
+    } catch (e) {
+      if (isMissing(e) && hops < MAX_LINK_HOPS) return resolveAt(p, hops + 1); // renamed meanwhile
+      throw e;
+    }
     if (!isLink) return m.join(parent, m.basename(p)); // created between realpath and lstat
     if (hops >= MAX_LINK_HOPS) {
       throw Object.assign(new Error(`too many levels of symbolic links: ${p}`), { code: "ELOOP" });
@@ -246,7 +252,7 @@ export function createFsResolver(fs: ResolverFs, platform: Platform): PathResolv
     } catch (e) {
       // Replaced or removed since lstat (a concurrent rename): resolve again from the start.
       const code = (e as { code?: unknown } | null)?.code;
-      if (code === "EINVAL" || isMissing(e)) return resolveAt(p, hops + 1);
+      if ((code === "EINVAL" || isMissing(e)) && hops < MAX_LINK_HOPS) return resolveAt(p, hops + 1);
       throw e;
     }
     const target = m.resolve(parent, link);

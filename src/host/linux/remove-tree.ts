@@ -35,53 +35,56 @@ async function refuseMountsBelow(p: string, what: string): Promise<void> {
 const stoppedAt = (p: string, what: string, skipped: string[]) =>
   failedPrecondition(`${what} ${p}: stopped at mount point${skipped.length === 1 ? "" : "s"} ${skipped.join(", ")} (not entered, not removed); unmount first`);
 
+/** Tries per entry when it keeps changing between a directory and a non-directory under us. */
+const MAX_TRIES = 8;
+
 /** Removes the entry `name` of `dir` (recursively for a directory); a missing entry is fine. */
 async function removeEntry(dir: DirHandle, name: string, looksLikeDir: boolean, skipped: string[]): Promise<void> {
   const entry = dir.at(name);
-  if (!looksLikeDir) {
+  const shown = path.posix.join(dir.path, name);
+  let asDir = looksLikeDir;
+  for (let tries = 0; tries < MAX_TRIES; tries++, asDir = !asDir) {
+    if (!asDir) {
+      try {
+        await fs.unlink(entry);
+        return;
+      } catch (err) {
+        const code = errno(err);
+        if (code === "ENOENT") return;
+        if (code !== "EISDIR") throw fsError(err, "remove", shown);
+        continue; // a directory: open it
+      }
+    }
+    let child: DirHandle | null;
     try {
-      await fs.unlink(entry);
+      child = await openChildDir(dir, name);
+    } catch (err) {
+      if (err instanceof CsiProxyError && err.code === Code.NotFound) return;
+      throw err;
+    }
+    if (child === null) continue; // a link or a file now: unlink the entry itself
+    const before = skipped.length;
+    try {
+      if (child.mountId !== dir.mountId) {
+        skipped.push(child.path);
+        return;
+      }
+      await emptyDir(child, skipped);
+    } finally {
+      await child.close();
+    }
+    if (skipped.length > before) return; // holds a mount point: kept
+    try {
+      await fs.rmdir(entry);
       return;
     } catch (err) {
       const code = errno(err);
       if (code === "ENOENT") return;
-      if (code !== "EISDIR") throw fsError(err, "remove", path.posix.join(dir.path, name));
+      if (code !== "ENOTDIR") throw fsError(err, "remove", shown);
+      // Swapped for a link after it was emptied: unlink the link (next try), never what it points to.
     }
   }
-  let child: DirHandle | null;
-  try {
-    child = await openChildDir(dir, name);
-  } catch (err) {
-    if (err instanceof CsiProxyError && err.code === Code.NotFound) return;
-    throw err;
-  }
-  if (child === null) {
-    // A link or a file now: remove the entry itself.
-    await fs.unlink(entry).catch((err) => {
-      if (errno(err) !== "ENOENT") throw fsError(err, "remove", path.posix.join(dir.path, name));
-    });
-    return;
-  }
-  const before = skipped.length;
-  try {
-    if (child.mountId !== dir.mountId) {
-      skipped.push(child.path);
-      return;
-    }
-    await emptyDir(child, skipped);
-  } finally {
-    await child.close();
-  }
-  if (skipped.length > before) return; // holds a mount point: kept
-  try {
-    await fs.rmdir(entry);
-  } catch (err) {
-    const code = errno(err);
-    if (code === "ENOENT") return;
-    // Swapped for a link after it was emptied: remove the link, never what it points to.
-    if (code === "ENOTDIR") return void (await fs.unlink(entry).catch(() => {}));
-    throw fsError(err, "remove", path.posix.join(dir.path, name));
-  }
+  throw failedPrecondition(`remove ${shown}: it keeps changing between a directory and a link or file; gave up after ${MAX_TRIES} tries`);
 }
 
 /** Removes everything inside the held directory `dir`. */
