@@ -8,10 +8,10 @@ import { withParent } from "./dir-handle.ts";
  * (dir-handle.ts): a parent swapped for a link cannot place the new link elsewhere. Errors are coded
  * (existing entry AlreadyExists, missing parent NotFound, a link on the way FailedPrecondition).
  */
-export async function symlinkAt(target: string, linkPath: string, type?: "dir" | "file"): Promise<void> {
+export async function symlinkAt(target: string, linkPath: string, type?: "dir" | "file", what = "symlink"): Promise<void> {
   await withParent(linkPath, async (parent, name) => {
     await fs.symlink(target, parent.at(name), type).catch((err) => {
-      throw fsError(err, "symlink", linkPath);
+      throw fsError(err, what, linkPath);
     });
   });
 }
