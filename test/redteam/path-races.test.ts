@@ -18,6 +18,7 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { createServices, type Services } from "../../src/compose.ts";
 import { CsiProxyError } from "../../src/errors.ts";
+import { LinuxFilesystemHost } from "../../src/host/linux/filesystem.ts";
 import { createLoopDevice, loopDeviceSkipReason, type LoopDevice } from "../helpers/loop-device.ts";
 
 const skip = process.platform !== "linux" ? "Linux only" : loopDeviceSkipReason();
@@ -314,6 +315,10 @@ describe("path operations raced against a symlink swap", { skip: skip ?? false }
       await attempt("Rmdir force(parent of mount point)", () => services.filesystem.rmdir({ path: path.dirname(at), force: true }));
       await attempt("RmdirContents(holds mount point)", () => services.filesystem.rmdirContents({ path: path.join(kubelet, "bind2") }));
       await attempt("Rmdir force(holds mount point)", () => services.filesystem.rmdir({ path: path.join(kubelet, "bind2"), force: true }));
+      // The host alone (no path policy in front): the mount point itself is refused too.
+      const host = new LinuxFilesystemHost();
+      await attempt("host removeContents(mount point)", () => host.removeContents(at));
+      await attempt("host removeAll(mount point)", () => host.removeAll(at));
     } finally {
       execFileSync("umount", [at]);
       execFileSync("umount", [nested]);
