@@ -165,6 +165,11 @@ export const IO_REPARSE_TAG_SYMLINK = 0xa000000c;
 export const SYMBOLIC_LINK_FLAG_DIRECTORY = 0x1;
 
 const GENERIC_READ = 0x80000000;
+const DELETE = 0x10000;
+const FILE_READ_ATTRIBUTES = 0x80;
+const FILE_FLAG_BACKUP_SEMANTICS = 0x02000000;
+const FILE_FLAG_OPEN_REPARSE_POINT = 0x00200000;
+const FILE_DISPOSITION_INFO_CLASS = 4;
 const FILE_SHARE_READ = 1, FILE_SHARE_WRITE = 2;
 const OPEN_EXISTING = 3;
 const IOCTL_STORAGE_GET_DEVICE_NUMBER = 0x2d1080;
@@ -181,7 +186,7 @@ const TOKEN_QUERY = 0x8;
 const TOKEN_USER_CLASS = 1;
 
 /** A Win32 HANDLE as koffi returns `intptr` (a number, or a bigint for large values). */
-type Handle = number | bigint;
+export type Handle = number | bigint;
 const invalidHandle = (h: Handle) => Number(h) === -1 || Number(h) === 0;
 
 type Fn = (...args: unknown[]) => unknown;
@@ -214,6 +219,7 @@ export class Win32 {
       GetVolumeNameForVolumeMountPointW: decl(k32, "int __stdcall GetVolumeNameForVolumeMountPointW(const char16_t *mountPoint, _Out_ uint8_t *out, uint32_t len)"),
       CreateFileW: decl(k32, "intptr_t __stdcall CreateFileW(const char16_t *name, uint32_t access, uint32_t share, void *sa, uint32_t disposition, uint32_t flags, void *template)"),
       CloseHandle: decl(k32, "int __stdcall CloseHandle(intptr_t h)"),
+      SetFileInformationByHandle: decl(k32, "int __stdcall SetFileInformationByHandle(intptr_t h, int cls, const uint8_t *info, uint32_t size)"),
       DeviceIoControl: decl(k32, "int __stdcall DeviceIoControl(intptr_t h, uint32_t code, const uint8_t *in, uint32_t inLen, _Out_ uint8_t *out, uint32_t outLen, _Out_ uint32_t *returned, void *overlapped)"),
       WaitNamedPipeW: decl(k32, "int __stdcall WaitNamedPipeW(const char16_t *name, uint32_t timeoutMs)"),
       CreateSymbolicLinkW: decl(k32, "uint8_t __stdcall CreateSymbolicLinkW(const char16_t *link, const char16_t *target, uint32_t flags)"),
@@ -305,6 +311,33 @@ export class Win32 {
     const h = this.#call("CreateFileW", path, access, FILE_SHARE_READ | FILE_SHARE_WRITE, null, OPEN_EXISTING, 0, null) as Handle;
     if (invalidHandle(h)) throw new Win32Error(`CreateFile ${path}`, this.#lastError());
     return h;
+  }
+
+  /**
+   * Opens the entry at `path` itself (FILE_FLAG_OPEN_REPARSE_POINT: a symlink, junction or mount
+   * point is opened, never followed; FILE_FLAG_BACKUP_SEMANTICS: directories too), sharing read and
+   * write but not delete: while the handle is open nobody can rename, replace or delete the entry.
+   * `forDelete` adds DELETE access for {@link deleteByHandle}. Null when the path does not exist.
+   */
+  openEntryNoFollow(path: string, forDelete: boolean): Handle | null {
+    const access = FILE_READ_ATTRIBUTES | (forDelete ? DELETE : 0);
+    const flags = FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT;
+    const h = this.#call("CreateFileW", path, access, FILE_SHARE_READ | FILE_SHARE_WRITE, null, OPEN_EXISTING, flags, null) as Handle;
+    if (!invalidHandle(h)) return h;
+    const err = this.#lastError();
+    if (err === WinError.FILE_NOT_FOUND || err === WinError.PATH_NOT_FOUND) return null;
+    throw new Win32Error(`open ${path}`, err);
+  }
+
+  /**
+   * Marks the entry behind `h` (opened with `forDelete`) for deletion when the handle closes: a link
+   * or junction is removed itself, a directory must be empty (ERROR_DIR_NOT_EMPTY otherwise).
+   */
+  deleteByHandle(h: Handle, path: string): void {
+    const info = Buffer.from([1]); // FILE_DISPOSITION_INFO { BOOLEAN DeleteFile = TRUE }
+    if (!this.#call("SetFileInformationByHandle", h, FILE_DISPOSITION_INFO_CLASS, info, info.length)) {
+      throw new Win32Error(`remove ${path}`, this.#lastError());
+    }
   }
 
   closeHandle(h: Handle): void {
