@@ -19,6 +19,7 @@ import * as path from "node:path";
 import { createServices, type Services } from "../../src/compose.ts";
 import { CsiProxyError } from "../../src/errors.ts";
 import { LinuxFilesystemHost } from "../../src/host/linux/filesystem.ts";
+import { LinuxSmbHost } from "../../src/host/linux/smb.ts";
 import { createLoopDevice, loopDeviceSkipReason, type LoopDevice } from "../helpers/loop-device.ts";
 
 const skip = process.platform !== "linux" ? "Linux only" : loopDeviceSkipReason();
@@ -26,7 +27,7 @@ if (skip) process.stderr.write(`path race tests skipped: ${skip}\n`);
 
 const FS_ATTEMPTS = Number(process.env.RACE_ATTEMPTS ?? 1500);
 const MOUNT_ATTEMPTS = Number(process.env.RACE_MOUNT_ATTEMPTS ?? 250);
-const CASE_MS = Number(process.env.RACE_CASE_MS ?? 6000);
+const CASE_MS = Number(process.env.RACE_CASE_MS ?? 5000);
 const OUTSIDE_FILES = 60;
 
 /** The swapper: flips <dir>/<name> (a real directory) with <dir>/<name>.link (a symlink) forever. */
@@ -201,7 +202,7 @@ describe("path operations raced against a symlink swap", { skip: skip ?? false }
    * (bounded by CASE_MS); `setup(p)` builds the real directory p; after each attempt the outside
    * directory's fingerprint must be unchanged.
    */
-  async function raceFs(name: string, setup: (p: string) => void, call: (p: string) => Promise<unknown>): Promise<Figures> {
+  async function raceFs(name: string, setup: (p: string) => void, call: (p: string) => Promise<unknown>, caseMs = CASE_MS): Promise<Figures> {
     const base = path.join(kubelet, name);
     const outsideDir = path.join(outside, name);
     fillOutside(outsideDir);
@@ -214,7 +215,7 @@ describe("path operations raced against a symlink swap", { skip: skip ?? false }
     const start = Date.now();
     let typical = 2;
     try {
-      while (figures.attempts < FS_ATTEMPTS && Date.now() - start < CASE_MS) {
+      while (figures.attempts < FS_ATTEMPTS && Date.now() - start < caseMs) {
         for (const n of ["p", "p.real", "p.link"]) removeEntry(path.join(base, n));
         setup(p);
         symlinkSync(outsideDir, `${p}.link`);
@@ -282,6 +283,14 @@ describe("path operations raced against a symlink swap", { skip: skip ?? false }
     const f = await raceFs("create-symlink", (p) => {
       mkdirSync(p);
     }, (p) => services.filesystem.createSymlink({ sourcePath: source, targetPath: path.join(p, "link") }));
+    assert.equal(f.outsideTouched, 0, `a link was created outside in ${f.outsideTouched} of ${f.attempts} attempts`);
+  });
+
+  it("SMB local_path link (LinuxSmbHost.createDirLink) with the link's parent swapped for a link creates nothing outside", async () => {
+    const host = new LinuxSmbHost({ stateDir: path.join(root, "state") });
+    const f = await raceFs("smb-link", (p) => {
+      mkdirSync(p);
+    }, (p) => host.createDirLink(path.join(p, "link"), "\\\\server\\share\\dir"), Math.round(CASE_MS * 0.6));
     assert.equal(f.outsideTouched, 0, `a link was created outside in ${f.outsideTouched} of ${f.attempts} attempts`);
   });
 
