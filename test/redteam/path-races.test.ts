@@ -286,6 +286,13 @@ describe("path operations raced against a symlink swap", { skip: skip ?? false }
     assert.equal(f.outsideTouched, 0, `a link was created outside in ${f.outsideTouched} of ${f.attempts} attempts`);
   });
 
+  it("Mkdir below a parent swapped for a link creates nothing outside", async () => {
+    const f = await raceFs("mkdir", (p) => {
+      mkdirSync(p);
+    }, (p) => services.filesystem.mkdir({ path: path.join(p, "new", "deeper") }), Math.round(CASE_MS * 0.6));
+    assert.equal(f.outsideTouched, 0, `a directory was created outside in ${f.outsideTouched} of ${f.attempts} attempts`);
+  });
+
   it("SMB local_path link (LinuxSmbHost.createDirLink) with the link's parent swapped for a link creates nothing outside", async () => {
     const host = new LinuxSmbHost({ stateDir: path.join(root, "state") });
     const f = await raceFs("smb-link", (p) => {

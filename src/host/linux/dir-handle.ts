@@ -123,3 +123,39 @@ export async function withParent<T>(p: string, fn: (parent: DirHandle, name: str
     await parent.close();
   }
 }
+
+/**
+ * mkdir -p through handles: the deepest existing ancestor of the absolute, canonical `dir` is opened
+ * without following links, then each missing component is created (mode `mode`, subject to the umask)
+ * inside the held parent and opened `O_NOFOLLOW` before the next one. An existing directory is fine;
+ * a link met anywhere FailedPrecondition; a non-directory in the way AlreadyExists.
+ */
+export async function mkdirAllNoFollow(dir: string, mode: number): Promise<void> {
+  const names = dir.split("/").filter((c) => c !== "" && c !== ".");
+  const rootFile = await fs.open("/", DIR_FLAGS);
+  let cur = new DirHandle(rootFile, "/", 0);
+  try {
+    for (const name of names) {
+      let next = await openChildDir(cur, name).catch((err) => {
+        if (err instanceof CsiProxyError && err.code === Code.NotFound) return undefined;
+        throw err;
+      });
+      if (next === undefined) {
+        await fs.mkdir(cur.at(name), { mode }).catch((err) => {
+          if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw fsError(err, "mkdir", path.posix.join(cur.path, name));
+        });
+        next = await openChildDir(cur, name);
+      }
+      if (next === null) {
+        const st = await fs.lstat(cur.at(name)).catch(() => null);
+        const shown = path.posix.join(cur.path, name);
+        if (st && !st.isSymbolicLink()) throw new CsiProxyError(Code.AlreadyExists, `mkdir ${shown}: exists and is not a directory`);
+        throw linkSwapped(shown);
+      }
+      await cur.close();
+      cur = next;
+    }
+  } finally {
+    await cur.close();
+  }
+}

@@ -2,7 +2,7 @@ import * as fs from "node:fs/promises";
 import type { EntryKind, FilesystemHostApi } from "../../groups/filesystem/host-api.ts";
 import { fsError } from "../fs-error.ts";
 import { readMountTable } from "./mountinfo.ts";
-import { withParent } from "./dir-handle.ts";
+import { mkdirAllNoFollow, withParent } from "./dir-handle.ts";
 import { removeContents, removeTree } from "./remove-tree.ts";
 import { symlinkAt } from "./symlink-at.ts";
 
@@ -28,10 +28,9 @@ export class LinuxFilesystemHost implements FilesystemHostApi {
     }
   }
 
-  async mkdirAll(path: string): Promise<void> {
-    await fs.mkdir(path, { recursive: true, mode: 0o755 }).catch((err) => {
-      throw fsError(err, "mkdir", path);
-    });
+  /** Each missing component created inside its held parent, never through a link (dir-handle.ts). */
+  mkdirAll(path: string): Promise<void> {
+    return mkdirAllNoFollow(path, 0o755);
   }
 
   /** rmdir/unlink of the final name inside its parent, opened without following links. */
