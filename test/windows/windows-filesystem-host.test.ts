@@ -123,6 +123,13 @@ test("removeAll/removeContents act through handles: ancestors held, a link ances
     assert.equal(fake.open.size, 0, "every handle closed");
     await host.removeAll(path.join(dir, "missing", "x")); // a missing ancestor: nothing to do
     await assert.rejects(host.removeContents(path.join(dir, "missing")), (e: CsiProxyError) => e.code === Code.NotFound);
+    // a link is created only below held ancestors; under a swapped ancestor it is refused
+    const err4 = await host.symlink(path.join(dir, "real"), path.join(dir, "swapped", "new-link")).catch((e) => e);
+    assert.equal((err4 as CsiProxyError).code, Code.FailedPrecondition, String(err4));
+    assert.ok(!fs.existsSync(path.join(dir, "outside", "new-link")));
+    await host.symlink(path.join(dir, "real"), path.join(dir, "new-link"));
+    assert.ok(fs.lstatSync(path.join(dir, "new-link")).isSymbolicLink());
+    assert.equal(fake.open.size, 0, "every handle closed");
     // a volume mount point is not emptied
     fs.mkdirSync(path.join(dir, "mnt"));
     fs.writeFileSync(path.join(dir, "mnt", "volume-data"), "v");

@@ -179,12 +179,19 @@ export class WindowsFilesystemHost implements FilesystemHostApi {
     });
   }
 
+  /** Created while every ancestor of the link is held (none can be swapped for a junction meanwhile). */
   async symlink(target: string, linkPath: string): Promise<void> {
-    // Node picks a directory link when the target is a directory (like Go's os.Symlink) and uses
-    // SYMBOLIC_LINK_FLAG_ALLOW_UNPRIVILEGED_CREATE.
-    await fs.symlink(target, linkPath).catch((err) => {
-      throw fsError(err, "symlink", linkPath);
-    });
+    const pins = await this.#pinAncestors(linkPath);
+    if (pins === null) throw new CsiProxyError(Code.NotFound, `symlink ${linkPath}: the parent directory does not exist`);
+    try {
+      // Node picks a directory link when the target is a directory (like Go's os.Symlink) and uses
+      // SYMBOLIC_LINK_FLAG_ALLOW_UNPRIVILEGED_CREATE.
+      await fs.symlink(target, linkPath).catch((err) => {
+        throw fsError(err, "symlink", linkPath);
+      });
+    } finally {
+      this.#release(pins);
+    }
   }
 
   async linkTargetExists(p: string): Promise<boolean> {
