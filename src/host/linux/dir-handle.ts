@@ -149,7 +149,7 @@ export async function mkdirAllNoFollow(dir: string, mode: number): Promise<void>
       if (next === null) {
         const st = await fs.lstat(cur.at(name)).catch(() => null);
         const shown = path.posix.join(cur.path, name);
-        if (st && !st.isSymbolicLink()) throw new CsiProxyError(Code.AlreadyExists, `mkdir ${shown}: exists and is not a directory`);
+        if (st && !st.isSymbolicLink() && !st.isDirectory()) throw new CsiProxyError(Code.AlreadyExists, `mkdir ${shown}: exists and is not a directory`);
         throw linkSwapped(shown);
       }
       await cur.close();
