@@ -20,6 +20,7 @@ import { createServices, type Services } from "../../src/compose.ts";
 import { CsiProxyError } from "../../src/errors.ts";
 import { LinuxFilesystemHost } from "../../src/host/linux/filesystem.ts";
 import { LinuxSmbHost } from "../../src/host/linux/smb.ts";
+import { loadLibc } from "../../src/host/linux/libc.ts";
 import { createLoopDevice, loopDeviceSkipReason, type LoopDevice } from "../helpers/loop-device.ts";
 
 const skip = process.platform !== "linux" ? "Linux only" : loopDeviceSkipReason();
@@ -400,12 +401,14 @@ describe("path operations raced against a symlink swap", { skip: skip ?? false }
         }
         if (touched) fig.outsideTouched++;
       };
-      const reset = (mounted: boolean) => {
-        for (const m of ours().reverse()) execFileSync("umount", [m.mountPoint]);
+      // The test's own set-up mounts through libc (no process per attempt; the swapper is stopped).
+      const libc = await loadLibc();
+      const reset = async (mounted: boolean) => {
+        for (const m of ours().reverse()) await libc.umount2(m.mountPoint, 0);
         for (const n of ["p", "p.real", "p.link"]) removeEntry(path.join(base, n));
         mkdirSync(target, { recursive: true });
         symlinkSync(outsideDir, `${p}.link`);
-        if (mounted) execFileSync("mount", [partDev, target]);
+        if (mounted) await libc.mount(partDev, target, "ext4", 0, null);
       };
       const start = Date.now();
       let typical = 5;
@@ -415,7 +418,7 @@ describe("path operations raced against a symlink swap", { skip: skip ?? false }
             [mountFig, () => services.volume.mountVolume({ volumeId, targetPath: target })],
             [unmountFig, () => services.volume.unmountVolume({ volumeId, targetPath: target })],
           ] as const) {
-            reset(fig === unmountFig);
+            await reset(fig === unmountFig);
             const r = await raced(swapper, typical, call);
             typical = typical * 0.9 + r.ms * 0.1;
             fig.attempts++;
