@@ -28,7 +28,7 @@ if (skip) process.stderr.write(`path race tests skipped: ${skip}\n`);
 
 const FS_ATTEMPTS = Number(process.env.RACE_ATTEMPTS ?? 1500);
 const MOUNT_ATTEMPTS = Number(process.env.RACE_MOUNT_ATTEMPTS ?? 250);
-const CASE_MS = Number(process.env.RACE_CASE_MS ?? 5000);
+const CASE_MS = Number(process.env.RACE_CASE_MS ?? 4000);
 const OUTSIDE_FILES = 60;
 
 /** The swapper: flips <dir>/<name> (a real directory) with <dir>/<name>.link (a symlink) forever. */
@@ -413,7 +413,7 @@ describe("path operations raced against a symlink swap", { skip: skip ?? false }
       const start = Date.now();
       let typical = 5;
       try {
-        while (mountFig.attempts < MOUNT_ATTEMPTS && Date.now() - start < 1.7 * CASE_MS) {
+        while (mountFig.attempts < MOUNT_ATTEMPTS && Date.now() - start < 2 * CASE_MS) {
           for (const [fig, call] of [
             [mountFig, () => services.volume.mountVolume({ volumeId, targetPath: target })],
             [unmountFig, () => services.volume.unmountVolume({ volumeId, targetPath: target })],
