@@ -4,6 +4,9 @@
  * handle as `/proc/self/fd/<fd>/<name>`, which the kernel resolves through the magic link to exactly
  * the held directory (a rename or symlink swap of any parent after the open changes nothing).
  *
+ * Handles are `O_PATH` descriptors: they pin the directory for path resolution only; listing goes
+ * through `/proc/self/fd/<fd>` (which needs read permission on that directory itself).
+ *
  * Contract:
  * - {@link openDirNoFollow} refuses any symbolic link on the way with FailedPrecondition (the paths
  *   given here were already canonicalised by the path policy, so a link there means the tree changed
@@ -18,7 +21,10 @@ import * as path from "node:path";
 import { Code, CsiProxyError } from "../../errors.ts";
 import { fsError } from "../fs-error.ts";
 
-const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
+/** O_PATH (Linux, the generic value used on x86-64 and arm64): a handle needing only search permission. */
+const O_PATH = 0o10000000;
+/** A directory handle: never a link (ENOTDIR), no read permission needed on ancestors (0711 dirs). */
+const DIR_FLAGS = O_PATH | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 
 /** An open directory, anchored: names below it never pass through a symbolic link or a rename. */
 export class DirHandle {
