@@ -173,6 +173,12 @@ export const IO_REPARSE_TAG_SYMLINK = 0xa000000c;
 export const SYMBOLIC_LINK_FLAG_DIRECTORY = 0x1;
 
 export const GENERIC_READ = 0x80000000;
+export const DELETE = 0x10000;
+export const FILE_READ_ATTRIBUTES = 0x80;
+export const FILE_FLAG_BACKUP_SEMANTICS = 0x02000000;
+export const FILE_FLAG_OPEN_REPARSE_POINT = 0x00200000;
+/** FILE_INFO_BY_HANDLE_CLASS FileDispositionInfo (an enum in windows.h). */
+const FILE_DISPOSITION_INFO_CLASS = 4;
 export const FILE_SHARE_READ = 1, FILE_SHARE_WRITE = 2;
 export const OPEN_EXISTING = 3;
 export const IOCTL_STORAGE_GET_DEVICE_NUMBER = 0x2d1080;
@@ -216,6 +222,7 @@ export const WIN32_STRUCTS: Readonly<Record<string, Readonly<Record<string, stri
   STORAGE_IDENTIFIER: { CodeSet: "int", Type: "int", IdentifierSize: "uint16_t", NextOffset: "uint16_t", Association: "int", Identifier: "uint8_t[1]" },
   SID_AND_ATTRIBUTES: { Sid: "void *", Attributes: "uint32_t" },
   TOKEN_USER: { User: "SID_AND_ATTRIBUTES" },
+  FILE_DISPOSITION_INFO: { DeleteFile: "uint8_t" },
   SERVICE_STATUS: {
     dwServiceType: "uint32_t",
     dwCurrentState: "uint32_t",
@@ -266,7 +273,7 @@ export function win32Types(koffi: Koffi): Record<string, KoffiType> {
 }
 
 /** A Win32 HANDLE as koffi returns `intptr` (a number, or a bigint for large values). */
-type Handle = number | bigint;
+export type Handle = number | bigint;
 const invalidHandle = (h: Handle) => Number(h) === -1 || Number(h) === 0;
 
 type Fn = ((...args: unknown[]) => unknown) & { async: (...args: unknown[]) => void };
@@ -325,6 +332,7 @@ export class Win32 {
       GetVolumeNameForVolumeMountPointW: io(k32, "int __stdcall GetVolumeNameForVolumeMountPointW(const char16_t *mountPoint, _Out_ uint8_t *out, uint32_t len)"),
       CreateFileW: io(k32, "intptr_t __stdcall CreateFileW(const char16_t *name, uint32_t access, uint32_t share, void *sa, uint32_t disposition, uint32_t flags, void *template)"),
       CloseHandle: io(k32, "int __stdcall CloseHandle(intptr_t h)"),
+      SetFileInformationByHandle: io(k32, "int __stdcall SetFileInformationByHandle(intptr_t h, int cls, const uint8_t *info, uint32_t size)"),
       DeviceIoControl: io(k32, "int __stdcall DeviceIoControl(intptr_t h, uint32_t code, const uint8_t *in, uint32_t inLen, _Out_ uint8_t *out, uint32_t outLen, _Out_ uint32_t *returned, void *overlapped)"),
       WaitNamedPipeW: io(k32, "int __stdcall WaitNamedPipeW(const char16_t *name, uint32_t timeoutMs)"),
       CreateSymbolicLinkW: io(k32, "uint8_t __stdcall CreateSymbolicLinkW(const char16_t *link, const char16_t *target, uint32_t flags)"),
@@ -459,6 +467,32 @@ export class Win32 {
     const { r, err } = await this.#io("CreateFileW", path, access, FILE_SHARE_READ | FILE_SHARE_WRITE, null, OPEN_EXISTING, 0, null);
     if (invalidHandle(r as Handle)) throw new Win32Error(`CreateFile ${path}`, err);
     return r as Handle;
+  }
+
+  /**
+   * Opens the entry at `path` itself (FILE_FLAG_OPEN_REPARSE_POINT: a symlink, junction or mount
+   * point is opened, never followed; FILE_FLAG_BACKUP_SEMANTICS: directories too), sharing read and
+   * write but not delete: while the handle is open nobody can rename, replace or delete the entry.
+   * `forDelete` adds DELETE access for {@link deleteByHandle}. Null when the path does not exist.
+   */
+  async openEntryNoFollow(path: string, forDelete: boolean): Promise<Handle | null> {
+    const access = FILE_READ_ATTRIBUTES | (forDelete ? DELETE : 0);
+    const flags = FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT;
+    const { r, err } = await this.#io("CreateFileW", path, access, FILE_SHARE_READ | FILE_SHARE_WRITE, null, OPEN_EXISTING, flags, null);
+    const h = r as Handle;
+    if (!invalidHandle(h)) return h;
+    if (err === WinError.FILE_NOT_FOUND || err === WinError.PATH_NOT_FOUND) return null;
+    throw new Win32Error(`open ${path}`, err);
+  }
+
+  /**
+   * Marks the entry behind `h` (opened with `forDelete`) for deletion when the handle closes: a link
+   * or junction is removed itself, a directory must be empty (ERROR_DIR_NOT_EMPTY otherwise).
+   */
+  async deleteByHandle(h: Handle, path: string): Promise<void> {
+    const info = Buffer.from([1]); // FILE_DISPOSITION_INFO { BOOLEAN DeleteFile = TRUE }
+    const { r, err } = await this.#io("SetFileInformationByHandle", h, FILE_DISPOSITION_INFO_CLASS, info, info.length);
+    if (!r) throw new Win32Error(`remove ${path}`, err);
   }
 
   async closeHandle(h: Handle): Promise<void> {

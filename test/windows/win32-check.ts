@@ -43,7 +43,7 @@ export interface Declaration {
   kind?: DeclKind;
 }
 
-/** Every koffi declaration of src/windows (recorded, see the module comment), and the koffi types of WIN32_STRUCTS. */
+/** Every koffi declaration of src/win32 (recorded, see the module comment), and the koffi types of WIN32_STRUCTS. */
 export function collectDeclarations(): { decls: Declaration[]; structs: Record<string, KType> } {
   const decls: Declaration[] = [];
   let owner = "";

@@ -13,11 +13,39 @@ import { WindowsFilesystemHost, type ReparseProbe } from "../../src/host/windows
 import { FILE_ATTRIBUTE_DIRECTORY, FILE_ATTRIBUTE_REPARSE_POINT, IO_REPARSE_TAG_MOUNT_POINT, IO_REPARSE_TAG_SYMLINK } from "../../src/win32/win32.ts";
 import { Code, CsiProxyError } from "../../src/errors.ts";
 
-function probe(reparse: Map<string, number>): ReparseProbe {
-  return {
+/**
+ * Stands in for koffi: attributes from the map; "handles" record the path they were opened on and
+ * delete the entry itself (a link never its target, a directory only when empty), as
+ * FileDispositionInfo does. `opened` lists every open, `open` the handles not yet closed.
+ */
+function probe(reparse: Map<string, number>) {
+  const open = new Map<number, string>();
+  const opened: string[] = [];
+  let next = 1;
+  const fake: ReparseProbe & { open: Map<number, string>; opened: string[] } = {
+    open,
+    opened,
     getFileAttributes: (p) => (fs.existsSync(p) ? FILE_ATTRIBUTE_DIRECTORY | (reparse.has(p) ? FILE_ATTRIBUTE_REPARSE_POINT : 0) : null),
     reparseTag: (p) => reparse.get(p) ?? null,
+    openEntryNoFollow: (p) => {
+      try {
+        fs.lstatSync(p);
+      } catch {
+        return null;
+      }
+      opened.push(p);
+      open.set(next, p);
+      return next++;
+    },
+    deleteByHandle: (h) => {
+      const p = open.get(Number(h))!;
+      const st = fs.lstatSync(p);
+      if (st.isDirectory()) fs.rmdirSync(p);
+      else fs.unlinkSync(p);
+    },
+    closeHandle: (h) => void open.delete(Number(h)),
   };
+  return fake;
 }
 
 test("isMountPoint: only a directory whose reparse tag is IO_REPARSE_TAG_MOUNT_POINT and whose volume is reachable", async () => {
@@ -64,6 +92,51 @@ test("removeAll refuses to delete through a volume mount point, and removes othe
     await host2.removeAll(path.join(dir, "nothing-here"));
     await host2.removeAll(path.join(dir, "target"));
     assert.ok(!fs.existsSync(path.join(dir, "target")));
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("removeAll/removeContents act through handles: ancestors held, a link ancestor refused, a volume mount point not emptied, no handle left open", async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "winfs-"));
+  try {
+    fs.mkdirSync(path.join(dir, "real", "tree", "sub"), { recursive: true });
+    fs.writeFileSync(path.join(dir, "real", "tree", "sub", "f"), "x");
+    fs.mkdirSync(path.join(dir, "outside"));
+    fs.writeFileSync(path.join(dir, "outside", "keep"), "k");
+    fs.symlinkSync(path.join(dir, "outside"), path.join(dir, "swapped"));
+    const fake = probe(new Map());
+    const host = new WindowsFilesystemHost(fake);
+    // an ancestor that is a link (swapped since the policy resolved it): refused, nothing touched
+    const err = await host.removeAll(path.join(dir, "swapped", "keep")).catch((e) => e);
+    assert.equal((err as CsiProxyError).code, Code.FailedPrecondition, String(err));
+    assert.ok(fs.existsSync(path.join(dir, "outside", "keep")));
+    const err2 = await host.removeContents(path.join(dir, "swapped")).catch((e) => e);
+    assert.equal((err2 as CsiProxyError).code, Code.FailedPrecondition, String(err2));
+    assert.ok(fs.existsSync(path.join(dir, "outside", "keep")));
+    // every ancestor and every entry is opened (held) before it is acted on
+    await host.removeAll(path.join(dir, "real", "tree"));
+    assert.ok(!fs.existsSync(path.join(dir, "real", "tree")));
+    for (const p of [dir, path.join(dir, "real"), path.join(dir, "real", "tree"), path.join(dir, "real", "tree", "sub", "f")]) {
+      assert.ok(fake.opened.includes(p), `${p} opened`);
+    }
+    assert.equal(fake.open.size, 0, "every handle closed");
+    await host.removeAll(path.join(dir, "missing", "x")); // a missing ancestor: nothing to do
+    await assert.rejects(host.removeContents(path.join(dir, "missing")), (e: CsiProxyError) => e.code === Code.NotFound);
+    // a link is created only below held ancestors; under a swapped ancestor it is refused
+    const err4 = await host.symlink(path.join(dir, "real"), path.join(dir, "swapped", "new-link")).catch((e) => e);
+    assert.equal((err4 as CsiProxyError).code, Code.FailedPrecondition, String(err4));
+    assert.ok(!fs.existsSync(path.join(dir, "outside", "new-link")));
+    await host.symlink(path.join(dir, "real"), path.join(dir, "new-link"));
+    assert.ok(fs.lstatSync(path.join(dir, "new-link")).isSymbolicLink());
+    assert.equal(fake.open.size, 0, "every handle closed");
+    // a volume mount point is not emptied
+    fs.mkdirSync(path.join(dir, "mnt"));
+    fs.writeFileSync(path.join(dir, "mnt", "volume-data"), "v");
+    const host2 = new WindowsFilesystemHost(probe(new Map([[path.join(dir, "mnt"), IO_REPARSE_TAG_MOUNT_POINT]])));
+    const err3 = await host2.removeContents(path.join(dir, "mnt")).catch((e) => e);
+    assert.equal((err3 as CsiProxyError).code, Code.FailedPrecondition, String(err3));
+    assert.ok(fs.existsSync(path.join(dir, "mnt", "volume-data")));
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

@@ -1,4 +1,3 @@
-import * as path from "node:path";
 import type { FilesystemService } from "./types.ts";
 import type { FilesystemHostApi } from "./host-api.ts";
 import type { PathPolicy } from "./path-policy.ts";
@@ -12,7 +11,6 @@ import { alreadyExists, notFound, permissionDenied } from "../../errors.ts";
  */
 export function createFilesystemService(deps: { host: FilesystemHostApi; policy: PathPolicy; platform: "linux" | "win32" }): FilesystemService {
   const { host, policy } = deps;
-  const join = deps.platform === "win32" ? path.win32.join : path.posix.join;
 
   /** Destructive operations never act on an allowed directory itself. */
   async function refuseRoot(resolved: string, what: string) {
@@ -45,7 +43,7 @@ export function createFilesystemService(deps: { host: FilesystemHostApi; policy:
       await refuseRoot(checked, "empty");
       const kind = await host.lstat(checked);
       if (kind === null) throw notFound(`rmdir contents ${p}: no such directory`);
-      for (const name of await host.readDir(checked)) await host.removeAll(join(checked, name));
+      await host.removeContents(checked);
     },
 
     async createSymlink({ sourcePath, targetPath }) {

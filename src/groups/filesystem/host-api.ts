@@ -16,8 +16,13 @@ export interface FilesystemHostApi {
   mkdirAll(path: string): Promise<void>;
   /** Removes one empty directory (or a symlink to one), non-recursively. */
   removeDir(path: string): Promise<void>;
-  /** Removes `path` recursively without following symlinks; a missing path is fine. */
+  /**
+   * Removes `path` recursively without following symlinks (a link is removed itself) and without
+   * entering mount points (FailedPrecondition, see the platform hosts); a missing path is fine.
+   */
   removeAll(path: string): Promise<void>;
+  /** Removes everything inside the directory `path` under removeAll's rules; missing `path` NotFound. */
+  removeContents(path: string): Promise<void>;
   /** Names of the entries of a directory. */
   readDir(path: string): Promise<string[]>;
   /** Creates a symlink at `linkPath` whose target is `target` (a directory link when target is a directory). */

@@ -523,3 +523,29 @@ describe("isWithin()", () => {
     });
   }
 });
+
+describe("createPathPolicy() with bindSources (a bind mount is treated like a link)", () => {
+  const identity: PathResolver = async (p) => p;
+  /** Bind mounts by mount point → source directory. */
+  const binds = (map: Record<string, string>) => async (paths: readonly string[]) =>
+    paths.map((p) => {
+      for (const [at, src] of Object.entries(map)) if (isWithin(p, at, "linux")) return src + p.slice(at.length);
+      return null;
+    });
+
+  it("refuses a path inside a bind mount of an outside directory, naming the source", async () => {
+    const policy = createPathPolicy({ platform: "linux", allowedDirs: ["/var/lib/kubelet"], resolve: identity, bindSources: binds({ "/var/lib/kubelet/b": "/etc" }) });
+    await expectOutcome(() => policy.check("/var/lib/kubelet/b/x"), {
+      code: Code.PermissionDenied,
+      message: "path /var/lib/kubelet/b/x is not within the allowed directories [/var/lib/kubelet] (resolved to /etc/x)",
+    });
+    await expectOutcome(() => policy.check("/var/lib/kubelet/other"), "/var/lib/kubelet/other");
+  });
+
+  it("accepts bind mounts whose source is inside an allowed dir, or inside an allowed dir's own bind source", async () => {
+    const inside = createPathPolicy({ platform: "linux", allowedDirs: ["/var/lib/kubelet"], resolve: identity, bindSources: binds({ "/var/lib/kubelet/sub": "/var/lib/kubelet/src" }) });
+    await expectOutcome(() => inside.check("/var/lib/kubelet/sub/a"), "/var/lib/kubelet/sub/a");
+    const relocated = createPathPolicy({ platform: "linux", allowedDirs: ["/var/lib/kubelet"], resolve: identity, bindSources: binds({ "/var/lib/kubelet": "/data/kubelet" }) });
+    await expectOutcome(() => relocated.check("/var/lib/kubelet/pods/a"), "/var/lib/kubelet/pods/a");
+  });
+});

@@ -28,9 +28,12 @@
  *   safe because callers operate on the returned, already resolved path, never on the input.
  *
  * Callers MUST operate on the path returned by `check`, not on the request's string: that is the
- * path that was checked. A residual race remains (another writer inside an allowed dir may swap a
- * checked directory for a symlink between `check` and the operation); Node offers no
- * `openat2(RESOLVE_BENEATH)`, so this is accepted, as upstream does.
+ * path that was checked. Another writer inside an allowed dir may swap a checked directory for a
+ * symlink between `check` and the operation: on Linux the hosts therefore act through directory
+ * handles opened without following links (host/linux/dir-handle.ts) for every destructive or
+ * creating step (recursive delete and empty, rmdir, symlink creation, mount, unmount), so a swap
+ * makes the call fail, never act elsewhere. A bind mount is not a link: with `bindSources` (Linux)
+ * a path inside a bind mount of an outside directory is refused as if it were a link there.
  */
 import path from "node:path";
 import { Code, CsiProxyError } from "../../errors.ts";
@@ -56,6 +59,13 @@ export interface PathPolicyOptions {
   /** The working dirs, then the kubelet path; order is kept for error messages. Must be absolute. */
   allowedDirs: string[];
   resolve: PathResolver;
+  /**
+   * Optional (Linux): for each canonical path, the directory it really shows when it lies inside a
+   * bind mount of a directory (see host/linux/bind-mount-source.ts), else null. With it, a path
+   * whose bind source is outside every allowed dir (and outside every allowed dir's own bind source)
+   * is refused like a symbolic link pointing there.
+   */
+  bindSources?: (paths: readonly string[]) => Promise<(string | null)[]>;
 }
 
 export interface CheckOptions {
@@ -235,12 +245,27 @@ export function createFsResolver(fs: ResolverFs, platform: Platform): PathResolv
       throw e;
     }
     // An entry exists at p, so its parent exists (and resolves).
-    const parent = await fs.realpath(m.dirname(p));
+    let parent: string;
+    try {
+      parent = await fs.realpath(m.dirname(p));
+    } catch (e) {
+      if (isMissing(e) && hops < MAX_LINK_HOPS) return resolveAt(p, hops + 1); // renamed meanwhile
+      throw e;
+    }
     if (!isLink) return m.join(parent, m.basename(p)); // created between realpath and lstat
     if (hops >= MAX_LINK_HOPS) {
       throw Object.assign(new Error(`too many levels of symbolic links: ${p}`), { code: "ELOOP" });
     }
-    const target = m.resolve(parent, await fs.readlink(p));
+    let link: string;
+    try {
+      link = await fs.readlink(p);
+    } catch (e) {
+      // Replaced or removed since lstat (a concurrent rename): resolve again from the start.
+      const code = (e as { code?: unknown } | null)?.code;
+      if ((code === "EINVAL" || isMissing(e)) && hops < MAX_LINK_HOPS) return resolveAt(p, hops + 1);
+      throw e;
+    }
+    const target = m.resolve(parent, link);
     const tail: string[] = [];
     for (let cur = target; ; cur = m.dirname(cur)) {
       const real = await resolveAt(cur, hops + 1);
@@ -363,6 +388,13 @@ export function createPathPolicy(options: PathPolicyOptions): PathPolicy {
       const checked = (await canonicalise(lexical, followFinal)).path;
       if (!roots.some((r) => within(checked, r.real, platform) || samePath(checked, r.entry, platform))) {
         throw denied(input, checked);
+      }
+      if (options.bindSources) {
+        const [source, ...rootSources] = await options.bindSources([checked, ...roots.map((r) => r.real)]);
+        if (source !== null) {
+          const inside = (dir: string | null) => dir !== null && within(normalise(source, platform), normalise(dir, platform), platform);
+          if (!roots.some((r) => inside(r.real)) && !rootSources.some(inside)) throw denied(input, source);
+        }
       }
       return checked;
     },

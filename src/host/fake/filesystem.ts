@@ -66,6 +66,11 @@ export class FakeFilesystemHost implements FilesystemHostApi {
     this.calls.push(`removeAll ${p}`);
     for (const key of [...this.entries.keys()]) if (key === p || key.startsWith(p + "/")) this.entries.delete(key);
   }
+  async removeContents(p: string): Promise<void> {
+    this.calls.push(`removeContents ${p}`);
+    if (!this.entries.has(p)) throw notFound(`read directory ${p}: missing`);
+    for (const key of [...this.entries.keys()]) if (key.startsWith(p + "/")) this.entries.delete(key);
+  }
   async readDir(p: string): Promise<string[]> {
     this.calls.push(`readDir ${p}`);
     if (!this.entries.has(p)) throw notFound(`read directory ${p}: missing`);

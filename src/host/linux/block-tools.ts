@@ -226,9 +226,15 @@ export interface BlockTools {
   /* ---- volumes */
   /** Creates a filesystem (mkfs.ext4 / mkfs.xfs without force flags: the tools' own "already formatted" checks stay armed). */
   makeFilesystem(devPath: string, fsType: ManagedFsType): Promise<void>;
-  /** `mount -t fsType devPath target`. */
+  /**
+   * Mounts devPath (fsType, no options) on target, an absolute canonical directory, which is held as a
+   * handle opened without following links; a link on the way or a target moved meanwhile: FailedPrecondition.
+   */
   mount(devPath: string, target: string, fsType: string): Promise<void>;
-  /** `umount target` (not lazy, not forced). */
+  /**
+   * Unmounts the mount whose mount point is target (not lazy, not forced), found through its parent
+   * held as a handle; a link on the way or a different mount there: FailedPrecondition.
+   */
   unmount(target: string): Promise<void>;
   /** Writes dirty data of the device and any filesystem mounted from it to stable storage (blockdev --flushbufs). */
   flush(devPath: string): Promise<void>;

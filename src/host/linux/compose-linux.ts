@@ -21,6 +21,7 @@ import { createIscsiService } from "../../groups/iscsi/iscsi-service.ts";
 import { createSystemService } from "../../groups/system/system-service.ts";
 import { createKeyedMutex } from "../../util/keyed-mutex.ts";
 import { LinuxFilesystemHost } from "./filesystem.ts";
+import { readBindSources } from "./bind-mount-source.ts";
 import { LinuxBlockTools } from "./linux-block-tools.ts";
 import { LinuxDiskHost } from "./disk.ts";
 import { LinuxVolumeHost } from "./volume.ts";
@@ -34,6 +35,7 @@ export async function createLinuxServices(config: ProxyConfig): Promise<Services
     platform: "linux",
     allowedDirs: [...config.workingDirs, config.kubeletPath],
     resolve: createFsResolver(fsPromises, "linux"),
+    bindSources: readBindSources,
   });
   const locks = createKeyedMutex();
   const blockTools = new LinuxBlockTools({ stateFile: path.join(config.socketDir, "csi-proxy-disk-state.json") });

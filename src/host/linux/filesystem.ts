@@ -2,6 +2,9 @@ import * as fs from "node:fs/promises";
 import type { EntryKind, FilesystemHostApi } from "../../groups/filesystem/host-api.ts";
 import { fsError } from "../fs-error.ts";
 import { readMountTable } from "./mountinfo.ts";
+import { mkdirAllNoFollow, withParent } from "./dir-handle.ts";
+import { removeContents, removeTree } from "./remove-tree.ts";
+import { symlinkAt } from "./symlink-at.ts";
 
 /** Filesystem host operations on Linux: direct fs calls, no processes. */
 export class LinuxFilesystemHost implements FilesystemHostApi {
@@ -25,26 +28,31 @@ export class LinuxFilesystemHost implements FilesystemHostApi {
     }
   }
 
-  async mkdirAll(path: string): Promise<void> {
-    await fs.mkdir(path, { recursive: true, mode: 0o755 }).catch((err) => {
-      throw fsError(err, "mkdir", path);
-    });
+  /** Each missing component created inside its held parent, never through a link (dir-handle.ts). */
+  mkdirAll(path: string): Promise<void> {
+    return mkdirAllNoFollow(path, 0o755);
   }
 
+  /** rmdir/unlink of the final name inside its parent, opened without following links. */
   async removeDir(path: string): Promise<void> {
-    const st = await fs.lstat(path).catch((err) => {
-      throw fsError(err, "rmdir", path);
-    });
-    const remove = st.isSymbolicLink() ? fs.unlink(path) : fs.rmdir(path);
-    await remove.catch((err) => {
-      throw fsError(err, "rmdir", path);
+    await withParent(path, async (parent, name) => {
+      const st = await fs.lstat(parent.at(name)).catch((err) => {
+        throw fsError(err, "rmdir", path);
+      });
+      const remove = st.isSymbolicLink() ? fs.unlink(parent.at(name)) : fs.rmdir(parent.at(name));
+      await remove.catch((err) => {
+        throw fsError(err, "rmdir", path);
+      });
     });
   }
 
-  async removeAll(path: string): Promise<void> {
-    await fs.rm(path, { recursive: true, force: true }).catch((err) => {
-      throw fsError(err, "remove", path);
-    });
+  /** Through directory handles, never following a link or entering a mount point (remove-tree.ts). */
+  removeAll(path: string): Promise<void> {
+    return removeTree(path);
+  }
+
+  removeContents(path: string): Promise<void> {
+    return removeContents(path);
   }
 
   async readDir(path: string): Promise<string[]> {
@@ -53,10 +61,9 @@ export class LinuxFilesystemHost implements FilesystemHostApi {
     });
   }
 
-  async symlink(target: string, linkPath: string): Promise<void> {
-    await fs.symlink(target, linkPath).catch((err) => {
-      throw fsError(err, "symlink", linkPath);
-    });
+  /** Created by name inside the link's parent, opened without following links. */
+  symlink(target: string, linkPath: string): Promise<void> {
+    return symlinkAt(target, linkPath);
   }
 
   async linkTargetExists(path: string): Promise<boolean> {

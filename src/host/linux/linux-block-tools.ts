@@ -14,6 +14,8 @@ import { HostCommandError, runCommand, type RunOptions } from "../exec/run-comma
 import { fsError } from "../fs-error.ts";
 import { inspectDirectory } from "../inspect-directory.ts";
 import { readMountTable } from "./mountinfo.ts";
+import { mountOnDir, unmountDir } from "./anchored-mount.ts";
+import { loadLibc } from "./libc.ts";
 import { listBlockDisks, readBlockDisk, SYS_BLOCK } from "./sysfs-block.ts";
 import { readPartitionTable } from "./partition-table.ts";
 import { failedPrecondition, internal } from "../../errors.ts";
@@ -350,12 +352,14 @@ export class LinuxBlockTools implements BlockTools {
     else await tool("mkfs.xfs", ["-q", devPath], LONG);
   }
 
+  /** mount(2) on the target held as a directory handle (anchored-mount.ts): no link is followed. */
   async mount(devPath: string, target: string, fsType: string): Promise<void> {
-    await tool("mount", ["--types", fsType, "--source", devPath, "--target", target]);
+    await mountOnDir(await loadLibc(), devPath, target, fsType);
   }
 
+  /** umount2(2) of the mount at target, found through its parent's handle (anchored-mount.ts). */
   async unmount(target: string): Promise<void> {
-    await tool("umount", [target]);
+    await unmountDir(await loadLibc(), target);
   }
 
   async flush(devPath: string): Promise<void> {
@@ -392,7 +396,8 @@ export class LinuxBlockTools implements BlockTools {
   }
 
   async makeTempDir(): Promise<string> {
-    return mkdtemp(path.join(os.tmpdir(), "csi-proxy-grow-"));
+    // Canonical: mount() opens it component by component and refuses symbolic links.
+    return realpath(await mkdtemp(path.join(os.tmpdir(), "csi-proxy-grow-")));
   }
 
   async removeTempDir(p: string): Promise<void> {

@@ -18,6 +18,7 @@ import type { SmbHostApi } from "../../groups/smb/host-api.ts";
 import { CsiProxyError, Code } from "../../errors.ts";
 import { HostCommandError, runCommand } from "../exec/run-command.ts";
 import { readMountTable } from "./mountinfo.ts";
+import { symlinkAt } from "./symlink-at.ts";
 import { fsError } from "../fs-error.ts";
 
 export interface LinuxSmbHostOptions {
@@ -154,10 +155,9 @@ export class LinuxSmbHost implements SmbHostApi {
     }
   }
 
-  async createDirLink(linkPath: string, remotePath: string): Promise<void> {
-    await fs.symlink(this.linkTargetFor(remotePath), linkPath, "dir").catch((err) => {
-      throw fsError(err, "create link", linkPath);
-    });
+  /** Created by name inside the link's parent, opened without following links (symlink-at.ts). */
+  createDirLink(linkPath: string, remotePath: string): Promise<void> {
+    return symlinkAt(this.linkTargetFor(remotePath), linkPath, "dir", "create link");
   }
 
   async readDirLink(linkPath: string): Promise<{ target: string | null } | null> {

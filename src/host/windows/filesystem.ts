@@ -3,10 +3,10 @@ import * as path from "node:path";
 import type { EntryKind, FilesystemHostApi } from "../../groups/filesystem/host-api.ts";
 import { CsiProxyError, Code } from "../../errors.ts";
 import { fsError } from "../fs-error.ts";
-import { FILE_ATTRIBUTE_REPARSE_POINT, IO_REPARSE_TAG_MOUNT_POINT, type Awaitable, type Win32 } from "../../win32/win32.ts";
+import { FILE_ATTRIBUTE_REPARSE_POINT, IO_REPARSE_TAG_MOUNT_POINT, type Awaitable, type Handle, type Win32 } from "../../win32/win32.ts";
 
 /** The Win32 calls the filesystem host needs (a {@link Win32}, or a fake in tests). */
-export type ReparseProbe = Awaitable<Pick<Win32, "getFileAttributes" | "reparseTag">>;
+export type ReparseProbe = Awaitable<Pick<Win32, "getFileAttributes" | "reparseTag" | "openEntryNoFollow" | "deleteByHandle" | "closeHandle">>;
 
 /**
  * Filesystem host operations on Windows: Node's fs (libuv over Win32) plus two Win32 calls through
@@ -16,9 +16,12 @@ export type ReparseProbe = Awaitable<Pick<Win32, "getFileAttributes" | "reparseT
  *   mount point (a junction to `\??\Volume{GUID}\`) as a plain directory; isMountPoint recognises
  *   those with GetFileAttributesW (FILE_ATTRIBUTE_REPARSE_POINT) + FindFirstFileW's reparse tag
  *   (IO_REPARSE_TAG_MOUNT_POINT), as upstream does since 3c06f01.
- * - removeAll never descends into a reparse point: links and junctions are removed as entries, and
- *   a volume mount point is refused (FailedPrecondition) instead of deleting the mounted volume's
- *   data (Node's fs.rm would recurse into it, since lstat shows it as a directory).
+ * - removeAll/removeContents act through handles: every ancestor of the path is held open without
+ *   FILE_SHARE_DELETE (nobody can rename it or swap it for a junction meanwhile), each entry is opened
+ *   with FILE_FLAG_OPEN_REPARSE_POINT, inspected and emptied while held, and deleted through that
+ *   handle (FileDispositionInfo). They never descend into a reparse point: links and junctions are
+ *   removed as entries, and a volume mount point is refused (FailedPrecondition) instead of deleting
+ *   the mounted volume's data (Node's fs.rm would recurse into it, since lstat shows it as a directory).
  */
 export class WindowsFilesystemHost implements FilesystemHostApi {
   readonly #win32: ReparseProbe;
@@ -65,42 +68,109 @@ export class WindowsFilesystemHost implements FilesystemHostApi {
     });
   }
 
-  async removeAll(p: string): Promise<void> {
-    let st;
+  /**
+   * Every ancestor of `p` (drive root first) opened by {@link ReparseProbe.openEntryNoFollow} and
+   * held, so none can be renamed or swapped for a link while the caller acts below them. A link
+   * or junction among them (the path changed since the policy resolved it): FailedPrecondition,
+   * nothing held. A missing ancestor: null, nothing held.
+   */
+  async #pinAncestors(p: string): Promise<Handle[] | null> {
+    const chain: string[] = [];
+    for (let cur = path.dirname(p); ; cur = path.dirname(cur)) {
+      chain.unshift(cur);
+      if (path.dirname(cur) === cur) break;
+    }
+    const pins: Handle[] = [];
     try {
-      st = await fs.lstat(p);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
-      throw fsError(err, "remove", p);
-    }
-    if (st.isSymbolicLink()) {
-      // a file or directory link / junction: remove the link, never the target
-      await fs.unlink(p).catch(() => fs.rmdir(p)).catch((err) => {
-        throw fsError(err, "remove", p);
-      });
-      return;
-    }
-    if (!st.isDirectory()) {
-      await fs.unlink(p).catch((err) => {
-        throw fsError(err, "remove", p);
-      });
-      return;
-    }
-    const attrs = await this.#win32.getFileAttributes(p);
-    if (attrs !== null && (attrs & FILE_ATTRIBUTE_REPARSE_POINT) !== 0) {
-      if ((await this.#win32.reparseTag(p)) === IO_REPARSE_TAG_MOUNT_POINT) {
-        throw new CsiProxyError(Code.FailedPrecondition, `remove ${p}: a volume is mounted there; unmount it first`);
+      for (const dir of chain) {
+        const h = await this.#win32.openEntryNoFollow(dir, false);
+        if (h === null) {
+          await this.#release(pins);
+          return null;
+        }
+        pins.push(h);
+        if (dir !== chain[0] && (await fs.lstat(dir)).isSymbolicLink()) {
+          throw new CsiProxyError(Code.FailedPrecondition, `${dir} is a link or junction now (the path changed since it was checked); refusing to follow it`);
+        }
       }
-      await fs.rmdir(p).catch((err) => {
+      return pins;
+    } catch (err) {
+      await this.#release(pins);
+      throw err;
+    }
+  }
+
+  async #release(handles: Handle[]): Promise<void> {
+    for (const h of handles.splice(0).reverse()) await this.#win32.closeHandle(h);
+  }
+
+  /** True for a directory that is a volume mount point (not a link or junction: Node shows those as links). */
+  async #isVolumeMountPoint(p: string): Promise<boolean> {
+    const attrs = await this.#win32.getFileAttributes(p);
+    return attrs !== null && (attrs & FILE_ATTRIBUTE_REPARSE_POINT) !== 0 && (await this.#win32.reparseTag(p)) === IO_REPARSE_TAG_MOUNT_POINT;
+  }
+
+  /**
+   * Removes the entry `p` (its ancestors held): opened as itself and held while it is inspected and
+   * emptied, then deleted through that handle, so what is deleted is the entry that was inspected.
+   */
+  async #removeEntry(p: string): Promise<void> {
+    const h = await this.#win32.openEntryNoFollow(p, true);
+    if (h === null) return;
+    try {
+      const st = await fs.lstat(p).catch((err) => {
+        if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
         throw fsError(err, "remove", p);
       });
-      return;
+      if (st === null) return;
+      if (st.isDirectory() && !st.isSymbolicLink()) {
+        const attrs = await this.#win32.getFileAttributes(p);
+        if (attrs !== null && (attrs & FILE_ATTRIBUTE_REPARSE_POINT) !== 0) {
+          if ((await this.#win32.reparseTag(p)) === IO_REPARSE_TAG_MOUNT_POINT) {
+            throw new CsiProxyError(Code.FailedPrecondition, `remove ${p}: a volume is mounted there; unmount it first`);
+          }
+          // another kind of reparse point: removed as an entry, never entered
+        } else {
+          for (const name of await this.readDir(p)) await this.#removeEntry(path.join(p, name));
+        }
+      }
+      // a file, a link or junction (the link itself), an emptied directory
+      await this.#win32.deleteByHandle(h, p);
+    } finally {
+      await this.#win32.closeHandle(h);
     }
-    for (const name of await this.readDir(p)) await this.removeAll(path.join(p, name));
-    await fs.rmdir(p).catch((err) => {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
-      throw fsError(err, "remove", p);
-    });
+  }
+
+  /** Never follows a link or junction, never enters a volume mount point (FailedPrecondition); missing is fine. */
+  async removeAll(p: string): Promise<void> {
+    const pins = await this.#pinAncestors(p);
+    if (pins === null) return;
+    try {
+      await this.#removeEntry(p);
+    } finally {
+      await this.#release(pins);
+    }
+  }
+
+  /** removeAll of every entry of the directory `p`, which is held meanwhile; `p` itself a volume mount point: FailedPrecondition. */
+  async removeContents(p: string): Promise<void> {
+    const pins = await this.#pinAncestors(p);
+    if (pins === null) throw new CsiProxyError(Code.NotFound, `read directory ${p}: no such directory`);
+    try {
+      const h = await this.#win32.openEntryNoFollow(p, false);
+      if (h === null) throw new CsiProxyError(Code.NotFound, `read directory ${p}: no such directory`);
+      try {
+        if ((await fs.lstat(p)).isSymbolicLink()) {
+          throw new CsiProxyError(Code.FailedPrecondition, `${p} is a link or junction now (the path changed since it was checked); refusing to follow it`);
+        }
+        if (await this.#isVolumeMountPoint(p)) throw new CsiProxyError(Code.FailedPrecondition, `empty ${p}: a volume is mounted there; unmount it first`);
+        for (const name of await this.readDir(p)) await this.#removeEntry(path.join(p, name));
+      } finally {
+        await this.#win32.closeHandle(h);
+      }
+    } finally {
+      await this.#release(pins);
+    }
   }
 
   async readDir(p: string): Promise<string[]> {
@@ -109,12 +179,19 @@ export class WindowsFilesystemHost implements FilesystemHostApi {
     });
   }
 
+  /** Created while every ancestor of the link is held (none can be swapped for a junction meanwhile). */
   async symlink(target: string, linkPath: string): Promise<void> {
-    // Node picks a directory link when the target is a directory (like Go's os.Symlink) and uses
-    // SYMBOLIC_LINK_FLAG_ALLOW_UNPRIVILEGED_CREATE.
-    await fs.symlink(target, linkPath).catch((err) => {
-      throw fsError(err, "symlink", linkPath);
-    });
+    const pins = await this.#pinAncestors(linkPath);
+    if (pins === null) throw new CsiProxyError(Code.NotFound, `symlink ${linkPath}: the parent directory does not exist`);
+    try {
+      // Node picks a directory link when the target is a directory (like Go's os.Symlink) and uses
+      // SYMBOLIC_LINK_FLAG_ALLOW_UNPRIVILEGED_CREATE.
+      await fs.symlink(target, linkPath).catch((err) => {
+        throw fsError(err, "symlink", linkPath);
+      });
+    } finally {
+      await this.#release(pins);
+    }
   }
 
   async linkTargetExists(p: string): Promise<boolean> {

@@ -1,0 +1,41 @@
+/**
+ * Where a path really lies when it is inside a bind mount of a directory: the path policy treats a
+ * bind mount like a symbolic link (a bind mount of an outside directory placed in the kubelet dir
+ * must not open the outside directory to filesystem calls).
+ */
+import * as path from "node:path";
+import type { MountEntry } from "./mountinfo.ts";
+import { readMountTable } from "./mountinfo.ts";
+
+const isWithin = (child: string, parent: string) => parent === "/" || child === parent || child.startsWith(parent + "/");
+const rest = (child: string, parent: string) => (child === parent ? "" : parent === "/" ? child.slice(1) : child.slice(parent.length + 1));
+
+/**
+ * For each absolute, canonical path: the directory it shows when the mount holding it (the deepest
+ * mount point above it, the top of a stack) mounts a subdirectory (`root` ≠ `/` in mountinfo) of a
+ * filesystem that is also mounted elsewhere, as a path through that other mount; null when the
+ * holding mount is a whole filesystem or where the subdirectory lies cannot be seen (no other mount
+ * of that filesystem in this namespace). Pure: `mounts` in mountinfo order.
+ */
+export function bindSources(paths: readonly string[], mounts: readonly MountEntry[]): (string | null)[] {
+  return paths.map((p) => {
+    let holder: MountEntry | undefined;
+    for (const m of mounts) {
+      if (isWithin(p, m.mountPoint) && (!holder || m.mountPoint.length >= holder.mountPoint.length)) holder = m;
+    }
+    if (!holder || holder.root === "/") return null;
+    // Another mount of the same filesystem whose root contains the bind's root; the widest one.
+    let via: MountEntry | undefined;
+    for (const m of mounts) {
+      if (m.mountId === holder.mountId || m.device !== holder.device || !isWithin(holder.root, m.root)) continue;
+      if (!via || m.root.length < via.root.length) via = m;
+    }
+    if (!via) return null;
+    return path.posix.join(via.mountPoint, rest(holder.root, via.root), rest(p, holder.mountPoint));
+  });
+}
+
+/** {@link bindSources} on this process's mount table, read now. */
+export async function readBindSources(paths: readonly string[]): Promise<(string | null)[]> {
+  return bindSources(paths, await readMountTable());
+}

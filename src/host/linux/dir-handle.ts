@@ -1,0 +1,167 @@
+/**
+ * Directory handles on Linux: a path is resolved once, component by component with
+ * `O_DIRECTORY|O_NOFOLLOW`, into an open directory; every later step names entries relative to that
+ * handle as `/proc/self/fd/<fd>/<name>`, which the kernel resolves through the magic link to exactly
+ * the held directory (a rename or symlink swap of any parent after the open changes nothing).
+ *
+ * Handles are `O_PATH` descriptors: they pin the directory for path resolution only; listing goes
+ * through `/proc/self/fd/<fd>` (which needs read permission on that directory itself).
+ *
+ * Contract:
+ * - {@link openDirNoFollow} refuses any symbolic link on the way with FailedPrecondition (the paths
+ *   given here were already canonicalised by the path policy, so a link there means the tree changed
+ *   since the check); a missing component is NotFound; a non-directory is FailedPrecondition.
+ * - Every handle records its mount id (`mnt_id` of /proc/self/fdinfo); a child whose mount id differs
+ *   from its parent's is a mount point (bind mounts of the same filesystem included).
+ * - Handles must be closed by the caller (`close`, idempotent).
+ */
+import { constants } from "node:fs";
+import * as fs from "node:fs/promises";
+import * as path from "node:path";
+import { Code, CsiProxyError } from "../../errors.ts";
+import { fsError } from "../fs-error.ts";
+
+/** O_PATH (Linux, the generic value used on x86-64 and arm64): a handle needing only search permission. */
+const O_PATH = 0o10000000;
+/** A directory handle: never a link (ENOTDIR), no read permission needed on ancestors (0711 dirs). */
+const DIR_FLAGS = O_PATH | constants.O_DIRECTORY | constants.O_NOFOLLOW;
+
+/** An open directory, anchored: names below it never pass through a symbolic link or a rename. */
+export class DirHandle {
+  readonly #file: fs.FileHandle;
+  /** The path this directory had when it was opened (for messages and mount-table comparisons). */
+  readonly path: string;
+  /** The kernel's id of the mount the directory lies on. */
+  readonly mountId: number;
+
+  constructor(file: fs.FileHandle, shownPath: string, mountId: number) {
+    this.#file = file;
+    this.path = shownPath;
+    this.mountId = mountId;
+  }
+
+  get fd(): number {
+    return this.#file.fd;
+  }
+
+  /** `/proc/self/fd/<fd>` (the directory itself) or `/proc/self/fd/<fd>/<name>` (an entry in it). */
+  at(name?: string): string {
+    return name === undefined ? `/proc/self/fd/${this.fd}` : `/proc/self/fd/${this.fd}/${name}`;
+  }
+
+  /** Where the held directory is now (it may have been renamed since it was opened). */
+  async currentPath(): Promise<string> {
+    return fs.readlink(this.at());
+  }
+
+  async close(): Promise<void> {
+    await this.#file.close().catch(() => {});
+  }
+}
+
+/** The mount id of an open descriptor (Linux ≥ 3.15). */
+export async function mountIdOf(fd: number): Promise<number> {
+  const info = await fs.readFile(`/proc/self/fdinfo/${fd}`, "utf8");
+  const m = /^mnt_id:\s*(\d+)/m.exec(info);
+  if (!m) throw new CsiProxyError(Code.Internal, `no mnt_id in /proc/self/fdinfo/${fd}`);
+  return Number(m[1]);
+}
+
+const linkSwapped = (shown: string) =>
+  new CsiProxyError(Code.FailedPrecondition, `${shown} is a symbolic link or not a directory now (the path changed since it was checked); refusing to follow it`);
+
+/**
+ * Opens `name` inside `parent` without following a link. Resolves null when the entry is a symbolic
+ * link or not a directory (ELOOP/ENOTDIR), throws coded errors otherwise (ENOENT → NotFound).
+ */
+export async function openChildDir(parent: DirHandle, name: string): Promise<DirHandle | null> {
+  const shown = path.posix.join(parent.path, name);
+  let file: fs.FileHandle;
+  try {
+    file = await fs.open(parent.at(name), DIR_FLAGS);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ELOOP" || code === "ENOTDIR") return null;
+    throw fsError(err, "open", shown);
+  }
+  try {
+    return new DirHandle(file, shown, await mountIdOf(file.fd));
+  } catch (err) {
+    await file.close().catch(() => {});
+    throw err;
+  }
+}
+
+/**
+ * Opens the absolute, canonical `dir` from `/` one component at a time, never following a symbolic
+ * link (FailedPrecondition when one is met). Mounts on the way are crossed (the path names them).
+ */
+export async function openDirNoFollow(dir: string): Promise<DirHandle> {
+  if (!path.posix.isAbsolute(dir)) throw new CsiProxyError(Code.Internal, `openDirNoFollow needs an absolute path: ${dir}`);
+  const rootFile = await fs.open("/", DIR_FLAGS);
+  let cur = new DirHandle(rootFile, "/", await mountIdOf(rootFile.fd).catch(async (e) => {
+    await rootFile.close();
+    throw e;
+  }));
+  try {
+    for (const name of dir.split("/").filter((c) => c !== "" && c !== ".")) {
+      if (name === "..") throw new CsiProxyError(Code.Internal, `openDirNoFollow needs a normalised path: ${dir}`);
+      const next = await openChildDir(cur, name);
+      if (next === null) throw linkSwapped(path.posix.join(cur.path, name));
+      await cur.close();
+      cur = next;
+    }
+    return cur;
+  } catch (err) {
+    await cur.close();
+    throw err;
+  }
+}
+
+/** Runs `fn` with the parent directory of `p` opened by {@link openDirNoFollow}, and the final name. */
+export async function withParent<T>(p: string, fn: (parent: DirHandle, name: string) => Promise<T>): Promise<T> {
+  const name = path.posix.basename(p);
+  if (name === "" || p === "/") throw new CsiProxyError(Code.InvalidArgument, `${p} has no parent directory`);
+  const parent = await openDirNoFollow(path.posix.dirname(p));
+  try {
+    return await fn(parent, name);
+  } finally {
+    await parent.close();
+  }
+}
+
+/**
+ * mkdir -p through handles: the deepest existing ancestor of the absolute, canonical `dir` is opened
+ * without following links, then each missing component is created (mode `mode`, subject to the umask)
+ * inside the held parent and opened `O_NOFOLLOW` before the next one. An existing directory is fine;
+ * a link met anywhere FailedPrecondition; a non-directory in the way AlreadyExists.
+ */
+export async function mkdirAllNoFollow(dir: string, mode: number): Promise<void> {
+  const names = dir.split("/").filter((c) => c !== "" && c !== ".");
+  const rootFile = await fs.open("/", DIR_FLAGS);
+  let cur = new DirHandle(rootFile, "/", 0);
+  try {
+    for (const name of names) {
+      let next = await openChildDir(cur, name).catch((err) => {
+        if (err instanceof CsiProxyError && err.code === Code.NotFound) return undefined;
+        throw err;
+      });
+      if (next === undefined) {
+        await fs.mkdir(cur.at(name), { mode }).catch((err) => {
+          if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw fsError(err, "mkdir", path.posix.join(cur.path, name));
+        });
+        next = await openChildDir(cur, name);
+      }
+      if (next === null) {
+        const st = await fs.lstat(cur.at(name)).catch(() => null);
+        const shown = path.posix.join(cur.path, name);
+        if (st && !st.isSymbolicLink() && !st.isDirectory()) throw new CsiProxyError(Code.AlreadyExists, `mkdir ${shown}: exists and is not a directory`);
+        throw linkSwapped(shown);
+      }
+      await cur.close();
+      cur = next;
+    }
+  } finally {
+    await cur.close();
+  }
+}
