@@ -15,7 +15,8 @@ import { inspectDirectory } from "../inspect-directory.ts";
 import { readMountTable } from "./mountinfo.ts";
 import { listBlockDisks, readBlockDisk, SYS_BLOCK } from "./sysfs-block.ts";
 import { readPartitionTable } from "./partition-table.ts";
-import { internal } from "../../errors.ts";
+import { Code, CsiProxyError, failedPrecondition, internal } from "../../errors.ts";
+import { readStateFile, writeFileAtomic } from "../../state/atomic-file.ts";
 
 /** Linux capability numbers (linux/capability.h) → names. */
 const CAPABILITIES = [
@@ -144,28 +145,29 @@ export class LinuxBlockTools implements BlockTools {
     return readPartitionTable(disk.devPath, disk.logicalBlockSize, disk.sizeBytes);
   }
 
+  /**
+   * A file that cannot be read or parsed (torn, planted garbage) is FailedPrecondition naming it:
+   * guessing would show an offline disk online. Removing the file brings every disk back online.
+   */
   async readOfflineMarks(): Promise<OfflineMark[]> {
-    let text: string;
+    let text: string | null;
     try {
-      text = await readFile(this.#stateFile, "utf8");
+      text = await readStateFile(this.#stateFile);
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === "ENOENT") return [];
-      throw internal(`read ${this.#stateFile}: ${(e as Error).message}`, e);
+      throw CsiProxyError.from(e, Code.FailedPrecondition);
     }
+    if (text === null) return [];
     try {
       const parsed = JSON.parse(text) as { offline?: OfflineMark[] };
       return Array.isArray(parsed.offline) ? parsed.offline : [];
     } catch (e) {
-      throw internal(`${this.#stateFile} is not valid JSON: ${(e as Error).message}`, e);
+      throw failedPrecondition(`disk offline-state file ${this.#stateFile} is not valid JSON (${(e as Error).message}): remove it (every disk then counts as online) or repair it`);
     }
   }
 
-  /** Atomic replace (write a temporary file, rename). */
+  /** Atomic and durable replace (src/state/atomic-file.ts): a crash leaves the old or the new marks. */
   async writeOfflineMarks(marks: OfflineMark[]): Promise<void> {
-    await mkdir(path.dirname(this.#stateFile), { recursive: true, mode: 0o700 });
-    const tmp = `${this.#stateFile}.${process.pid}.tmp`;
-    await writeFile(tmp, JSON.stringify({ offline: marks }, null, 2) + "\n", { mode: 0o600 });
-    await rename(tmp, this.#stateFile);
+    await writeFileAtomic(this.#stateFile, JSON.stringify({ offline: marks }, null, 2) + "\n", { mode: 0o600 });
   }
 
   inspectDirectory(p: string): Promise<{ isDirectory: boolean; empty: boolean } | null> {

@@ -184,7 +184,7 @@ function mountError(err: unknown, source: string): CsiProxyError {
   if (!(err instanceof HostCommandError)) return CsiProxyError.from(err);
   const text = err.stderr;
   const errno = /mount error\((\d+)\)/.exec(text)?.[1];
-  let code: Code = Code.Internal;
+  let code: Code = err.code;
   let hint = "";
   if (/unknown filesystem type|No such device/i.test(text) || errno === "19") {
     code = Code.FailedPrecondition;
