@@ -165,10 +165,18 @@ export class LinuxDiskHost implements DiskHostApi {
     return (await takeSnapshot(this.#tools)).disks.filter((d) => d.scsiAddress || d.loopBackingFile).map(diskNumberOf);
   }
 
+  /** A disk that disappears before or while its size is refreshed needs no refresh: success. */
   async refreshDiskSize(n: number): Promise<void> {
-    const { disk } = await this.#disk(n);
-    if (disk.scsiAddress) await this.#tools.rescanScsiDevice(disk.name);
-    else if (disk.loopBackingFile) await this.#tools.refreshLoopCapacity(disk.devPath);
+    const disk = await this.#tools.findDisk(devOfDiskNumber(n));
+    if (!disk) return;
+    try {
+      if (disk.scsiAddress) await this.#tools.rescanScsiDevice(disk.name);
+      else if (disk.loopBackingFile) await this.#tools.refreshLoopCapacity(disk.devPath);
+    } catch (err) {
+      const now = await this.#tools.findDisk(devOfDiskNumber(n)).catch(() => disk);
+      if (now === null || now.diskSeq !== disk.diskSeq || (disk.loopBackingFile !== null && now.loopBackingFile !== disk.loopBackingFile)) return;
+      throw err;
+    }
   }
 
   /**
