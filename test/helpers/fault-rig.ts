@@ -14,6 +14,8 @@ import { createFaultTools, type FaultTools } from "./fault-tools.ts";
 import { createLoopDevice, type LoopDevice } from "./loop-device.ts";
 
 export const MiB = 1024 * 1024;
+/** -host-command-timeout of the daemon that meets hanging tools, in seconds. */
+export const HANG_TIMEOUT_S = 4;
 
 /** gRPC code numbers of a ConnectError-like failure (undefined when the call succeeded). */
 export const codeOf = (e: unknown) => (e as { code?: number }).code;
@@ -37,6 +39,12 @@ export interface FaultRig {
   /** Waits for the daemon to have been killed (by a stand-in), then starts a new one. Returns how long the restart took (ms). */
   restartAfterKill(): Promise<number>;
   clients(): Promise<Clients>;
+  /**
+   * Clients of a second daemon in the same namespace whose host commands are capped at
+   * {@link HANG_TIMEOUT_S} (-host-command-timeout), for the one call that meets a hanging tool; the
+   * main daemon keeps the default bounds, so real tools on a loaded machine never time out.
+   */
+  hangClients(): Promise<Clients>;
   newLoop(mib: number, label: string): LoopDevice;
   /** Mounts as the daemon's namespace sees them. */
   mounts(): { mountPoint: string; source: string; fsType: string }[];
@@ -60,7 +68,18 @@ export async function createFaultRig(name: string, extraArgs: string[] = []): Pr
   const daemons: RunningDaemon[] = [];
   const open: { close(): void }[] = [];
   let current: RunningDaemon | undefined;
-  const args = ["-socket-dir", socketDir, "-kubelet-path", kubelet, "-state-dir", stateDir, "-host-command-timeout", "3", ...extraArgs];
+  let hang: RunningDaemon | undefined;
+  const hangSocketDir = path.join(dir, "sock-hang");
+  const args = ["-socket-dir", socketDir, "-kubelet-path", kubelet, "-state-dir", stateDir, ...extraArgs];
+  const connect = async (socket: string) => {
+    const disk = await connectGroup("disk", { socketDir: socket, versions: ["v1"] });
+    const volume = await connectGroup("volume", { socketDir: socket, versions: ["v1"] });
+    const smb = await connectGroup("smb", { socketDir: socket, versions: ["v1"] });
+    const all = [disk, volume, smb];
+    const c = { disk: disk.client, volume: volume.client, smb: smb.client, close: () => all.forEach((x) => x.close()) };
+    open.push(c);
+    return c;
+  };
   const rig: FaultRig = {
     dir,
     kubelet,
@@ -84,15 +103,16 @@ export async function createFaultRig(name: string, extraArgs: string[] = []): Pr
       await rig.start();
       return Date.now() - t0;
     },
-    async clients() {
-      const socket = { socketDir };
-      const disk = await connectGroup("disk", { ...socket, versions: ["v1"] });
-      const volume = await connectGroup("volume", { ...socket, versions: ["v1"] });
-      const smb = await connectGroup("smb", { ...socket, versions: ["v1"] });
-      const all = [disk, volume, smb];
-      const c = { disk: disk.client, volume: volume.client, smb: smb.client, close: () => all.forEach((x) => x.close()) };
-      open.push(c);
-      return c;
+    clients: () => connect(socketDir),
+    async hangClients() {
+      if (!hang) {
+        hang = await startDaemon(["-socket-dir", hangSocketDir, "-kubelet-path", kubelet, "-state-dir", path.join(dir, "state-hang"), "-host-command-timeout", String(HANG_TIMEOUT_S)], {
+          wrapper: ns.enter,
+          timeoutMs: 30_000,
+        });
+        daemons.push(hang);
+      }
+      return connect(hangSocketDir);
     },
     newLoop(mib, label) {
       const l = createLoopDevice(dir, mib * MiB, label);

@@ -88,6 +88,12 @@ export interface VolumeHostApi {
   resizePartition(volumeId: string, sizeBytes: bigint): Promise<void>;
   /** Grows the volume's filesystem to fill its partition (only for {@link FilesystemGrowth} "separate"). */
   growFilesystem(volumeId: string): Promise<void>;
+  /**
+   * Hosts that grow filesystems separately (Linux): bytes of the partition the filesystem does not
+   * cover yet (partition size − filesystem size from its superblock), 0 when it fills it or cannot
+   * be measured. A resize interrupted between the partition and the filesystem shows here.
+   */
+  filesystemShortfall?(volumeId: string): Promise<bigint>;
   /** What is mounted exactly at `path` (a link to a volume mount point counts on Windows); null when it is not a mount point. */
   mountedAt(path: string): Promise<MountedVolume | null>;
   /** The mount holding `path`: the nearest mount point at or above it, links followed; null when none. */

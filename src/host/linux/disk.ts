@@ -181,7 +181,9 @@ export class LinuxDiskHost implements DiskHostApi {
 
   /**
    * SCSI disks: the SCSI device state. Other disks: a persisted offline mark plus the kernel
-   * read-only flag, which going online clears only if going offline set it. Marks of devices that
+   * read-only flag, which going online clears only if going offline set it. Each step is written
+   * so that a daemon killed between two of them converges on the retry (kill points tested in
+   * test/faults/volume-kill-points.test.ts). Marks of devices that
    * are gone or hold another medium are dropped on the way.
    */
   async setDiskOnline(n: number, online: boolean): Promise<void> {
@@ -198,12 +200,16 @@ export class LinuxDiskHost implements DiskHostApi {
       await this.#tools.writeOfflineMarks(others);
       return;
     }
+    // The mark (with what is about to change) is recorded before the flag is set: a daemon killed in
+    // between leaves a mark whose flag is not set, which counts as online (isDiskOnline) and is
+    // completed by the retry — never a read-only flag nobody remembers setting.
     const setReadOnly = !disk.readOnly;
-    if (setReadOnly) await this.#tools.setReadOnly(disk.devPath, true);
+    await this.#tools.writeOfflineMarks([...others, { major: disk.major, minor: disk.minor, diskSeq: disk.diskSeq, setReadOnly }]);
+    if (!setReadOnly) return;
     try {
-      await this.#tools.writeOfflineMarks([...others, { major: disk.major, minor: disk.minor, diskSeq: disk.diskSeq, setReadOnly }]);
+      await this.#tools.setReadOnly(disk.devPath, true);
     } catch (e) {
-      if (setReadOnly) await this.#tools.setReadOnly(disk.devPath, false).catch(() => {});
+      await this.#tools.writeOfflineMarks(others).catch(() => {});
       throw e;
     }
   }

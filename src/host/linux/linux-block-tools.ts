@@ -259,7 +259,10 @@ export class LinuxBlockTools implements BlockTools {
   }
 
   async relocateGptBackup(diskDevPath: string): Promise<void> {
-    await runCommand("sfdisk", ["--quiet", "--relocate", "gpt-bak-std", diskDevPath]);
+    // Only the backup header moves: the kernel's partitions stay as they are (without --no-tell-kernel
+    // sfdisk re-reads and the kernel drops them until the next partx: a daemon killed in between left a
+    // volume nobody could find again).
+    await runCommand("sfdisk", ["--quiet", "--no-reread", "--no-tell-kernel", "--relocate", "gpt-bak-std", diskDevPath]);
   }
 
   async resizePartition(diskDevPath: string, number: number, sizeSectors: bigint): Promise<void> {

@@ -153,6 +153,17 @@ export class LinuxVolumeHost implements VolumeHostApi {
     await this.#tools.resizePartition(vol.disk.devPath, p.number, sizeBytes / 512n);
   }
 
+  async filesystemShortfall(volumeId: string): Promise<bigint> {
+    const { snap, vol } = await this.#volume(volumeId);
+    if (!vol.partition) return 0n;
+    const probe = await this.#probe(snap, vol);
+    const family = isFilesystem(probe) ? growableFamily(probe.type) : null;
+    if (!family) return 0n;
+    const { totalBytes } = await this.#tools.readFilesystemUsage(vol.devPath, family);
+    const partition = vol.partition.sizeSectors * 512n;
+    return partition > totalBytes ? partition - totalBytes : 0n;
+  }
+
   /** resize2fs online when mounted, offline after e2fsck -f -p; xfs_growfs on its mount, or on a private temporary one. */
   async growFilesystem(volumeId: string): Promise<void> {
     const { snap, vol } = await this.#volume(volumeId);
