@@ -15,7 +15,7 @@ import { createLoopDevice, type LoopDevice } from "./loop-device.ts";
 
 export const MiB = 1024 * 1024;
 /** -host-command-timeout of the daemon that meets hanging tools, in seconds. */
-export const HANG_TIMEOUT_S = 4;
+export const HANG_TIMEOUT_S = 2;
 
 /** gRPC code numbers of a ConnectError-like failure (undefined when the call succeeded). */
 export const codeOf = (e: unknown) => (e as { code?: number }).code;
@@ -36,6 +36,12 @@ export interface FaultRig {
   daemon(): RunningDaemon;
   /** Starts (or restarts) the daemon in the namespace. */
   start(): Promise<void>;
+  /** SIGTERM and start again (what an operator's restart does). */
+  restart(): Promise<void>;
+  /** The main daemon's socket dir (its disk offline-state file lives there). */
+  socketDir: string;
+  /** The hang daemon's state dir: a 256 KiB tmpfs in the namespace (fill it to make the disk full). */
+  hangStateDir: string;
   /** Waits for the daemon to have been killed (by a stand-in), then starts a new one. Returns how long the restart took (ms). */
   restartAfterKill(): Promise<number>;
   clients(): Promise<Clients>;
@@ -62,7 +68,9 @@ export async function createFaultRig(name: string, extraArgs: string[] = []): Pr
   const socketDir = path.join(dir, "sock");
   mkdirSync(path.join(kubelet, "plugins"), { recursive: true });
   const faults = createFaultTools(path.join(dir, "faults"));
-  const ns = await mountNamespace(`mount --bind ${faults.binDir} /usr/local/sbin`);
+  const hangStateDir = path.join(dir, "state-hang");
+  mkdirSync(hangStateDir, { mode: 0o700 });
+  const ns = await mountNamespace(`mount --bind ${faults.binDir} /usr/local/sbin\nmount -t tmpfs -o size=256k,mode=0700 csi-test-full ${hangStateDir}`);
   const holderPid = ns.enter[2];
   const loops: LoopDevice[] = [];
   const daemons: RunningDaemon[] = [];
@@ -86,7 +94,14 @@ export async function createFaultRig(name: string, extraArgs: string[] = []): Pr
     stateDir,
     faults,
     ns,
+    socketDir,
+    hangStateDir,
     daemon: () => current!,
+    async restart() {
+      for (const c of open.splice(0)) c.close();
+      await current!.stop();
+      await rig.start();
+    },
     async start() {
       current = await startDaemon(args, { wrapper: ns.enter, timeoutMs: 30_000 });
       daemons.push(current);
@@ -106,7 +121,7 @@ export async function createFaultRig(name: string, extraArgs: string[] = []): Pr
     clients: () => connect(socketDir),
     async hangClients() {
       if (!hang) {
-        hang = await startDaemon(["-socket-dir", hangSocketDir, "-kubelet-path", kubelet, "-state-dir", path.join(dir, "state-hang"), "-host-command-timeout", String(HANG_TIMEOUT_S)], {
+        hang = await startDaemon(["-socket-dir", hangSocketDir, "-kubelet-path", kubelet, "-state-dir", hangStateDir, "-host-command-timeout", String(HANG_TIMEOUT_S)], {
           wrapper: ns.enter,
           timeoutMs: 30_000,
         });

@@ -104,6 +104,17 @@ export class LinuxSmbHost implements SmbHostApi {
     }
   }
 
+  /**
+   * Deletes credentials files a daemon killed during a mount left behind (each is deleted as soon
+   * as its mount command returns, so at start-up none is in use). Run once before serving.
+   */
+  async removeLeftoverCredentials(): Promise<number> {
+    const names = await fs.readdir(this.#credentialsDir).catch(() => [] as string[]);
+    const leftovers = names.filter((n) => /^cred-[0-9a-f]{24}$/.test(n));
+    for (const n of leftovers) await fs.rm(path.join(this.#credentialsDir, n), { force: true });
+    return leftovers.length;
+  }
+
   /** Writes a mount.cifs credentials file (mode 0600, exclusive create) and returns its path. */
   async #writeCredentials(username: string, password: string): Promise<string> {
     await fs.mkdir(this.#credentialsDir, { recursive: true, mode: 0o700 });
