@@ -84,7 +84,9 @@ export class WorkerError extends CsiProxyError {
  * gRPC code for a CIM method's non-zero ReturnValue (MSFT_StorageExtendedStatus-style codes of the
  * Storage Management API): 1 Not Supported, 3 Timeout, 5 Invalid Parameter, 40001 Access denied,
  * 40002 Not enough resources, 41001 disk already initialised, 42002 access path already in use;
- * anything else is Internal with the number in the message (like upstream's `code=<n>`).
+ * any other failure the provider reports is FailedPrecondition with the number in the message (like
+ * upstream's `code=<n>`): the host refused, not csi-proxy erred. 0 (success taken for a failure) is
+ * Internal: csi-proxy's own bug.
  */
 export function codeForReturnValue(rv: number): Code {
   switch (rv) {
@@ -101,8 +103,10 @@ export function codeForReturnValue(rv: number): Code {
     case 41001:
     case 42002:
       return Code.AlreadyExists;
-    default:
+    case 0:
       return Code.Internal;
+    default:
+      return Code.FailedPrecondition;
   }
 }
 
@@ -131,7 +135,7 @@ const categoryCodes: Record<string, Code> = {
   LimitsExceeded: Code.ResourceExhausted,
 };
 
-/** Chooses the gRPC code and message of a worker error: script kind, method return value (or StorageWMI status), CIM native code, then the PowerShell category. */
+/** Chooses the gRPC code and message of a worker error: script kind, method return value (or StorageWMI status), CIM native code, then the PowerShell category; Internal only for what points at csi-proxy's own script (docs/reliability.md "Internal policy"). */
 export function mapWorkerError(info: WorkerErrorInfo): [Code, string] {
   const message = (info.message ?? "PowerShell error").trim();
   if (info.kind === "NotFound") return [Code.NotFound, message];
@@ -141,6 +145,9 @@ export function mapWorkerError(info: WorkerErrorInfo): [Code, string] {
   if (status !== undefined) return [codeForReturnValue(status), message];
   if (info.native && nativeCodes[info.native] !== undefined) return [nativeCodes[info.native], message];
   if (info.category && categoryCodes[info.category] !== undefined) return [categoryCodes[info.category], message];
+  // A CIM error the provider raised (a native code, e.g. "Failed"): the host's failure. Anything else
+  // (a PowerShell runtime error in the worker script, no information at all) is csi-proxy's bug.
+  if (info.native) return [Code.FailedPrecondition, message];
   return [Code.Internal, message];
 }
 
