@@ -146,9 +146,12 @@ export async function createFaultRig(name: string, extraArgs: string[] = []): Pr
       for (const d of daemons) if (d.child.exitCode === null && d.child.signalCode === null) d.child.kill("SIGTERM");
       // The namespace's mounts (volumes, SMB tmpfs) vanish with it; then the loops can be detached.
       await ns.close();
-      for (const d of daemons) await d.stop();
+      // Every daemon is checked for Internal/Unknown answers; the loops are cleaned up whatever the outcome.
+      const problems: unknown[] = [];
+      for (const d of daemons) await d.stop().catch((e: unknown) => problems.push(e));
       for (const l of loops.reverse()) l.cleanup();
       rmSync(dir, { recursive: true, force: true });
+      if (problems.length) throw problems[0];
     },
   };
   return rig;
