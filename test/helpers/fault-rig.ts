@@ -21,6 +21,7 @@ export const HANG_TIMEOUT_S = 2;
 export const codeOf = (e: unknown) => (e as { code?: number }).code;
 
 export interface Clients {
+  filesystem: any;
   disk: any;
   volume: any;
   smb: any;
@@ -56,6 +57,8 @@ export interface FaultRig {
   mounts(): { mountPoint: string; source: string; fsType: string }[];
   /** A path as seen inside the namespace (through the holder's /proc/<pid>/root). */
   inNs(p: string): string;
+  /** Runs a command inside the namespace (as root), e.g. to mount a full or read-only filesystem. */
+  exec(file: string, args: string[]): string;
   /** A fresh empty target directory in the kubelet dir. */
   target(name: string): string;
   close(): Promise<void>;
@@ -83,8 +86,9 @@ export async function createFaultRig(name: string, extraArgs: string[] = []): Pr
     const disk = await connectGroup("disk", { socketDir: socket, versions: ["v1"] });
     const volume = await connectGroup("volume", { socketDir: socket, versions: ["v1"] });
     const smb = await connectGroup("smb", { socketDir: socket, versions: ["v1"] });
-    const all = [disk, volume, smb];
-    const c = { disk: disk.client, volume: volume.client, smb: smb.client, close: () => all.forEach((x) => x.close()) };
+    const filesystem = await connectGroup("filesystem", { socketDir: socket, versions: ["v1"] });
+    const all = [disk, volume, smb, filesystem];
+    const c = { filesystem: filesystem.client, disk: disk.client, volume: volume.client, smb: smb.client, close: () => all.forEach((x) => x.close()) };
     open.push(c);
     return c;
   };
@@ -136,6 +140,7 @@ export async function createFaultRig(name: string, extraArgs: string[] = []): Pr
     },
     mounts: () => parseMountInfo(readFileSync(`/proc/${holderPid}/mountinfo`, "utf8")),
     inNs: (p) => `/proc/${holderPid}/root${p}`,
+    exec: (file, args) => execFileSync("nsenter", ["-t", holderPid, "-m", "--", file, ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }),
     target(n) {
       const t = path.join(kubelet, "plugins", n);
       mkdirSync(t, { recursive: true });

@@ -26,9 +26,17 @@ export class LinuxFilesystemHost implements FilesystemHostApi {
   }
 
   async mkdirAll(path: string): Promise<void> {
-    await fs.mkdir(path, { recursive: true, mode: 0o755 }).catch((err) => {
-      throw fsError(err, "mkdir", path);
-    });
+    try {
+      await fs.mkdir(path, { recursive: true, mode: 0o755 });
+    } catch (err) {
+      // Node's recursive mkdir reports ENOENT for other failures of a missing component (EROFS,
+      // ENOSPC…): redone one level at a time, the real errno surfaces (and a race that made the
+      // directory meanwhile succeeds).
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw fsError(err, "mkdir", path);
+      await mkdirLevels(path).catch((real) => {
+        throw fsError(real, "mkdir", path);
+      });
+    }
   }
 
   async removeDir(path: string): Promise<void> {
@@ -72,5 +80,22 @@ export class LinuxFilesystemHost implements FilesystemHostApi {
     const real = await this.realpath(path);
     if (real === null) return false;
     return (await readMountTable()).some((m) => m.mountPoint === real);
+  }
+}
+
+/** Creates the missing directories of `path` from the top, one mkdir(2) each (mode 0755); existing ones are fine. */
+async function mkdirLevels(path: string): Promise<void> {
+  const missing: string[] = [];
+  for (let p = path; ; ) {
+    if (await fs.lstat(p).then(() => true, () => false)) break;
+    missing.unshift(p);
+    const parent = p.slice(0, p.lastIndexOf("/")) || "/";
+    if (parent === p) break;
+    p = parent;
+  }
+  for (const dir of missing) {
+    await fs.mkdir(dir, { mode: 0o755 }).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== "EEXIST") throw err;
+    });
   }
 }
