@@ -1,6 +1,6 @@
-import { describe, it } from "node:test";
+import { describe, it, test } from "node:test";
 import assert from "node:assert/strict";
-import { Code, CsiProxyError, codeName, quote, notFound } from "./errors.ts";
+import { Code, CsiProxyError, codeName, errnoCode, quote, notFound } from "./errors.ts";
 
 describe("CsiProxyError", () => {
   it("from() keeps coded errors and wraps anything else as Internal with the cause", () => {
@@ -19,4 +19,17 @@ describe("CsiProxyError", () => {
     assert.equal(quote("a\nb"), '"a\\nb"');
     assert.equal(quote("x".repeat(10_000)).length, 256 + 3);
   });
+});
+
+test("a system call's failure reaching the boundary uncoded gets its errno's code, not Internal", () => {
+  const errno = (code: string) => Object.assign(new Error(`${code}: failure, write`), { code, syscall: "write" });
+  assert.equal(CsiProxyError.from(errno("ENOSPC")).code, Code.ResourceExhausted);
+  assert.equal(CsiProxyError.from(errno("EDQUOT")).code, Code.ResourceExhausted);
+  assert.equal(CsiProxyError.from(errno("ENOENT")).code, Code.NotFound);
+  assert.equal(CsiProxyError.from(errno("EACCES")).code, Code.PermissionDenied);
+  assert.equal(CsiProxyError.from(errno("EIO")).code, Code.FailedPrecondition);
+  assert.equal(CsiProxyError.from(errno("EINVAL")).code, Code.Internal, "EINVAL from csi-proxy's own call: a bug");
+  assert.equal(CsiProxyError.from(Object.assign(new Error("x"), { code: "ERR_INVALID_ARG_TYPE" })).code, Code.Internal, "Node's ERR_* codes are bugs");
+  assert.equal(CsiProxyError.from(new TypeError("x is undefined")).code, Code.Internal);
+  assert.equal(errnoCode("ENXIO"), Code.FailedPrecondition);
 });

@@ -39,11 +39,45 @@ export class CsiProxyError extends Error {
     super(message, options);
     this.code = code;
   }
-  /** Turns any thrown value into a CsiProxyError, keeping coded errors and the original as cause. */
+  /**
+   * Turns any thrown value into a CsiProxyError, keeping coded errors and the original as cause. A
+   * system call's failure (an Error with an errno name such as ENOSPC) is the host's condition, not
+   * a bug of csi-proxy: it gets the errno's code ({@link errnoCode}); anything else gets `code`.
+   */
   static from(reason: unknown, code: Code = Code.Internal): CsiProxyError {
     if (reason instanceof CsiProxyError) return reason;
     const message = reason instanceof Error ? reason.message : String(reason);
-    return new CsiProxyError(code, message, { cause: reason });
+    const errno = reason instanceof Error ? (reason as NodeJS.ErrnoException).code : undefined;
+    return new CsiProxyError((typeof errno === "string" && errnoCode(errno)) || code, message, { cause: reason });
+  }
+}
+
+/**
+ * The gRPC code of a failed system call, by errno name; undefined for names that are not errnos
+ * (Node's own ERR_* codes) or that usually mean a bug of csi-proxy (EINVAL, EBADF, EFAULT).
+ * Disk full and quota → ResourceExhausted (gRPC's own example); a missing file → NotFound; access
+ * → PermissionDenied; the rest (busy, read-only, I/O error, device gone…) → FailedPrecondition.
+ */
+export function errnoCode(errno: string): Code | undefined {
+  if (!/^E[A-Z0-9]+$/.test(errno) || errno === "EINVAL" || errno === "EBADF" || errno === "EFAULT") return undefined;
+  switch (errno) {
+    case "ENOSPC":
+    case "EDQUOT":
+    case "EMFILE":
+    case "ENFILE":
+    case "ENOMEM":
+      return Code.ResourceExhausted;
+    case "ENOENT":
+      return Code.NotFound;
+    case "EEXIST":
+      return Code.AlreadyExists;
+    case "EACCES":
+    case "EPERM":
+      return Code.PermissionDenied;
+    case "ENAMETOOLONG":
+      return Code.InvalidArgument;
+    default:
+      return Code.FailedPrecondition;
   }
 }
 

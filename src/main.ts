@@ -8,6 +8,7 @@ import { serverFlags, ignoredKlogFlags } from "./cli/server-flags.ts";
 import { createLogger } from "./log/klog.ts";
 import { defaultSocketDir } from "./api/endpoint.ts";
 import { startDaemon } from "./daemon.ts";
+import { setHostCommandTimeoutCap } from "./host/exec/run-command.ts";
 import { version } from "./version.ts";
 
 async function main(argv: string[]): Promise<number> {
@@ -51,6 +52,12 @@ async function main(argv: string[]): Promise<number> {
       allowedServices: flags["allowed-service"] as string[],
       logger,
     };
+    const commandTimeout = flags["host-command-timeout"] as number;
+    if (commandTimeout < 0) {
+      logger.error(`-host-command-timeout must be 0 or a number of seconds, not ${commandTimeout}`);
+      return 2;
+    }
+    setHostCommandTimeoutCap(commandTimeout * 1000);
     if (config.defaultFsType !== "ext4" && config.defaultFsType !== "xfs") {
       logger.error(`-default-fs-type must be ext4 or xfs, not ${JSON.stringify(config.defaultFsType)}`);
       return 2;

@@ -47,6 +47,12 @@ export function serverFlags(platform: NodeJS.Platform, defaultSocketDir: string)
     { name: "metrics-bind-address", kind: "string", default: "", usage: "host:port to serve Prometheus metrics on at /metrics; empty disables metrics" },
     { name: "socket-dir", kind: "string", default: defaultSocketDir, usage: "Linux: directory of the endpoints' Unix sockets" },
     { name: "default-fs-type", kind: "string", default: "ext4", usage: "Linux: filesystem FormatVolume creates (ext4 or xfs)" },
+    {
+      name: "host-command-timeout",
+      kind: "int",
+      default: 0,
+      usage: "Linux: upper bound in seconds for any one host command (mkfs, mount, sfdisk…); a command still running then is killed and the call answers DeadlineExceeded. 0 keeps each step's own bound (60 s; 30 min for mkfs, fsck and filesystem growth)",
+    },
     { name: "v", kind: "int", default: 0, usage: "number for the log level verbosity" },
     { name: "log_file", kind: "string", default: "", usage: "If non-empty, use this log file (with -logtostderr=false)" },
     { name: "logtostderr", kind: "bool", default: true, usage: "log to standard error instead of files" },

@@ -1,4 +1,4 @@
-import { CsiProxyError, Code } from "../errors.ts";
+import { CsiProxyError, Code, errnoCode } from "../errors.ts";
 
 const codes: Record<string, Code> = {
   ENOENT: Code.NotFound,
@@ -18,7 +18,7 @@ const codes: Record<string, Code> = {
 /** Maps a Node fs error to a coded error: `<what> <path>: <reason>` with the errno's gRPC code. */
 export function fsError(err: unknown, what: string, path: string): CsiProxyError {
   const e = err as NodeJS.ErrnoException;
-  const code = (e?.code ? codes[e.code] : undefined) ?? Code.Internal;
+  const code = (e?.code ? (codes[e.code] ?? errnoCode(e.code)) : undefined) ?? Code.Internal;
   const reason = e?.code ? `${e.code}: ${describe(e.code)}` : String(err);
   return new CsiProxyError(code, `${what} ${path}: ${reason}`, { cause: err });
 }
@@ -32,6 +32,7 @@ function describe(errno: string): string {
     case "EISDIR": return "is a directory";
     case "EACCES": case "EPERM": return "permission denied";
     case "EBUSY": return "resource busy (mounted?)";
+    case "ENOSPC": return "no space left on device";
     default: return errno.toLowerCase();
   }
 }

@@ -151,7 +151,8 @@ export function codeForWin32(errno: number): Code {
     case WinError.PIPE_BUSY:
       return Code.Unavailable;
     default:
-      return Code.Internal;
+      return Code.FailedPrecondition; // the host's failure, named by its Win32 message and number
+
   }
 }
 

@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { ConnectError, Code } from "@connectrpc/connect";
 import { connectGroup } from "../../src/client/connect-group.ts";
+import { guardedObserver } from "../helpers/internal-guard.ts";
 import { serveEndpoints, type ServingEndpoints } from "../../src/rpc/serve-endpoints.ts";
 import { socketPath } from "../../src/api/endpoint.ts";
 import { catalog } from "../../src/api/catalog.ts";
@@ -22,6 +23,7 @@ const service = {
 
 describe("connectGroup()", () => {
   let dir: string, serving: ServingEndpoints;
+  const guard = guardedObserver();
   before(async () => {
     dir = mkdtempSync(path.join(tmpdir(), "csi-proxy-client-"));
     serving = await serveEndpoints(
@@ -32,11 +34,12 @@ describe("connectGroup()", () => {
         service: catalog.filesystem[version],
         handlers: filesystemAdapters[version](service) as never,
       })),
-      { observer: { start: () => () => {} } },
+      { observer: guard },
     );
   });
   after(async () => {
     await serving.stop();
+    guard.check();
     rmSync(dir, { recursive: true, force: true });
   });
 

@@ -5,6 +5,7 @@ import { mkdtempSync, mkdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
+import { assertNoInternalAnswers } from "./internal-guard.ts";
 
 export const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
 export const nodeBinary = process.execPath;
@@ -21,7 +22,7 @@ export interface DaemonProcess {
   waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
   /** Resolves with the exit code once the process exits. */
   exited: Promise<number | null>;
-  /** SIGTERM, wait for exit, remove the temporary root. */
+  /** SIGTERM, wait for exit, remove the temporary root; throws when the daemon answered any call Internal/Unknown (internal-guard.ts). */
   stop(): Promise<number | null>;
 }
 
@@ -82,6 +83,7 @@ export async function startDaemonProcess(options: StartOptions = {}): Promise<Da
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
       const code = await exited;
       rmSync(root, { recursive: true, force: true });
+      assertNoInternalAnswers(log);
       return code;
     },
   };

@@ -14,6 +14,7 @@ import * as fs from "node:fs/promises";
 import * as path from "node:path";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { assertNoInternalAnswers } from "../helpers/internal-guard.ts";
 
 export interface Invocation {
   argv: string[];
@@ -94,7 +95,7 @@ export interface RunningDaemon {
   child: ChildProcess;
   /** Everything the daemon wrote to stderr so far (its klog output). */
   stderr(): string;
-  /** SIGTERM, then waits for the exit; returns the exit code. */
+  /** SIGTERM, then waits for the exit; returns the exit code. Throws when the daemon answered any call Internal/Unknown (internal-guard.ts). */
   stop(): Promise<number | null>;
 }
 
@@ -121,8 +122,10 @@ export async function startDaemon(args: string[], options: { wrapper?: string[];
     child,
     stderr: () => err,
     async stop() {
-      if (child.exitCode === null) child.kill("SIGTERM");
-      return exited;
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+      const code = await exited;
+      assertNoInternalAnswers(err);
+      return code;
     },
   };
 }

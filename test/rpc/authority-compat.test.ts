@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import { create, toBinary, fromBinary } from "@bufbuild/protobuf";
+import { guardedObserver } from "../helpers/internal-guard.ts";
 import { serveEndpoints, type ServingEndpoints } from "../../src/rpc/serve-endpoints.ts";
 import { toGrpcService } from "../../src/rpc/grpc-service.ts";
 import { Filesystem, PathExistsRequestSchema, PathExistsResponseSchema } from "../../src/gen/filesystem/v1/api_pb.ts";
@@ -34,16 +35,18 @@ describe("encodeAuthority()", () => {
 
 describe("serving old and new Go clients", () => {
   let dir: string, serving: ServingEndpoints, address: string;
+  const guard = guardedObserver(noop);
   before(async () => {
     dir = mkdtempSync(path.join(tmpdir(), "csi-proxy-authority-"));
     address = path.join(dir, "fs.sock");
     serving = await serveEndpoints(
       [{ group: "filesystem", version: "v1", address, service: Filesystem, handlers: filesystemAdapters.v1(service) as never }],
-      { observer: noop },
+      { observer: guard },
     );
   });
   after(async () => {
     await serving.stop();
+    guard.check();
     rmSync(dir, { recursive: true, force: true });
   });
 

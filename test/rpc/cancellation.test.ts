@@ -8,6 +8,7 @@ import * as path from "node:path";
 import { createClient, ConnectError, Code } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import * as net from "node:net";
+import { guardedObserver } from "../helpers/internal-guard.ts";
 import { serveEndpoints } from "../../src/rpc/serve-endpoints.ts";
 import { Filesystem } from "../../src/gen/filesystem/v1/api_pb.ts";
 import type { CallContext } from "../../src/api/handlers.ts";
@@ -16,6 +17,7 @@ it("a client's cancellation aborts the handler's signal; answered calls are neve
   const dir = mkdtempSync(path.join(tmpdir(), "csi-proxy-cancel-"));
   const address = path.join(dir, "fs.sock");
   const aborted: string[] = [];
+  const guard = guardedObserver();
   const handlers = {
     pathExists: (req: { path: string }, ctx: CallContext) =>
       new Promise<{ exists: boolean }>((resolve) => {
@@ -24,7 +26,7 @@ it("a client's cancellation aborts the handler's signal; answered calls are neve
       }),
   };
   const serving = await serveEndpoints([{ group: "filesystem", version: "v1", address, service: Filesystem, handlers: handlers as never }], {
-    observer: { start: () => () => {} },
+    observer: guard,
   });
   const sessions = new Http2SessionManager("http://localhost", {}, { createConnection: () => net.connect(address) });
   const client = createClient(Filesystem, createGrpcTransport({ baseUrl: "http://localhost", sessionManager: sessions }));
@@ -41,4 +43,5 @@ it("a client's cancellation aborts the handler's signal; answered calls are neve
     await serving.stop();
     rmSync(dir, { recursive: true, force: true });
   }
+  guard.check();
 });

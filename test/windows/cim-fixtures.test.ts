@@ -61,20 +61,20 @@ test("worker errors map to gRPC codes (CIM native code, method return value, scr
     [cimError("AccessDenied", "PermissionDenied", "Access denied ", 2), Code.PermissionDenied],
     [cimError("InvalidParameter", "InvalidArgument", "Invalid parameter ", 4), Code.InvalidArgument],
     [cimError("NotSupported", "NotImplemented", "Not supported ", 7), Code.Unimplemented],
-    [cimError("Failed", "NotSpecified", "General failure ", 1), Code.Internal],
+    [cimError("Failed", "NotSpecified", "General failure ", 1), Code.FailedPrecondition], // the provider's failure, not csi-proxy's
     [methodError("MSFT_Disk.CreatePartition", 42002), Code.AlreadyExists],
     [methodError("MSFT_Disk.Initialize", 41001), Code.AlreadyExists],
     [methodError("MSFT_Volume.Format", 40001), Code.PermissionDenied],
-    [methodError("MSFT_Partition.Resize", 4), Code.Unknown],
-    [methodError("MSFT_Disk.Initialize", 12345), Code.Internal],
+    [methodError("MSFT_Partition.Resize", 4), Code.FailedPrecondition],
+    [methodError("MSFT_Disk.Initialize", 12345), Code.FailedPrecondition],
     [methodError("MSFT_Partition.Resize", 5), Code.InvalidArgument],
     [{ message: "volume \\\\?\\Volume{x}\\ not found", kind: "NotFound", category: "OperationStopped" }, Code.NotFound],
-    [{ message: "unknown op x", kind: "UnknownOp" }, Code.Internal],
+    [{ message: "unknown op x", kind: "UnknownOp" }, Code.Internal], // csi-proxy called an op its own script lacks: its bug
     [{ message: "No MSFT_Disk objects found with property 'Number' equal to '9'.", category: "ObjectNotFound", fqid: "CmdletizationQuery_NotFound_Number,Get-Disk" }, Code.NotFound],
     [{ message: "The operation timed out", category: "OperationTimeout" }, Code.DeadlineExceeded],
     [{ ...cimError("Failed", "NotSpecified", "The requested access path is already in use.", 1), MessageId: "StorageWMI 42002" }, Code.AlreadyExists],
     [{ message: "Access denied", category: "PermissionDenied", fqid: "StorageWMI 40001,Microsoft.Management.Infrastructure.CimCmdlets.InvokeCimMethodCommand" }, Code.PermissionDenied],
-    [{ message: "Cannot index into a null array.", category: "InvalidOperation" }, Code.Internal],
+    [{ message: "Cannot index into a null array.", category: "InvalidOperation" }, Code.Internal], // a runtime error in csi-proxy's script
     [{}, Code.Internal],
   ];
   for (const [info, code] of cases) assert.equal(mapWorkerError(info)[0], code, JSON.stringify(info));
@@ -109,7 +109,7 @@ test("Win32 error codes map to gRPC codes and Windows' messages", () => {
   assert.equal(codeForWin32(183), Code.AlreadyExists);
   assert.equal(codeForWin32(87), Code.InvalidArgument);
   assert.equal(codeForWin32(4390), Code.NotFound);
-  assert.equal(codeForWin32(1), Code.Internal);
+  assert.equal(codeForWin32(1), Code.FailedPrecondition, "an unlisted Win32 error is the host's");
   assert.equal(new Win32Error("DeleteVolumeMountPoint C:\\x\\", 4390).message, "DeleteVolumeMountPoint C:\\x\\: The file or directory is not a reparse point. (win32 error 4390)");
   assert.equal(new Win32Error("IOCTL_STORAGE_QUERY_PROPERTY p", 1).message, "IOCTL_STORAGE_QUERY_PROPERTY p: Incorrect function. (win32 error 1)");
 });

@@ -145,7 +145,7 @@ test("SMB errors: Windows System Error numbers of the SMB cmdlets become gRPC co
   assert.equal((await reject(host.createMapping("\\\\srv\\share", "u", "pw-secret", true))).code, Code.PermissionDenied);
   assert.equal((await reject(host.createMapping("\\\\srv\\share", "u", "pw-secret", true))).code, Code.NotFound);
   assert.equal((await reject(host.createMapping("\\\\srv\\share", "", "", true))).code, Code.FailedPrecondition);
-  assert.equal((await reject(host.createMapping("\\\\srv\\share", "u", "pw-secret", true))).code, Code.Internal, "WMI generic failure stays Internal");
+  assert.equal((await reject(host.createMapping("\\\\srv\\share", "u", "pw-secret", true))).code, Code.FailedPrecondition, "a WMI generic failure is the host's, not csi-proxy's bug");
   assert.equal((await reject(host.removeMapping("\\\\srv\\gone"))).code, Code.NotFound);
   assert.equal(await host.isPathValid("\\\\srv\\share"), true);
   assert.equal(await host.isPathValid("\\\\srv\\share"), false);

@@ -3,6 +3,7 @@
  * (scripts/install-wine.sh), the csi-proxy.exe built once per content hash (scripts/build-exe.ts),
  * the client fixture bundled for node.exe 22, and helpers to run Windows processes.
  */
+import { assertNoInternalAnswers } from "../helpers/internal-guard.ts";
 import { spawn, execFileSync, type ChildProcess } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -141,6 +142,7 @@ export interface Background {
   output(): string;
   waitFor(pattern: RegExp, timeoutMs?: number): Promise<string>;
   exited: Promise<number | null>;
+  /** SIGKILL, wait; throws when the program (the daemon) logged an Internal/Unknown answer (test/helpers/internal-guard.ts). */
   kill(): Promise<void>;
 }
 
@@ -171,6 +173,7 @@ export function startWine(w: Wine, args: string[]): Background {
     async kill() {
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
       await exited;
+      assertNoInternalAnswers(readOut(file), "csi-proxy.exe under Wine"); // a client program logs no such line
     },
   };
 }

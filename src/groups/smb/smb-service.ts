@@ -166,7 +166,7 @@ export async function createSmbService(deps: SmbServiceDeps): Promise<RefCounted
   }
 
   /** Reuses a healthy mapping, re-creates a broken one, creates a missing one. Returns whether it created. */
-  async function ensureMapping(root: string, username: string, password: string): Promise<boolean> {
+  async function ensureMapping(root: string, username: string, password: string, creating: () => void = () => {}): Promise<boolean> {
     const mapping = await host.getMapping(root).catch(() => null); // upstream: a query error means "not mapped"
     if (mapping) {
       if (mapping.status === "OK") {
@@ -183,6 +183,7 @@ export async function createSmbService(deps: SmbServiceDeps): Promise<RefCounted
       }
       await host.removeMapping(root);
     }
+    creating();
     await host.createMapping(root, username, password, requirePrivacy);
     return true;
   }
@@ -263,14 +264,15 @@ export async function createSmbService(deps: SmbServiceDeps): Promise<RefCounted
         delete rs.removing;
         await save(); // recorded before the host is touched: a crash leaves a use the sweep can judge
         let created = false;
+        let attempted = false; // a mount that failed or timed out may still have happened: rolled back like a created one
         try {
-          created = await ensureMapping(rp.root, req.username, req.password);
+          created = await ensureMapping(rp.root, req.username, req.password, () => (attempted = true));
           if (link !== undefined && !existingLink) await host.createDirLink(link, rp.remotePath);
         } catch (err) {
           if (added) {
             rs.users = rs.users.filter((u) => u !== user);
             if (rs.users.length === 0) {
-              if (created) {
+              if (created || attempted) {
                 await host.removeMapping(rp.root).catch((e) => log.warning(`SMB ${rp.root}: rollback failed: ${e instanceof Error ? e.message : String(e)}`));
               }
               if (wasRemoving && !created) rs.removing = true; // the interrupted removal is still owed

@@ -101,6 +101,19 @@ export interface VolumeHostApi {
   resizePartition(volumeId: string, sizeBytes: bigint, expect?: string): Promise<string | void>;
   /** Grows the volume's filesystem to fill its partition (only for {@link FilesystemGrowth} "separate"). */
   growFilesystem(volumeId: string, expect?: string): Promise<void>;
+  /**
+   * Hosts that grow filesystems separately (Linux): bytes of the partition the filesystem does not
+   * cover yet (partition size − filesystem size from its superblock), 0 when it fills it or cannot
+   * be measured. A resize interrupted between the partition and the filesystem shows here.
+   */
+  filesystemShortfall?(volumeId: string): Promise<bigint>;
+  /**
+   * Hosts whose partition changes reach the kernel in a separate step (Linux): when the volume's
+   * partition table entry has the kernel's number and start but a larger size — a resize interrupted
+   * between writing the table and telling the kernel — the kernel is told the table's size (the data
+   * is not touched). True when it did; any other disagreement is left to the refusals.
+   */
+  syncInterruptedResize?(volumeId: string): Promise<boolean>;
   /** What is mounted exactly at `path` (a link to a volume mount point counts on Windows); null when it is not a mount point. */
   mountedAt(path: string): Promise<MountedVolume | null>;
   /** The mount holding `path`: the nearest mount point at or above it, links followed; null when none. */

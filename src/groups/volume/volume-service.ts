@@ -28,6 +28,8 @@ export interface VolumeServiceDeps {
 const MiB = 1024n * 1024n;
 /** Upstream (3871187): growth below this is skipped as a no-op (tiny growth fails on Windows). */
 export const RESIZE_THRESHOLD_BYTES = 100n * MiB;
+/** A filesystem this much smaller than its partition was left so by an interrupted resize (a complete one is short by less than a block). */
+const FILESYSTEM_SLACK_BYTES = MiB;
 
 /** Volume ids compare case-insensitively, with or without the trailing backslash (Windows APIs accept both). */
 export function sameVolumeId(a: string, b: string): boolean {
@@ -151,15 +153,21 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
   async function resizeVolume(volumeId: string, sizeBytes: bigint): Promise<void> {
     requireId(volumeId);
     if (sizeBytes < 0n) throw invalidArgument(`invalid negative size ${sizeBytes} for volume (${volumeId})`);
+    if (host.syncInterruptedResize) {
+      const first = await host.locateVolume(volumeId);
+      await locks.run(diskLockKey(first.diskNumber), () => withContext(`resize volume ${volumeId} (${first.name}): finishing an interrupted resize`, host.syncInterruptedResize!(volumeId)));
+    }
     await withVolume(volumeId, async (vol) => {
       const what = `resize volume ${volumeId} (${vol.name})`;
       if (vol.partitionNumber === null) throw failedPrecondition(`cannot ${what}: it is a whole-disk filesystem, there is no partition to grow`);
       const current = vol.sizeBytes;
-      // Upstream: the size is the partition's; shrinking, the same size and growth below the threshold succeed without change.
-      if (sizeBytes !== 0n && sizeBytes < current + RESIZE_THRESHOLD_BYTES) return;
+      // Upstream: the size is the partition's; shrinking, the same size and growth below the threshold succeed without change
+      // (beyond upstream: except that a filesystem left smaller than its partition by an interrupted resize is grown).
+      const unchanged = () => (sizeBytes === 0n || sizeBytes >= current ? finishGrowth(vol, what) : Promise.resolve());
+      if (sizeBytes !== 0n && sizeBytes < current + RESIZE_THRESHOLD_BYTES) return unchanged();
       const { maxBytes, alignBytes } = await withContext(`cannot ${what}`, host.getPartitionSupportedSize(volumeId));
       const target = sizeBytes === 0n ? maxBytes : (sizeBytes / alignBytes) * alignBytes;
-      if (target < current + RESIZE_THRESHOLD_BYTES) return;
+      if (target < current + RESIZE_THRESHOLD_BYTES) return unchanged();
       if (target > maxBytes) {
         throw new CsiProxyError(Code.OutOfRange, `cannot ${what} to ${sizeBytes} bytes: at most ${maxBytes} bytes are available to partition ${vol.partitionNumber}`);
       }
@@ -177,6 +185,23 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
         await withContext(`${what}: the partition was grown but growing the filesystem failed`, host.growFilesystem(grown || volumeId));
       }
     });
+  }
+
+  /**
+   * A resize interrupted after the partition grew (daemon killed, growth tool failed or timed out)
+   * leaves the filesystem smaller than its partition; the retry asks for a size the partition
+   * already has. Then the filesystem is grown, with every refusal of a resize first.
+   */
+  async function finishGrowth(vol: VolumeLocation, what: string): Promise<void> {
+    if (!host.filesystemShortfall) return;
+    const shortfall = await withContext(`cannot ${what}`, host.filesystemShortfall(vol.id));
+    if (shortfall < FILESYSTEM_SLACK_BYTES) return;
+    await refuseChange(vol, what);
+    const growth = await host.getFilesystemGrowth(vol.id);
+    if (growth.kind === "unsupported") throw failedPrecondition(`cannot ${what}: ${growth.reason}`);
+    if (growth.kind === "needs-privilege") throw new CsiProxyError(Code.PermissionDenied, `cannot ${what}: ${growth.reason}`);
+    if (growth.kind !== "separate") return;
+    await withContext(`${what}: growing the filesystem to its partition (${shortfall} bytes short) failed`, host.growFilesystem(vol.id));
   }
 
   /** The volume of a mount, or NotFound saying what is there instead. */

@@ -2,7 +2,7 @@
 // failures and timeouts are coded HostCommandErrors with secrets masked.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { runCommand, HostCommandError } from "./run-command.ts";
+import { runCommand, HostCommandError, setHostCommandTimeoutCap } from "./run-command.ts";
 import { Code } from "../../errors.ts";
 import { hostileStrings } from "../../../test/helpers/hostile-strings.ts";
 
@@ -28,13 +28,13 @@ describe("runCommand()", () => {
     await assert.rejects(runCommand(node, ["-e", "1", "a\0b"]));
   });
 
-  it("turns a non-zero exit into an Internal HostCommandError with the stderr tail, secrets masked", async () => {
+  it("turns a non-zero exit into a FailedPrecondition HostCommandError (a tool failing is not our bug) with the stderr tail, secrets masked", async () => {
     const secret = "s3cr3t-Pa55";
     await assert.rejects(
       runCommand(node, ["-e", `process.stderr.write("bad password ${secret}"); process.exit(3)`], { redact: [secret] }),
       (err: unknown) => {
         assert.ok(err instanceof HostCommandError);
-        assert.equal(err.code, Code.Internal);
+        assert.equal(err.code, Code.FailedPrecondition);
         assert.equal(err.exitCode, 3);
         assert.match(err.message, /exit status 3: bad password \*\*\*/);
         assert.ok(!err.message.includes(secret) && !err.stderr.includes(secret) && !err.command.includes(secret));
@@ -49,12 +49,32 @@ describe("runCommand()", () => {
 
   it("kills a child that runs past its timeout", async () => {
     const t0 = Date.now();
-    await assert.rejects(runCommand(node, ["-e", "setTimeout(() => {}, 60000)"], { timeoutMs: 300 }), (err: HostCommandError) => err.timedOut && /timed out after 300 ms/.test(err.message));
+    await assert.rejects(
+      runCommand(node, ["-e", "setTimeout(() => {}, 60000)"], { timeoutMs: 300 }),
+      (err: HostCommandError) => err.timedOut && err.code === Code.DeadlineExceeded && /timed out after 300 ms/.test(err.message),
+    );
     assert.ok(Date.now() - t0 < 10_000);
   });
 
-  it("says which program is missing", async () => {
-    await assert.rejects(runCommand("/nonexistent/tool", []), /\/nonexistent\/tool is not installed/);
+  it("caps every timeout at the process-wide bound (-host-command-timeout)", async () => {
+    setHostCommandTimeoutCap(300);
+    try {
+      await assert.rejects(runCommand(node, ["-e", "setTimeout(() => {}, 60000)"], { timeoutMs: 60_000 }), (err: HostCommandError) => err.code === Code.DeadlineExceeded && /timed out after 300 ms/.test(err.message));
+    } finally {
+      setHostCommandTimeoutCap(0);
+    }
+  });
+
+  it("a child killed by a signal csi-proxy did not send is Aborted; the call's own cancellation is Cancelled", async () => {
+    await assert.rejects(runCommand(node, ["-e", "process.kill(process.pid, 'SIGKILL')"]), (err: HostCommandError) => err.code === Code.Aborted && /killed by SIGKILL/.test(err.message));
+    const controller = new AbortController();
+    const run = runCommand(node, ["-e", "setTimeout(() => {}, 60000)"], { signal: controller.signal });
+    setTimeout(() => controller.abort(), 100);
+    await assert.rejects(run, (err: HostCommandError) => err.code === Code.Cancelled);
+  });
+
+  it("says which program is missing (FailedPrecondition: install it)", async () => {
+    await assert.rejects(runCommand("/nonexistent/tool", []), (err: HostCommandError) => err.code === Code.FailedPrecondition && /\/nonexistent\/tool is not installed/.test(err.message));
   });
 
   it("caps captured output", async () => {

@@ -27,8 +27,12 @@ export interface RunResult {
 
 /**
  * A child process that failed: non-zero exit, signal, timeout or spawn error. Carries the command
- * (argv shown with JSON quoting, secrets masked), exit code and stderr tail. Its gRPC code is
- * Internal unless the caller re-throws with a better one.
+ * (argv shown with JSON quoting, secrets masked), exit code and stderr tail. A host tool failing is
+ * not a bug of csi-proxy, so its gRPC code is never Internal; callers re-throw with a better one
+ * where they recognise the failure. By default: timed out → DeadlineExceeded (the step may have
+ * been partly done; a retry converges), killed by a signal csi-proxy did not send → Aborted, the
+ * call's own cancellation → Cancelled, anything else (non-zero exit, program missing or not
+ * executable) → FailedPrecondition.
  */
 export class HostCommandError extends CsiProxyError {
   override name = "HostCommandError";
@@ -36,13 +40,21 @@ export class HostCommandError extends CsiProxyError {
   readonly exitCode: number | null;
   readonly stderr: string;
   readonly timedOut: boolean;
-  constructor(message: string, command: string, exitCode: number | null, stderr: string, timedOut: boolean, cause?: unknown) {
-    super(Code.Internal, message, { cause });
+  constructor(message: string, command: string, exitCode: number | null, stderr: string, timedOut: boolean, cause?: unknown, code?: Code) {
+    super(code ?? (timedOut ? Code.DeadlineExceeded : Code.FailedPrecondition), message, { cause });
     this.command = command;
     this.exitCode = exitCode;
     this.stderr = stderr;
     this.timedOut = timedOut;
   }
+}
+
+/** Process-wide upper bound for every command's timeout (flag -host-command-timeout); Infinity = none. */
+let timeoutCapMs = Infinity;
+
+/** Caps every later command's timeout at `ms` (0 or less: no cap beyond each step's own bound). */
+export function setHostCommandTimeoutCap(ms: number): void {
+  timeoutCapMs = ms > 0 ? ms : Infinity;
 }
 
 /** The environment children get: enough to find tools and print untranslated messages. */
@@ -58,7 +70,8 @@ const baseEnv: Record<string, string> = {
  * Resolves with the output on an accepted exit code; otherwise rejects with HostCommandError.
  */
 export function runCommand(file: string, args: readonly string[], options: RunOptions = {}): Promise<RunResult> {
-  const { timeoutMs = 60_000, maxOutputBytes = 4 * 1024 * 1024, okExitCodes = [0], redact = [] } = options;
+  const { timeoutMs: stepTimeoutMs = 60_000, maxOutputBytes = 4 * 1024 * 1024, okExitCodes = [0], redact = [] } = options;
+  const timeoutMs = Math.min(stepTimeoutMs, timeoutCapMs);
   const mask = (s: string) => redactWhole(s, redact);
   const command = mask([file, ...args].map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : JSON.stringify(a))).join(" "));
   return new Promise((resolve, reject) => {
@@ -89,7 +102,7 @@ export function runCommand(file: string, args: readonly string[], options: RunOp
       clearTimeout(timer);
       const code = (cause as NodeJS.ErrnoException).code;
       const reason = code === "ENOENT" ? `${file} is not installed` : code === "ABORT_ERR" ? "aborted" : cause.message;
-      reject(new HostCommandError(`${command}: ${reason}`, command, null, "", false, cause));
+      reject(new HostCommandError(`${command}: ${reason}`, command, null, "", false, cause, code === "ABORT_ERR" ? Code.Cancelled : undefined));
     });
     child.once("close", (exitCode, signal) => {
       clearTimeout(timer);
@@ -98,7 +111,8 @@ export function runCommand(file: string, args: readonly string[], options: RunOp
       if (exitCode !== null && okExitCodes.includes(exitCode)) return resolve({ stdout, stderr, exitCode });
       const why = timedOut ? `timed out after ${timeoutMs} ms` : signal ? `killed by ${signal}` : `exit status ${exitCode}`;
       const tail = (stderr.trim() || mask(stdout.trim())).slice(-2000);
-      reject(new HostCommandError(`${command}: ${why}${tail ? `: ${tail}` : ""}`, command, exitCode, stderr, timedOut));
+      const code = !timedOut && signal ? Code.Aborted : undefined;
+      reject(new HostCommandError(`${command}: ${why}${tail ? `: ${tail}` : ""}`, command, exitCode, stderr, timedOut, undefined, code));
     });
   });
 }

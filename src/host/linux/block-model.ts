@@ -247,7 +247,9 @@ export const liveMarks = (snap: BlockSnapshot) => snap.marks.filter((m) => snap.
 /** SCSI disks: device state "running"; other disks: no csi-proxy offline mark. */
 export function isDiskOnline(snap: BlockSnapshot, disk: BlockDisk): boolean {
   if (disk.scsiState !== null) return disk.scsiState === "running";
-  return markOf(snap, disk) === undefined;
+  const mark = markOf(snap, disk);
+  // A mark whose read-only flag was never set (the daemon stopped between recording and setting it) is not offline yet.
+  return mark === undefined || (mark.setReadOnly && !disk.readOnly);
 }
 
 

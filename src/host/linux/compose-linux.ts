@@ -38,13 +38,18 @@ export async function createLinuxServices(config: ProxyConfig): Promise<Services
     bindSources: readBindSources,
   });
   const locks = createKeyedMutex();
+  const smbHost = new LinuxSmbHost(config);
+  if (!trust.smb) {
+    const removed = await smbHost.removeLeftoverCredentials().catch(() => 0);
+    if (removed) config.logger?.warning(`removed ${removed} SMB credentials file(s) left by a daemon that stopped during a mount`);
+  }
   const blockTools = new LinuxBlockTools({ stateFile: path.join(config.socketDir, "csi-proxy-disk-state.json") });
   return {
     filesystem: createFilesystemService({ host: new LinuxFilesystemHost(), policy, platform: "linux" }),
     disk: createDiskService({ host: new LinuxDiskHost(blockTools), policy, locks }),
     volume: createVolumeService({ host: new LinuxVolumeHost(blockTools, { defaultFileSystem: config.defaultFsType }), policy, locks }),
     smb: await createSmbService({
-      host: new LinuxSmbHost(config),
+      host: smbHost,
       policy,
       state: guardStateFile(smbStateFile(config.stateDir), trust.smb),
       requirePrivacy: config.requirePrivacy,

@@ -205,22 +205,25 @@ export class LinuxDiskHost implements DiskHostApi {
     return (await takeSnapshot(this.#tools)).disks.filter((d) => d.scsiAddress || d.loopBackingFile).map(diskNumberOf);
   }
 
-  /** A disk that went away meanwhile (a loop device detached by its owner) has nothing to refresh: NotFound. */
+  /** A disk that disappears before or while its size is refreshed needs no refresh: success. */
   async refreshDiskSize(n: number): Promise<void> {
-    const { disk } = await this.#disk(n);
+    const disk = await this.#tools.findDisk(devOfDiskNumber(n));
+    if (!disk) return;
     try {
       if (disk.scsiAddress) await this.#tools.rescanScsiDevice(disk.name);
       else if (disk.loopBackingFile) await this.#tools.refreshLoopCapacity(disk.devPath);
-    } catch (e) {
-      const now = (await takeSnapshot(this.#tools, disk)).disks[0];
-      if (!now || now.diskSeq !== disk.diskSeq || (disk.loopBackingFile !== null && now.loopBackingFile === null)) throw notFound(`disk ${n} (${disk.devPath}) went away during the rescan`);
-      throw e;
+    } catch (err) {
+      const now = await this.#tools.findDisk(devOfDiskNumber(n)).catch(() => disk);
+      if (now === null || now.diskSeq !== disk.diskSeq || (disk.loopBackingFile !== null && now.loopBackingFile !== disk.loopBackingFile)) return;
+      throw err;
     }
   }
 
   /**
    * SCSI disks: the SCSI device state. Other disks: a persisted offline mark plus the kernel
-   * read-only flag, which going online clears only if going offline set it. Marks of devices that
+   * read-only flag, which going online clears only if going offline set it. Each step is written
+   * so that a daemon killed between two of them converges on the retry (kill points tested in
+   * test/faults/volume-kill-points.test.ts). Marks of devices that
    * are gone or hold another medium are dropped on the way.
    */
   async setDiskOnline(n: number, online: boolean, expect?: string): Promise<void> {
@@ -250,12 +253,16 @@ export class LinuxDiskHost implements DiskHostApi {
       await this.#tools.writeOfflineMarks(others);
       return;
     }
+    // The mark (with what is about to change) is recorded before the flag is set: a daemon killed in
+    // between leaves a mark whose flag is not set, which counts as online (isDiskOnline) and is
+    // completed by the retry — never a read-only flag nobody remembers setting.
     const setReadOnly = !disk.readOnly;
-    if (setReadOnly) await this.#tools.setReadOnly(disk.devPath, true);
+    await this.#tools.writeOfflineMarks([...others, { major: disk.major, minor: disk.minor, diskSeq: disk.diskSeq, setReadOnly }]);
+    if (!setReadOnly) return;
     try {
-      await this.#tools.writeOfflineMarks([...others, { major: disk.major, minor: disk.minor, diskSeq: disk.diskSeq, setReadOnly }]);
+      await this.#tools.setReadOnly(disk.devPath, true);
     } catch (e) {
-      if (setReadOnly) await this.#tools.setReadOnly(disk.devPath, false).catch(() => {});
+      await this.#tools.writeOfflineMarks(others).catch(() => {});
       throw e;
     }
   }

@@ -149,7 +149,7 @@ describe("LinuxIscsiHost argv", () => {
       [24, Code.PermissionDenied, /rejected the CHAP credentials/],
       [8, Code.Unavailable, /could not be reached/],
       [5, Code.FailedPrecondition, /refused the login/],
-      [6, Code.Internal, /exit status 6/],
+      [6, Code.FailedPrecondition, /exit status 6/],
     ];
     for (const [exitCode, code, message] of cases) {
       await iscsiadm.behave({ stderr: `iscsiadm: failure ${exitCode}\n`, exitCode });

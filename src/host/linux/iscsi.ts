@@ -252,7 +252,7 @@ export class LinuxIscsiHost implements IscsiHostApi {
       return new CsiProxyError(code, `${what}: ${err.message}${hint}`, { cause: err });
     }
     const tcpLoaded = (await readFileIfExists(path.join(this.#sys, "module", "iscsi_tcp", "initstate")).catch(() => null)) !== null;
-    let code: Code = Code.Internal;
+    let code: Code = err.code;
     let hint = "";
     switch (err.exitCode) {
       case 12: // ISCSI_ERR_TRANS_NOT_FOUND

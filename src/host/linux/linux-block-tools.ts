@@ -18,7 +18,8 @@ import { mountOnDir, unmountDir } from "./anchored-mount.ts";
 import { loadLibc } from "./libc.ts";
 import { listBlockDisks, readBlockDisk, SYS_BLOCK } from "./sysfs-block.ts";
 import { readPartitionTable } from "./partition-table.ts";
-import { failedPrecondition, internal } from "../../errors.ts";
+import { Code, CsiProxyError, failedPrecondition, internal } from "../../errors.ts";
+import { readStateFile, writeFileAtomic } from "../../state/atomic-file.ts";
 
 /** The Debian package of each tool run here, for "install it" messages. */
 const PACKAGE_OF: Record<string, string> = {
@@ -252,28 +253,29 @@ export class LinuxBlockTools implements BlockTools {
     return readPartitionTable(disk.devPath, disk.logicalBlockSize, disk.sizeBytes);
   }
 
+  /**
+   * A file that cannot be read or parsed (torn, planted garbage) is FailedPrecondition naming it:
+   * guessing would show an offline disk online. Removing the file brings every disk back online.
+   */
   async readOfflineMarks(): Promise<OfflineMark[]> {
-    let text: string;
+    let text: string | null;
     try {
-      text = await readFile(this.#stateFile, "utf8");
+      text = await readStateFile(this.#stateFile);
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === "ENOENT") return [];
-      throw internal(`read ${this.#stateFile}: ${(e as Error).message}`, e);
+      throw CsiProxyError.from(e, Code.FailedPrecondition);
     }
+    if (text === null) return [];
     try {
       const parsed = JSON.parse(text) as { offline?: OfflineMark[] };
       return Array.isArray(parsed.offline) ? parsed.offline : [];
     } catch (e) {
-      throw internal(`${this.#stateFile} is not valid JSON: ${(e as Error).message}`, e);
+      throw failedPrecondition(`disk offline-state file ${this.#stateFile} is not valid JSON (${(e as Error).message}): remove it (every disk then counts as online) or repair it`);
     }
   }
 
-  /** Atomic replace (write a temporary file, rename). */
+  /** Atomic and durable replace (src/state/atomic-file.ts): a crash leaves the old or the new marks. */
   async writeOfflineMarks(marks: OfflineMark[]): Promise<void> {
-    await mkdir(path.dirname(this.#stateFile), { recursive: true, mode: 0o700 });
-    const tmp = `${this.#stateFile}.${process.pid}.tmp`;
-    await writeFile(tmp, JSON.stringify({ offline: marks }, null, 2) + "\n", { mode: 0o600 });
-    await rename(tmp, this.#stateFile);
+    await writeFileAtomic(this.#stateFile, JSON.stringify({ offline: marks }, null, 2) + "\n", { mode: 0o600 });
   }
 
   inspectDirectory(p: string): Promise<{ isDirectory: boolean; empty: boolean } | null> {
@@ -368,7 +370,10 @@ export class LinuxBlockTools implements BlockTools {
   }
 
   async relocateGptBackup(diskDevPath: string): Promise<void> {
-    await tool("sfdisk", ["--quiet", "--relocate", "gpt-bak-std", diskDevPath]);
+    // Only the backup header moves: the kernel's partitions stay as they are (without --no-tell-kernel
+    // sfdisk re-reads and the kernel drops them until the next partx: a daemon killed in between left a
+    // volume nobody could find again).
+    await tool("sfdisk", ["--quiet", "--no-reread", "--no-tell-kernel", "--relocate", "gpt-bak-std", diskDevPath]);
   }
 
   async resizePartition(diskDevPath: string, number: number, sizeSectors: bigint): Promise<void> {

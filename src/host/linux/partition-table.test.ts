@@ -119,7 +119,7 @@ describe("small parsers", () => {
   });
 });
 
-test("a tool that is not installed: FailedPrecondition naming what to install, not Internal", async () => {
+test("a tool that is not installed: FailedPrecondition naming what to install; one that fails: FailedPrecondition (the host refused), not Internal", async () => {
   await assert.rejects(tool("csi-proxy-no-such-tool", []), { code: Code.FailedPrecondition, message: /^csi-proxy-no-such-tool is not installed: install the csi-proxy-no-such-tool package/ });
-  await assert.rejects(tool("sh", ["-c", "exit 3"]), { code: Code.Internal, message: /exit status 3/ });
+  await assert.rejects(tool("sh", ["-c", "exit 3"]), { code: Code.FailedPrecondition, message: /exit status 3/ });
 });

@@ -66,7 +66,7 @@ describe("LinuxSmbHost.createMapping", () => {
       ["mount error(113): could not connect to 10.0.0.1Unable to find suitable address.\n", 32, Code.Unavailable],
       ["mount error(19): No such device\n", 32, Code.FailedPrecondition],
       ["mount: /x: unknown filesystem type 'cifs'.\n", 32, Code.FailedPrecondition],
-      ["something else\n", 1, Code.Internal],
+      ["something else\n", 1, Code.FailedPrecondition],
     ];
     for (const [stderr, exitCode, code] of cases) {
       await mount.behave({ stderr, exitCode });

@@ -105,6 +105,17 @@ export class LinuxSmbHost implements SmbHostApi {
     }
   }
 
+  /**
+   * Deletes credentials files a daemon killed during a mount left behind (each is deleted as soon
+   * as its mount command returns, so at start-up none is in use). Run once before serving.
+   */
+  async removeLeftoverCredentials(): Promise<number> {
+    const names = await fs.readdir(this.#credentialsDir).catch(() => [] as string[]);
+    const leftovers = names.filter((n) => /^cred-[0-9a-f]{24}$/.test(n));
+    for (const n of leftovers) await fs.rm(path.join(this.#credentialsDir, n), { force: true });
+    return leftovers.length;
+  }
+
   /** Writes a mount.cifs credentials file (mode 0600, exclusive create) and returns its path. */
   async #writeCredentials(username: string, password: string): Promise<string> {
     await fs.mkdir(this.#credentialsDir, { recursive: true, mode: 0o700 });
@@ -184,7 +195,7 @@ function mountError(err: unknown, source: string): CsiProxyError {
   if (!(err instanceof HostCommandError)) return CsiProxyError.from(err);
   const text = err.stderr;
   const errno = /mount error\((\d+)\)/.exec(text)?.[1];
-  let code: Code = Code.Internal;
+  let code: Code = err.code;
   let hint = "";
   if (/unknown filesystem type|No such device/i.test(text) || errno === "19") {
     code = Code.FailedPrecondition;

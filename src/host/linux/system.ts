@@ -113,7 +113,7 @@ export class LinuxSystemHost implements SystemHostApi {
         : /not found|not loaded/i.test(err.stderr) ? Code.NotFound
         : /access denied|interactive authentication required/i.test(err.stderr) ? Code.PermissionDenied
         : /^Job for .* failed/m.test(err.stderr) ? Code.FailedPrecondition
-        : Code.Internal;
+        : err.code;
       throw new CsiProxyError(code, err.message, { cause: err });
     }
   }

@@ -158,6 +158,7 @@ describe("MountVolume", () => {
       tweak: (w) => {
         formatted(w);
         w.marks.push({ major: 7, minor: 3, diskSeq: "1", setReadOnly: true });
+        w.disk("loop3").readOnly = true;
       },
       code: Code.FailedPrecondition,
       message: /offline/,
@@ -460,7 +461,7 @@ describe("ResizeVolume", () => {
       code: Code.FailedPrecondition,
       calls: [],
     },
-    { name: "offline disk: FailedPrecondition", tweak: (w) => (grown(w), w.marks.push({ major: 7, minor: 3, diskSeq: "1", setReadOnly: true })), size: 0n, code: Code.FailedPrecondition, calls: [] },
+    { name: "offline disk: FailedPrecondition", tweak: (w) => (grown(w), w.marks.push({ major: 7, minor: 3, diskSeq: "1", setReadOnly: true }), (w.disk("loop3").readOnly = true)), size: 0n, code: Code.FailedPrecondition, calls: [] },
     { name: "whole-disk volume: FailedPrecondition", size: 0n, code: Code.FailedPrecondition, message: /whole-disk/, calls: [] },
   ];
   for (const c of cases) {

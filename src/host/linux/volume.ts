@@ -26,6 +26,7 @@ import {
   volumeOfWholeDisk,
   type BlockSnapshot,
   type VolumeRef,
+  tableMismatch,
 } from "./block-model.ts";
 
 export interface LinuxVolumeHostOptions {
@@ -213,6 +214,28 @@ export class LinuxVolumeHost implements VolumeHostApi {
     const disk = (await takeSnapshot(this.#tools, vol.disk)).disks[0];
     const now = disk?.partitions.find((q) => q.number === p.number);
     return now ? volumeOfPartition(disk, now).id : volumeId;
+  }
+
+  async syncInterruptedResize(volumeId: string): Promise<boolean> {
+    const { vol } = await this.#volume(volumeId);
+    const p = vol.partition;
+    const e = p && vol.disk.partitionTable?.entries.find((x) => x.number === p.number);
+    if (!p || !e || e.startSectors !== p.startSectors || e.sizeSectors <= p.sizeSectors) return false;
+    // Only this partition may be out of step, and only by having grown in the table.
+    if (vol.disk.partitions.some((q) => q.number !== p.number && tableMismatch(q, vol.disk) !== null)) return false;
+    await this.#tools.resizePartition(vol.disk.devPath, p.number, e.sizeSectors);
+    return true;
+  }
+
+  async filesystemShortfall(volumeId: string): Promise<bigint> {
+    const { snap, vol } = await this.#volume(volumeId);
+    if (!vol.partition) return 0n;
+    const probe = await this.#probe(snap, vol);
+    const family = isFilesystem(probe) ? growableFamily(probe.type) : null;
+    if (!family) return 0n;
+    const { totalBytes } = await this.#tools.readFilesystemUsage(vol.devPath, family);
+    const partition = vol.partition.sizeSectors * 512n;
+    return partition > totalBytes ? partition - totalBytes : 0n;
   }
 
   /** resize2fs online when mounted, offline after e2fsck -f -p; xfs_growfs on its mount, or on a private temporary one. Verified unused right before. */

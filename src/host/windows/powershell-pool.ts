@@ -83,11 +83,13 @@ export class WorkerError extends CsiProxyError {
 
 /**
  * gRPC code for a CIM method's non-zero ReturnValue or StorageWMI status: the Storage Management
- * API's documented codes (storage-status.ts); anything else is Internal with the number in the
- * message (like upstream's `code=<n>`).
+ * API's documented codes (storage-status.ts); any other code the provider reports is FailedPrecondition with the number in
+ * the message (like upstream's `code=<n>`): the host refused, not csi-proxy erred; 0 (success taken
+ * for a failure) is Internal, csi-proxy's own bug.
  */
 export function codeForReturnValue(rv: number): Code {
-  return STORAGE_STATUS[rv]?.code ?? Code.Internal;
+  if (rv === 0) return Code.Internal;
+  return STORAGE_STATUS[rv]?.code ?? Code.FailedPrecondition;
 }
 
 /** The message with the documented meaning of a Storage Management API code appended. */
@@ -121,7 +123,7 @@ const categoryCodes: Record<string, Code> = {
   LimitsExceeded: Code.ResourceExhausted,
 };
 
-/** Chooses the gRPC code and message of a worker error: script kind, method return value (or StorageWMI status), CIM native code, then the PowerShell category. */
+/** Chooses the gRPC code and message of a worker error: script kind, method return value (or StorageWMI status), CIM native code, then the PowerShell category; Internal only for what points at csi-proxy's own script (docs/reliability.md "Internal policy"). */
 export function mapWorkerError(info: WorkerErrorInfo): [Code, string] {
   const message = (info.message ?? "PowerShell error").trim();
   if (info.kind === "NotFound") return [Code.NotFound, message];
@@ -131,6 +133,9 @@ export function mapWorkerError(info: WorkerErrorInfo): [Code, string] {
   if (status !== undefined) return [codeForReturnValue(status), withStatusText(message, status)];
   if (info.native && nativeCodes[info.native] !== undefined) return [nativeCodes[info.native], message];
   if (info.category && categoryCodes[info.category] !== undefined) return [categoryCodes[info.category], message];
+  // A CIM error the provider raised (a native code, e.g. "Failed"): the host's failure. Anything else
+  // (a PowerShell runtime error in the worker script, no information at all) is csi-proxy's bug.
+  if (info.native) return [Code.FailedPrecondition, message];
   return [Code.Internal, message];
 }
 

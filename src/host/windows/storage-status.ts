@@ -11,9 +11,9 @@ import { Code } from "../../errors.ts";
 
 export const STORAGE_STATUS: Readonly<Record<number, { code: Code; text: string }>> = {
   1: { code: Code.Unimplemented, text: "Not Supported" },
-  2: { code: Code.Unknown, text: "Unspecified Error" },
+  2: { code: Code.FailedPrecondition, text: "Unspecified Error" },
   3: { code: Code.DeadlineExceeded, text: "Timeout" },
-  4: { code: Code.Unknown, text: "Failed" },
+  4: { code: Code.FailedPrecondition, text: "Failed" },
   5: { code: Code.InvalidArgument, text: "Invalid Parameter" },
   6: { code: Code.FailedPrecondition, text: "Disk is in use" },
   7: { code: Code.Unimplemented, text: "This command is not supported on x86 running in x64 environment" },
@@ -22,7 +22,7 @@ export const STORAGE_STATUS: Readonly<Record<number, { code: Code; text: string 
   40001: { code: Code.PermissionDenied, text: "Access denied" },
   40002: { code: Code.FailedPrecondition, text: "There are not enough resources to complete the operation" },
   40003: { code: Code.FailedPrecondition, text: "Cache out of date" },
-  40004: { code: Code.Unknown, text: "An unexpected I/O error has occurred" },
+  40004: { code: Code.FailedPrecondition, text: "An unexpected I/O error has occurred" },
   40005: { code: Code.InvalidArgument, text: "Specify either Size or UseMaximumSize" },
   40018: { code: Code.FailedPrecondition, text: "The object is managed by Failover Clustering" },
   41000: { code: Code.FailedPrecondition, text: "The disk has not been initialized" },
@@ -55,5 +55,5 @@ export const STORAGE_STATUS: Readonly<Record<number, { code: Code; text: string 
   43004: { code: Code.InvalidArgument, text: "The specified UDF version is not supported" },
   43005: { code: Code.InvalidArgument, text: "The cluster size must be a multiple of the disk's physical sector size" },
   43006: { code: Code.FailedPrecondition, text: "Cannot perform the requested operation when the drive is read only" },
-  43034: { code: Code.Unknown, text: "Undocumented format error" },
+  43034: { code: Code.FailedPrecondition, text: "Undocumented format error" },
 };
