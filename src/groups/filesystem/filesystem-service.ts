@@ -2,17 +2,24 @@ import * as path from "node:path";
 import type { FilesystemService } from "./types.ts";
 import type { FilesystemHostApi } from "./host-api.ts";
 import type { PathPolicy } from "./path-policy.ts";
-import { alreadyExists, notFound, permissionDenied } from "../../errors.ts";
+import { alreadyExists, invalidArgument, notFound, permissionDenied } from "../../errors.ts";
+import { FragmentError, fragmentError } from "../../compat/driver-fragments.ts";
 
 /**
  * The filesystem group: every path goes through the path policy first (InvalidArgument for
  * malformed paths, PermissionDenied outside the allowed directories), then to the host.
  * Decisions beyond upstream: IsSymlink is validated too (upstream lets it probe any path), and the
  * allowed directories themselves cannot be removed or emptied.
+ * Texts drivers match (compat/driver-fragments.ts): a non-absolute path carries
+ * `not an absolute Windows path` everywhere except IsSymlink (upstream never validates there, and
+ * democratic-csi would read the text as "no link"); Rmdir (force=false) of a missing path carries
+ * `The system cannot find the file specified`, or `…the path specified` when the parent is missing
+ * too (both NotFound).
  */
 export function createFilesystemService(deps: { host: FilesystemHostApi; policy: PathPolicy; platform: "linux" | "win32" }): FilesystemService {
   const { host, policy } = deps;
   const join = deps.platform === "win32" ? path.win32.join : path.posix.join;
+  const dirname = deps.platform === "win32" ? path.win32.dirname : path.posix.dirname;
 
   /** Destructive operations never act on an allowed directory itself. */
   async function refuseRoot(resolved: string, what: string) {
@@ -36,7 +43,12 @@ export function createFilesystemService(deps: { host: FilesystemHostApi; policy:
       const checked = await policy.check(p);
       await refuseRoot(checked, "remove");
       if (force) return host.removeAll(checked);
-      if ((await host.lstat(checked)) === null) throw notFound(`rmdir ${p}: no such directory`);
+      if ((await host.lstat(checked)) === null) {
+        const parentPresent = (await host.lstat(dirname(checked))) !== null;
+        throw parentPresent
+          ? fragmentError("rmdir-missing", `remove ${p}: The system cannot find the file specified.`)
+          : fragmentError("rmdir-parent-missing", `remove ${p}: The system cannot find the path specified.`);
+      }
       await host.removeDir(checked);
     },
 
@@ -56,7 +68,10 @@ export function createFilesystemService(deps: { host: FilesystemHostApi; policy:
     },
 
     async isSymlink({ path: p }) {
-      const checked = await policy.check(p);
+      const checked = await policy.check(p).catch((e: unknown) => {
+        if (e instanceof FragmentError && e.situation === "path-not-absolute") throw invalidArgument(`is symlink ${p}: the path must be absolute`);
+        throw e;
+      });
       const kind = await host.lstat(checked);
       if (kind === null) throw notFound(`is symlink ${p}: no such file or directory`);
       if (kind === "symlink") return { isSymlink: await host.linkTargetExists(checked) };
