@@ -97,7 +97,7 @@ export function codeForReturnValue(rv: number): Code {
     case 40001:
       return Code.PermissionDenied;
     case 40002:
-      return Code.ResourceExhausted;
+      return Code.FailedPrecondition; // final for this call, not "still in progress" (compat/driver-fragments.ts)
     case 41001:
     case 42002:
       return Code.AlreadyExists;
