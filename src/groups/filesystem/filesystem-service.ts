@@ -2,7 +2,7 @@ import * as path from "node:path";
 import type { FilesystemService } from "./types.ts";
 import type { FilesystemHostApi } from "./host-api.ts";
 import type { PathPolicy } from "./path-policy.ts";
-import { alreadyExists, invalidArgument, notFound, permissionDenied } from "../../errors.ts";
+import { alreadyExists, failedPrecondition, invalidArgument, notFound, permissionDenied } from "../../errors.ts";
 import { FragmentError, fragmentError } from "../../compat/driver-fragments.ts";
 
 /**
@@ -42,7 +42,14 @@ export function createFilesystemService(deps: { host: FilesystemHostApi; policy:
     async rmdir({ path: p, force }) {
       const checked = await policy.check(p);
       await refuseRoot(checked, "remove");
-      if (force) return host.removeAll(checked);
+      if (force) {
+        // Linux (beyond upstream, where RemoveDirectory drops a volume mount point's reparse point without
+        // entering it): a recursive delete never enters a mounted filesystem; unmount it first.
+        if (deps.platform === "linux" && (await host.lstat(checked)) === "directory" && (await host.isMountPoint(checked))) {
+          throw failedPrecondition(`refusing to remove ${p}: it is a mount point; unmount it first (UnmountVolume)`);
+        }
+        return host.removeAll(checked);
+      }
       if ((await host.lstat(checked)) === null) {
         const parentPresent = (await host.lstat(dirname(checked))) !== null;
         throw parentPresent
