@@ -43,6 +43,7 @@ export function createFilesystemService(deps: { host: FilesystemHostApi; policy:
       const checked = await policy.check(p);
       await refuseRoot(checked, "remove");
       if (force) {
+        if ((await host.lstat(checked)) === null) return; // nothing there (also under a file): success, as Go's RemoveAll
         // Linux (beyond upstream, where RemoveDirectory drops a volume mount point's reparse point without
         // entering it): a recursive delete never enters a mounted filesystem; unmount it first.
         if (deps.platform === "linux" && (await host.lstat(checked)) === "directory" && (await host.isMountPoint(checked))) {
@@ -69,7 +70,10 @@ export function createFilesystemService(deps: { host: FilesystemHostApi; policy:
 
     async createSymlink({ sourcePath, targetPath }) {
       const link = await policy.check(targetPath);
-      const target = await policy.check(sourcePath, { followFinal: true });
+      // The source's own final component is not followed (upstream links to source_path as given): a
+      // publish link to an SMB staging link, whose target is the share (outside the allowed dirs), is
+      // how csi-driver-smb, AzureFile and Trident publish. It grants nothing the source link does not.
+      const target = await policy.check(sourcePath);
       if ((await host.lstat(link)) !== null) throw alreadyExists(`create symlink ${targetPath}: path already exists`);
       await host.symlink(target, link);
     },

@@ -62,8 +62,8 @@ export interface PathPolicyOptions {
 export interface CheckOptions {
   /**
    * Resolve the final component too when it is a symlink (default false). Use it for operations that
-   * act *through* the final component: RmdirContents, Mkdir, and the source (link target) of
-   * CreateSymlink. Without it a final symlink is checked (and returned) as the link itself, which
+   * act *through* the final component: RmdirContents and Mkdir. (CreateSymlink's source is checked
+   * without it: the new link points to the source entry as given, as upstream.) Without it a final symlink is checked (and returned) as the link itself, which
    * is right for PathExists, Rmdir (removes the link) and the link location of CreateSymlink.
    */
   followFinal?: boolean;
