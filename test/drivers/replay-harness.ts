@@ -96,6 +96,8 @@ export const blockSkipReason = loopDeviceSkipReason;
 
 export interface BlockEnv {
   daemon: DaemonProcess;
+  /** The extra allowed directory (-working-dir) when one was asked for. */
+  workingDir?: string;
   kubelet: string;
   loop: LoopDevice;
   proxy(versions: Partial<Record<Group, string>>): Proxy;
@@ -105,13 +107,16 @@ export interface BlockEnv {
 }
 
 /** A daemon and one 64 MiB loop device (the "attached disk"). */
-export async function startBlockEnv(label: string): Promise<BlockEnv> {
+export async function startBlockEnv(label: string, options: { workingDir?: boolean } = {}): Promise<BlockEnv> {
   const images = mkdtempSync(path.join(tmpdir(), `csi-replay-${label}-`));
-  const daemon = await startDaemonProcess({ args: ["-state-dir", path.join(images, "state")] });
+  const workingDir = options.workingDir ? path.join(images, "disks") : undefined;
+  if (workingDir) mkdirSync(workingDir);
+  const daemon = await startDaemonProcess({ args: ["-state-dir", path.join(images, "state"), ...(workingDir ? ["-working-dir", workingDir] : [])] });
   const loop = createLoopDevice(images, 64 * MiB, label);
   const proxies: Proxy[] = [];
   return {
     daemon,
+    workingDir,
     kubelet: daemon.kubeletDir,
     loop,
     proxy(versions) {
