@@ -7,6 +7,8 @@ import { CsiError, type Proxy } from "./replay-harness.ts";
 
 export class SmbDriver {
   readonly proxy: Proxy;
+  /** csi-driver-smb removes the global mapping with the last volume of a share; AzureFile never calls RemoveSmbGlobalMapping. */
+  readonly removesMapping: boolean;
   /** The driver's own per-share reference count (RemoveSMBMappingDuringUnmount), kept in the driver. */
   readonly refs = new Map<string, Set<string>>();
   /**
@@ -14,8 +16,9 @@ export class SmbDriver {
    * path). Our Linux host links into the CIFS mount instead, so the model remembers it.
    */
   readonly linkTargets = new Map<string, string>();
-  constructor(proxy: Proxy) {
+  constructor(proxy: Proxy, removesMapping = true) {
     this.proxy = proxy;
+    this.removesMapping = removesMapping;
   }
   async exists(p: string) {
     return ((await this.proxy.call("filesystem", "pathExists", { path: p })) as { exists: boolean }).exists;
@@ -75,7 +78,7 @@ export class SmbDriver {
       // missing (or under a non-directory): not a link
     }
     const remote = isLink ? this.linkTargets.get(staging) : undefined;
-    if (remote !== undefined) {
+    if (remote !== undefined && this.removesMapping) {
       const root = SmbDriver.root(remote);
       const set = this.refs.get(root);
       set?.delete(volumeId);
