@@ -16,6 +16,7 @@ const spec: BlockDriverSpec = {
   stagedCheck: "aws-device-name",
   setOnline: true,
   unstage: "aws",
+  publishMountCheck: true,
   statsLocalStat: true,
 };
 

@@ -14,6 +14,7 @@ const spec: BlockDriverSpec = {
   stagedCheck: "mount-check",
   setOnline: false,
   unstage: "flush+rmdir",
+  publishMountCheck: true,
   statsLocalStat: false,
 };
 

@@ -30,8 +30,12 @@ export interface BlockDriverSpec {
    * "not mounted" → OK) then as unmount+offline.
    */
   unstage: "flush+rmdir" | "unmount+offline" | "aws";
-  /** GCE checks the staging path exists before unmounting (missing → OK). */
+  /** The node server checks the staging path exists before unmounting (missing → OK): vSphere's VerifyTargetDir. */
   unstageChecksExists?: boolean;
+  /** The mounter's Unmount starts with PathExists (missing → OK): GCE UnmountDevice, vSphere Unmount. */
+  unmountExistsCheck?: boolean;
+  /** NodePublish runs the mount check after preparing the path (AzureDisk ensureMountPoint, AWS isMounted). */
+  publishMountCheck?: boolean;
   /** NodeGetVolumeStats on a missing path: the driver's own stat answers NotFound (GCE, AWS) or it asks csi-proxy (AzureDisk). */
   statsLocalStat: boolean;
 }
@@ -88,6 +92,7 @@ export class BlockDriver {
     }
   }
   async unmountAndOffline(p: string): Promise<void> {
+    if (this.spec.unmountExistsCheck && !(await this.existsPath(p))) return;
     const volumeId = await this.volumeIdAt(p);
     await this.proxy.call("volume", "unmountVolume", { volumeId, targetPath: p });
     await this.rmdirForce(p);
@@ -125,6 +130,7 @@ export class BlockDriver {
     };
     // preparePublishPath: kubelet's directory (or an earlier link) is removed, the link is created anew
     if (await this.existsPath(target).catch(wrap("Target path could not be prepared"))) await this.rmdirForce(target).catch(wrap("Target path could not be prepared"));
+    if (this.spec.publishMountCheck && !(await this.isLikelyNotMountPoint(target).catch(wrap("could not mount target"))).notMnt) return;
     await this.proxy.call("filesystem", "createSymlink", { sourcePath: staging, targetPath: target }).catch(wrap("could not mount"));
   }
 

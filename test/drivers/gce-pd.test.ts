@@ -14,7 +14,7 @@ const spec: BlockDriverSpec = {
   stagedCheck: "mount-check",
   setOnline: true,
   unstage: "unmount+offline",
-  unstageChecksExists: true,
+  unmountExistsCheck: true,
   statsLocalStat: true,
 };
 

@@ -15,6 +15,7 @@ const spec: BlockDriverSpec = {
   setOnline: true,
   unstage: "unmount+offline",
   unstageChecksExists: true,
+  unmountExistsCheck: true,
   statsLocalStat: true,
 };
 
