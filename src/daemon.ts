@@ -1,6 +1,8 @@
 import type * as http from "node:http";
 import type { DescMethod } from "@bufbuild/protobuf";
-import { buildEndpoints, createServices, type ProxyConfig, type Services } from "./compose.ts";
+import { buildEndpoints, createServices } from "./compose.ts";
+import type { ProxyConfig } from "./proxy-config.ts";
+import type { Services } from "./groups/services.ts";
 import { serveEndpoints, type ServingEndpoints } from "./rpc/serve-endpoints.ts";
 import type { CallObserver } from "./rpc/grpc-service.ts";
 import { createGrpcMetrics, serveMetrics, type GrpcMetrics } from "./metrics/grpc-metrics.ts";
@@ -74,9 +76,9 @@ function callObserver(logger: Logger, metrics: GrpcMetrics | undefined): CallObs
   };
 }
 
-/** Windows -pipe-sddl: validates the SDDL now and returns the per-pipe applier (src/windows/pipe-security.ts). */
+/** Windows -pipe-sddl: validates the SDDL now and returns the per-pipe applier (src/win32/pipe-security.ts). */
 async function pipeSecurity(sddl: string, logger: Logger): Promise<(address: string) => Promise<void>> {
-  const { createPipeSecurity } = await import("./windows/pipe-security.ts");
+  const { createPipeSecurity } = await import("./win32/pipe-security.ts");
   const security = await createPipeSecurity(sddl);
   return async (address) => {
     const applied = await security.apply(address);

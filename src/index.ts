@@ -10,7 +10,9 @@
  * For embedding the daemon: `startDaemon`.
  */
 export { connectGroup, type ConnectOptions, type GroupClient } from "./client/connect-group.ts";
-export { createServices, type ProxyConfig, type Services } from "./compose.ts";
+export { createServices } from "./compose.ts";
+export type { ProxyConfig } from "./proxy-config.ts";
+export type { Services } from "./groups/services.ts";
 export { startDaemon, type Daemon } from "./daemon.ts";
 export { CsiProxyError, Code } from "./errors.ts";
 export { catalog, allEndpoints, compareVersions, type Group, type VersionOf } from "./api/catalog.ts";

@@ -67,8 +67,8 @@ async function main(argv: string[]): Promise<number> {
       return daemon;
     };
     if (flags["windows-service"]) {
-      // Windows service: the SCM starts and stops serving (src/windows/service.ts).
-      const { runService } = await import("./windows/service.ts");
+      // Windows service: the SCM starts and stops serving (src/win32/service.ts).
+      const { runService } = await import("./win32/service.ts");
       let daemon: Awaited<ReturnType<typeof startDaemon>> | undefined;
       return await runService({
         start: async () => {

@@ -1,4 +1,8 @@
-import pkg from "../package.json" with { type: "json" };
+import { createRequire } from "node:module";
 
-/** The build's version: the Windows build defines it (esbuild), otherwise `v` + package.json's version. */
-export const version: string = (globalThis as { CSI_PROXY_VERSION?: string }).CSI_PROXY_VERSION ?? `v${pkg.version}`;
+/**
+ * The build's version: the Windows build defines it (esbuild), otherwise `v` + package.json's version
+ * (read with require: a JSON import warns on Node 20 before 20.19ish).
+ */
+export const version: string =
+  (globalThis as { CSI_PROXY_VERSION?: string }).CSI_PROXY_VERSION ?? `v${(createRequire(import.meta.url)("../package.json") as { version: string }).version}`;

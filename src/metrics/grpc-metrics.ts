@@ -13,6 +13,9 @@ const labels = ["grpc_method", "grpc_service", "grpc_type"] as const;
 export function createGrpcMetrics() {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
+  // prom-client's gauges named *_total break Prometheus naming (`promtool check metrics` flags them);
+  // their per-type series (nodejs_active_handles{type} …) remain, and sum() gives the totals.
+  for (const name of ["nodejs_active_handles_total", "nodejs_active_requests_total", "nodejs_active_resources_total"]) registry.removeSingleMetric(name);
   const started = new Counter({
     name: "grpc_server_started_total",
     help: "Total number of RPCs started on the server.",

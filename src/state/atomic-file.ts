@@ -68,7 +68,7 @@ export async function readFileIfExists(file: string): Promise<string | null> {
 /**
  * Content of the state file `file`, or null when it does not exist. Only a regular file owned by
  * `uid` (default: this process's; not checked where there are no uids, i.e. Windows, whose owner
- * check is done at start-up by src/windows/state-dir-security.ts) is read: the last component is
+ * check is done at start-up by src/state/state-dir-windows.ts) is read: the last component is
  * opened with O_NOFOLLOW (a symbolic link fails instead of being followed) and O_NONBLOCK (a FIFO
  * cannot hang the open), and the opened file itself is checked with fstat, so what was checked is
  * what is read. Anything else is refused with FailedPrecondition naming the file.

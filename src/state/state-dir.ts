@@ -14,7 +14,7 @@
  *    state files that exist must be regular files (not symbolic links, FIFOs…) owned by csi-proxy's
  *    uid; group/other access to them is removed (0600) with a warning. Reading them later goes
  *    through `readStateFile` (O_NOFOLLOW + fstat), so a file swapped in afterwards is refused too.
- * Windows: src/windows/state-dir-security.ts (owner Administrators, protected DACL, file owners).
+ * Windows: src/state/state-dir-windows.ts (owner Administrators, protected DACL, file owners).
  *
  * A refusal does not stop the daemon and does not touch unrelated groups: the result names, per
  * area, the FailedPrecondition error that area's state users answer with — SMB (every call) and,
@@ -25,35 +25,9 @@ import * as fs from "node:fs/promises";
 import * as path from "node:path";
 import { Code, CsiProxyError } from "../errors.ts";
 import type { JsonStateFile } from "./atomic-file.ts";
+import { STATE_FILES, StateDirRefusal, type StateArea, type StateDirLog, type StateDirTrust } from "./state-dir-trust.ts";
 
-/** Who uses which part of the state directory. */
-export type StateArea = "smb" | "iscsi";
-
-export interface StateDirLog {
-  info(msg: string): void;
-  warning(msg: string): void;
-}
-
-/** FailedPrecondition for a refused state directory or file; logged once by the start-up step. */
-export class StateDirRefusal extends CsiProxyError {
-  override name = "StateDirRefusal";
-  constructor(message: string) {
-    super(Code.FailedPrecondition, message);
-  }
-}
-
-/** The outcome: per area, null when its state may be used, else the error every use answers with. */
-export interface StateDirTrust {
-  readonly dir: string;
-  readonly smb: CsiProxyError | null;
-  readonly iscsi: CsiProxyError | null;
-}
-
-/** State files, relative to the state directory, per platform (checked at start-up). */
-export const STATE_FILES = {
-  linux: ["smb-mappings.json", "iscsi/mutual-chap-secret"],
-  win32: ["smb-mappings.json"],
-} as const;
+export { STATE_FILES, StateDirRefusal, type StateArea, type StateDirLog, type StateDirTrust } from "./state-dir-trust.ts";
 
 /** Linux: the sub-directories the hosts create, in creation order, with their area. */
 const LINUX_DIRS: readonly (readonly [string, StateArea])[] = [
@@ -76,7 +50,7 @@ export interface SecureStateDirOptions {
  */
 export async function secureStateDir(dir: string, platform: "linux" | "win32", options: SecureStateDirOptions = {}): Promise<StateDirTrust> {
   if (platform === "win32") {
-    const [{ secureWindowsStateDir }, { loadWin32 }] = await Promise.all([import("../windows/state-dir-security.ts"), import("../windows/win32.ts")]);
+    const [{ secureWindowsStateDir }, { loadWin32 }] = await Promise.all([import("./state-dir-windows.ts"), import("../win32/win32.ts")]);
     return secureWindowsStateDir(dir, await loadWin32(), { log: options.log });
   }
   return secureLinuxStateDir(dir, options);

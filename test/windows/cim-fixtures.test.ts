@@ -16,7 +16,7 @@ import { createDiskService } from "../../src/groups/disk/disk-service.ts";
 import { createVolumeService, RESIZE_THRESHOLD_BYTES as MIN_GROWTH } from "../../src/groups/volume/volume-service.ts";
 import { mapWorkerError, codeForReturnValue } from "../../src/host/windows/powershell-pool.ts";
 import { page83FromDescriptor } from "../../src/host/windows/cim-output.ts";
-import { IO_REPARSE_TAG_MOUNT_POINT, IO_REPARSE_TAG_SYMLINK, Win32Error, codeForWin32 } from "../../src/windows/win32.ts";
+import { IO_REPARSE_TAG_MOUNT_POINT, IO_REPARSE_TAG_SYMLINK, Win32Error, codeForWin32 } from "../../src/win32/win32.ts";
 import { GPT_BASIC_DATA, GPT_MICROSOFT_RESERVED } from "../../src/host/windows/cim-types.ts";
 import { createFakePool, type FakePool } from "./fake-pool.ts";
 
@@ -65,7 +65,8 @@ test("worker errors map to gRPC codes (CIM native code, method return value, scr
     [methodError("MSFT_Disk.CreatePartition", 42002), Code.AlreadyExists],
     [methodError("MSFT_Disk.Initialize", 41001), Code.AlreadyExists],
     [methodError("MSFT_Volume.Format", 40001), Code.PermissionDenied],
-    [methodError("MSFT_Partition.Resize", 4), Code.Internal],
+    [methodError("MSFT_Partition.Resize", 4), Code.Unknown],
+    [methodError("MSFT_Disk.Initialize", 12345), Code.Internal],
     [methodError("MSFT_Partition.Resize", 5), Code.InvalidArgument],
     [{ message: "volume \\\\?\\Volume{x}\\ not found", kind: "NotFound", category: "OperationStopped" }, Code.NotFound],
     [{ message: "unknown op x", kind: "UnknownOp" }, Code.Internal],
@@ -77,7 +78,8 @@ test("worker errors map to gRPC codes (CIM native code, method return value, scr
     [{}, Code.Internal],
   ];
   for (const [info, code] of cases) assert.equal(mapWorkerError(info)[0], code, JSON.stringify(info));
-  assert.equal(mapWorkerError(methodError("MSFT_Partition.Resize", 4))[1], "MSFT_Partition.Resize failed: code=4");
+  assert.equal(mapWorkerError(methodError("MSFT_Partition.Resize", 4))[1], "MSFT_Partition.Resize failed: code=4 (Failed)");
+  assert.equal(mapWorkerError(methodError("MSFT_Disk.Initialize", 12345))[1], "MSFT_Disk.Initialize failed: code=12345");
   assert.equal(codeForReturnValue(0), Code.Internal);
 });
 
@@ -213,8 +215,10 @@ test("PartitionDisk on a RAW disk: Initialize(GPT), CreatePartition(basic data),
     p.recorded().requests.map((r) => [r.op, r.args]),
     [
       ["disk.get", { diskNumber: 1 }],
+      ["disk.get", { diskNumber: 1 }], // re-verified (MSFT_Disk Path and Size) right before the write
       ["disk.initialize", { diskNumber: 1, partitionStyle: 2 }],
       ["disk.partitions", { diskNumber: 1 }],
+      ["disk.get", { diskNumber: 1 }],
       ["disk.createPartition", { diskNumber: 1, gptType: GPT_BASIC_DATA }],
       ["disk.refresh", { diskNumber: 1 }],
       ["disk.partitions", { diskNumber: 1 }],

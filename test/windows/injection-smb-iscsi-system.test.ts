@@ -16,7 +16,7 @@ import { WORKER_OPS, WORKER_SCRIPT } from "../../src/host/windows/scripts/worker
 import { WindowsSmbHost, type SmbWin32 } from "../../src/host/windows/smb.ts";
 import { WindowsIscsiHost } from "../../src/host/windows/iscsi.ts";
 import { WindowsSystemHost } from "../../src/host/windows/system.ts";
-import type { ScmServiceInfo, ServiceControlManager } from "../../src/windows/scm.ts";
+import type { ScmServiceInfo, ServiceControlManager } from "../../src/win32/scm.ts";
 import { createSmbService } from "../../src/groups/smb/smb-service.ts";
 import { createIscsiService } from "../../src/groups/iscsi/iscsi-service.ts";
 import { createSystemService } from "../../src/groups/system/system-service.ts";

@@ -1,11 +1,11 @@
 /**
- * The Windows service state machine (src/windows/service.ts) without FFI: what ServiceMain and
+ * The Windows service state machine (src/win32/service.ts) without FFI: what ServiceMain and
  * HandlerEx report to the SCM for start, stop, shutdown, interrogate and failures. The FFI path is
  * exercised under Wine by wine-service.test.ts.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { createServiceController, ServiceControl, ServiceState } from "../../src/windows/service.ts";
+import { createServiceController, ServiceControl, ServiceState } from "../../src/win32/service.ts";
 
 function harness(options: { startFails?: boolean; stopFails?: boolean; slowStart?: boolean } = {}) {
   const reports: [number, number, number, number][] = [];

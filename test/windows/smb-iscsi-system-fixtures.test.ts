@@ -17,8 +17,8 @@ import { WindowsSmbHost, mappingStatus, smbCodeFor, type SmbWin32 } from "../../
 import { WindowsIscsiHost } from "../../src/host/windows/iscsi.ts";
 import { WindowsSystemHost } from "../../src/host/windows/system.ts";
 import { windowsErrorOf } from "../../src/host/windows/worker-errors.ts";
-import { parseEnumServiceStatus, parseServiceConfig, type ScmServiceInfo, type ServiceControlManager } from "../../src/windows/scm.ts";
-import { Win32Error, SYMBOLIC_LINK_FLAG_DIRECTORY } from "../../src/windows/win32.ts";
+import { parseEnumServiceStatus, parseServiceConfig, type ScmServiceInfo, type ServiceControlManager } from "../../src/win32/scm.ts";
+import { Win32Error, SYMBOLIC_LINK_FLAG_DIRECTORY } from "../../src/win32/win32.ts";
 import { createSmbService } from "../../src/groups/smb/smb-service.ts";
 import { createIscsiService } from "../../src/groups/iscsi/iscsi-service.ts";
 import { createSystemService } from "../../src/groups/system/system-service.ts";

@@ -1,5 +1,5 @@
 /**
- * The decisions of secureWindowsStateDir() (src/windows/state-dir-security.ts) over a fake Win32
+ * The decisions of secureWindowsStateDir() (src/state/state-dir-windows.ts) over a fake Win32
  * layer: a tiny in-memory file system with owners and DACLs, recording every call. Runs anywhere;
  * the real calls (CreateDirectoryW, SetFileSecurityW, GetNamedSecurityInfoW…) run in the Wine e2e
  * (wine-state-dir.test.ts).
@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { Code, CsiProxyError } from "../../src/errors.ts";
-import { Win32Error, WinError } from "../../src/windows/win32.ts";
+import { Win32Error, WinError } from "../../src/win32/win32.ts";
 import {
   ADMINISTRATORS_SID,
   STATE_DIR_DACL,
@@ -16,7 +16,7 @@ import {
   SYSTEM_SID,
   secureWindowsStateDir,
   type StateDirSecurityApi,
-} from "../../src/windows/state-dir-security.ts";
+} from "../../src/state/state-dir-windows.ts";
 
 const DIR = "C:\\ProgramData\\csi-proxy";
 const FILE = `${DIR}\\smb-mappings.json`;

@@ -1,5 +1,5 @@
 /**
- * -state-dir under Wine with the built csi-proxy.exe (src/windows/state-dir-security.ts for real:
+ * -state-dir under Wine with the built csi-proxy.exe (src/state/state-dir-windows.ts for real:
  * CreateDirectoryW with security attributes, SetFileSecurityW, GetNamedSecurityInfoW, the token's
  * user, LookupAccountSidW), checked from outside by a node.exe fixture reading the security back
  * with its own GetNamedSecurityInfoW + ConvertSecurityDescriptorToStringSecurityDescriptorW, and by

@@ -10,7 +10,7 @@ import { createDiskService } from "./disk-service.ts";
 import { createPathPolicy } from "../filesystem/path-policy.ts";
 import { FakeStorage, MICROSOFT_RESERVED } from "../../host/fake/storage-world.ts";
 import { FakeDiskHost } from "../../host/fake/disk.ts";
-import { Code } from "../../errors.ts";
+import { Code, internal, notFound } from "../../errors.ts";
 import { rejectsWithCode } from "../../../test/helpers/assert-coded.ts";
 import { everyDiskRpc, testPartitionDiskCases, type PartitionDiskCase } from "../../../test/helpers/disk-service-cases.ts";
 
@@ -198,6 +198,13 @@ describe("Rescan", () => {
     assert.deepEqual(s.world.calls.sort(), ["refreshDiskSize 0", "refreshDiskSize 1", "refreshDiskSize 2", "scanForDisks"]);
     assert.deepEqual(await s.disk.getDiskStats({ diskNumber: 1 }), { totalBytes: 20n * GiB });
   });
+  test("a disk that went away before its refresh (NotFound) is skipped; other failures still fail the rescan", async () => {
+    const s = setup((w) => (w.refreshOneByOne = true));
+    s.world.failNext("refreshDiskSize", notFound("disk 0 went away during the rescan"));
+    await s.disk.rescan();
+    s.world.failNext("refreshDiskSize", internal("boom"));
+    await rejectsWithCode(s.disk.rescan(), Code.Internal, /rescan disk \d: boom/);
+  });
 });
 
 describe("a host that lacks the privilege", () => {
@@ -210,4 +217,37 @@ describe("a host that lacks the privilege", () => {
       assert.deepEqual(s.world.calls, []);
     });
   }
+});
+
+describe("writes re-verify the disk right before the host acts (hosts with identities)", () => {
+  /** The fake host with identities: disk 1's identity changes from the n-th getDisk/getDiskLayout on. */
+  function withIdentity(s: ReturnType<typeof setup>, changeFrom: number) {
+    let lookups = 0;
+    const ident = () => (++lookups >= changeFrom ? "\\\\?\\scsi#other size 1" : "\\\\?\\scsi#disk1 size 1");
+    const getDisk = s.host.getDisk.bind(s.host);
+    const getDiskLayout = s.host.getDiskLayout.bind(s.host);
+    s.host.getDisk = async (n: number) => ({ ...(await getDisk(n)), identity: ident() });
+    s.host.getDiskLayout = async (n: number) => {
+      const l = await getDiskLayout(n);
+      return { ...l, disk: { ...l.disk, identity: ident() } };
+    };
+  }
+  test("PartitionDisk: another disk behind the number at the write → FailedPrecondition naming both, nothing written", async () => {
+    const s = setup();
+    withIdentity(s, 2);
+    await rejectsWithCode(s.disk.partitionDisk({ diskNumber: 1 }), Code.FailedPrecondition, /changed since it was looked up \(.*scsi#disk1 size 1 → .*scsi#other size 1\)/);
+    assert.deepEqual(s.world.calls, []);
+  });
+  test("SetDiskState offline: the same", async () => {
+    const s = setup();
+    withIdentity(s, 3);
+    await rejectsWithCode(s.disk.setDiskState({ diskNumber: 1, isOnline: false }), Code.FailedPrecondition, /changed since it was looked up/);
+    assert.deepEqual(s.world.calls, []);
+  });
+  test("unchanged identity: the writes go ahead", async () => {
+    const s = setup();
+    withIdentity(s, 99);
+    await s.disk.partitionDisk({ diskNumber: 1 });
+    assert.deepEqual(s.world.calls.slice(0, 2), ["initializeDisk 1", "createDataPartition 1 gpt"]);
+  });
 });

@@ -1,5 +1,5 @@
 import type { DiskIds, DiskLocation, DiskService } from "./types.ts";
-import type { DiskHostApi, HostDevice, HostPartition } from "./host-api.ts";
+import type { DiskHostApi, HostDevice, HostDisk, HostPartition } from "./host-api.ts";
 import type { KeyedMutex } from "../../util/keyed-mutex.ts";
 import { createKeyedMutex } from "../../util/keyed-mutex.ts";
 import { Code, CsiProxyError, failedPrecondition, internal, invalidArgument, notFound } from "../../errors.ts";
@@ -41,6 +41,13 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
 
   const inDiskLock = <T>(diskNumber: number, fn: () => Promise<T>) => locks.run(diskLockKey(checkDiskNumber(diskNumber)), fn);
 
+  /** Right before a write: the disk read again must be the one looked up (same host identity). Hosts without identities skip this. */
+  async function reverify(n: number, disk: HostDisk, what: string): Promise<void> {
+    if (disk.identity === undefined) return;
+    const now = await host.getDisk(n);
+    if (now.identity !== disk.identity) throw failedPrecondition(`refusing to ${what}: the disk changed since it was looked up (${disk.identity} → ${now.identity})`);
+  }
+
   async function partitionDisk(n: number): Promise<void> {
     await inDiskLock(n, async () => {
       let layout = await host.getDiskLayout(n);
@@ -57,7 +64,8 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
       if (style === "unknown" || style === null) throw failedPrecondition(`refusing to ${what}: ${content ?? "its partition table cannot be read"}`);
       if (style === "raw") {
         if (content) throw failedPrecondition(`refusing to ${what}: it has no partition table but holds ${content}; initialising it would destroy that data`);
-        await withContext(`initialise ${disk.name} with GPT`, host.initializeDisk(n));
+        await reverify(n, disk, what);
+        await withContext(`initialise ${disk.name} with GPT`, host.initializeDisk(n, disk.identity));
         style = "gpt";
         table = await host.listPartitions(n); // Windows may add a reserved partition itself
       }
@@ -71,8 +79,9 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
         }
         return;
       }
+      await reverify(n, disk, what);
       try {
-        await host.createDataPartition(n, style);
+        await host.createDataPartition(n, style, disk.identity);
       } catch (err) {
         // 42002 "access path already in use" is tolerated, as upstream does
         if (!(err instanceof CsiProxyError && err.code === Code.AlreadyExists)) {
@@ -91,7 +100,16 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
   async function rescan(): Promise<void> {
     const disks = await withContext("rescan the host's disks", host.scanForDisks());
     // Size refreshes, each under its disk's lock so that it never runs inside a resize.
-    await Promise.all(disks.map((n) => inDiskLock(n, () => withContext(`rescan disk ${n}`, host.refreshDiskSize(n)))));
+    // A disk that went away meanwhile (NotFound) has nothing to refresh.
+    await Promise.all(
+      disks.map((n) =>
+        inDiskLock(n, () =>
+          withContext(`rescan disk ${n}`, host.refreshDiskSize(n)).catch((e) => {
+            if (!(e instanceof CsiProxyError && e.code === Code.NotFound)) throw e;
+          }),
+        ),
+      ),
+    );
   }
 
   async function setDiskState(n: number, isOnline: boolean): Promise<void> {
@@ -102,7 +120,8 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
         const devices: HostDevice[] = [disk, ...(await host.getDiskLayout(n)).partitions];
         await refuseInUse(devices, `set disk ${n} (${disk.name}) offline`, false, isAllowed);
       }
-      await withContext(`set ${disk.name} ${isOnline ? "online" : "offline"}`, host.setDiskOnline(n, isOnline));
+      await reverify(n, disk, `set disk ${n} (${disk.name}) ${isOnline ? "online" : "offline"}`);
+      await withContext(`set ${disk.name} ${isOnline ? "online" : "offline"}`, host.setDiskOnline(n, isOnline, disk.identity));
     });
   }
 

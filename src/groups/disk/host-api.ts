@@ -46,6 +46,12 @@ export interface HostDisk extends HostDevice {
   location: DiskLocation | null;
   sizeBytes: bigint;
   online: boolean;
+  /**
+   * What must not change between looking the disk up and writing to it (Linux: device number,
+   * diskseq, size), opaque; the host's writes refuse with FailedPrecondition when it differs. Absent
+   * when the host has no such facts.
+   */
+  identity?: string;
 }
 
 export type PartitionStyle = "raw" | "gpt" | "mbr";
@@ -79,6 +85,11 @@ export interface DiskLayout {
   partitions: HostPartition[];
 }
 
+/**
+ * Writes (initializeDisk, createDataPartition, setDiskOnline) take `expect`, the disk's
+ * {@link HostDisk.identity} when it was looked up, and re-verify the disk at the moment of writing:
+ * FailedPrecondition when it changed or is in use (the Linux host re-reads every fact it can).
+ */
 export interface DiskHostApi {
   /** Why this daemon cannot manage disks at all (Linux: it is not root), or null. Synchronous: read once when a service is built. */
   missingPrivilege(): string | null;
@@ -95,9 +106,9 @@ export interface DiskHostApi {
   /** The entries of the disk's partition table, read off the disk where needed (after a change). */
   listPartitions(diskNumber: number): Promise<HostPartition[]>;
   /** Writes an empty GPT partition table (MSFT_Disk.Initialize(GPT)). */
-  initializeDisk(diskNumber: number): Promise<void>;
+  initializeDisk(diskNumber: number, expect?: string): Promise<void>;
   /** Adds one partition of the host's data type filling the largest free area, without drive letter. A Windows "access path in use" (42002) is AlreadyExists. */
-  createDataPartition(diskNumber: number, style: "gpt" | "mbr"): Promise<void>;
+  createDataPartition(diskNumber: number, style: "gpt" | "mbr", expect?: string): Promise<void>;
   /** Re-reads the disk's partitions (MSFT_Disk.Refresh). */
   refreshDisk(diskNumber: number): Promise<void>;
   /** Brings a partition online (MSFT_Partition.Online; Linux: has the kernel show it, Internal if it still does not). */
@@ -107,5 +118,5 @@ export interface DiskHostApi {
   /** Re-reads one disk's size from its device (Linux: SCSI rescan, loop capacity). */
   refreshDiskSize(diskNumber: number): Promise<void>;
   /** Brings the disk online or takes it offline (MSFT_Disk.Online/Offline; Linux: docs/linux-concept-map.md "Online / offline"). */
-  setDiskOnline(diskNumber: number, online: boolean): Promise<void>;
+  setDiskOnline(diskNumber: number, online: boolean, expect?: string): Promise<void>;
 }

@@ -25,6 +25,12 @@ export interface VolumeLocation {
   diskOnline: boolean | null;
   /** The volume's device and the devices it depends on (its disk), with their uses. */
   devices: HostDevice[];
+  /**
+   * What must not change between looking the volume up and writing to it (Linux: device number,
+   * diskseq, partition extent), opaque; the host's writes refuse with FailedPrecondition when it
+   * differs. Absent when the host has no such facts.
+   */
+  identity?: string;
 }
 
 /** What a volume holds. */
@@ -63,6 +69,13 @@ export interface MountedVolume {
   description: string;
 }
 
+/**
+ * Writes (formatVolume, resizePartition, growFilesystem, mountVolume) take `expect`, the volume's
+ * {@link VolumeLocation.identity} when it was looked up, and re-verify the volume at the moment of
+ * writing: FailedPrecondition when it changed or is in use (the Linux host re-reads every fact it
+ * can). resizePartition may return the id that names the volume afterwards (a Linux `dev-` id
+ * changes when the kernel re-creates the partition).
+ */
 export interface VolumeHostApi {
   /** Why this daemon cannot manage volumes at all (Linux: it is not root), or null. Synchronous: read once. */
   missingPrivilege(): string | null;
@@ -78,16 +91,16 @@ export interface VolumeHostApi {
   /** Filesystem sizes (MSFT_Volume Size/SizeRemaining; Linux statfs or the superblock). FailedPrecondition when the host cannot measure what the volume holds. */
   getVolumeUsage(volumeId: string): Promise<VolumeUsage>;
   /** Creates {@link defaultFileSystem} on the volume. */
-  formatVolume(volumeId: string): Promise<void>;
+  formatVolume(volumeId: string, expect?: string): Promise<void>;
   /** Writes the volume's cached data to stable storage. */
   flushVolume(volumeId: string): Promise<void>;
   /** The largest size the volume's partition can have (MSFT_Partition.GetSupportedSize SizeMax), and the unit partition sizes are rounded down to. */
   getPartitionSupportedSize(volumeId: string): Promise<{ maxBytes: bigint; alignBytes: bigint }>;
   getFilesystemGrowth(volumeId: string): Promise<FilesystemGrowth>;
   /** Sets the size of the volume's partition (bytes, a multiple of alignBytes; start unchanged). */
-  resizePartition(volumeId: string, sizeBytes: bigint): Promise<void>;
+  resizePartition(volumeId: string, sizeBytes: bigint, expect?: string): Promise<string | void>;
   /** Grows the volume's filesystem to fill its partition (only for {@link FilesystemGrowth} "separate"). */
-  growFilesystem(volumeId: string): Promise<void>;
+  growFilesystem(volumeId: string, expect?: string): Promise<void>;
   /** What is mounted exactly at `path` (a link to a volume mount point counts on Windows); null when it is not a mount point. */
   mountedAt(path: string): Promise<MountedVolume | null>;
   /** The mount holding `path`: the nearest mount point at or above it, links followed; null when none. */
@@ -95,7 +108,7 @@ export interface VolumeHostApi {
   /** Whether `path` is a directory and whether it has entries; null when nothing is there. Follows links. */
   inspectDirectory(path: string): Promise<{ isDirectory: boolean; empty: boolean } | null>;
   /** Mounts the volume at `path` (an existing empty directory). `fileSystem`: its filesystem when the caller has read it. */
-  mountVolume(volumeId: string, path: string, fileSystem: string | null): Promise<void>;
+  mountVolume(volumeId: string, path: string, fileSystem: string | null, expect?: string): Promise<void>;
   /** Removes the mount at `path`; the directory stays. */
   unmountVolume(path: string): Promise<void>;
 }

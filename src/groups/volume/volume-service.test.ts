@@ -315,3 +315,32 @@ describe("a host that lacks the privilege", () => {
     assert.deepEqual(s.world.calls, []);
   });
 });
+
+describe("writes re-verify the volume right before the host acts (hosts with identities)", () => {
+  /** The fake host with identities; `change` alters the identity from the n-th look-up on. */
+  function withIdentity(s: ReturnType<typeof setup>, changeFrom: number) {
+    let lookups = 0;
+    const locate = s.host.locateVolume.bind(s.host);
+    s.host.locateVolume = async (id: string) => ({ ...(await locate(id)), identity: ++lookups >= changeFrom ? "disk 1 partition 2 offset 99 size 1" : "disk 1 partition 2 offset 1 size 1" });
+    return () => lookups;
+  }
+  for (const [name, call] of [
+    ["FormatVolume", (s: ReturnType<typeof setup>) => s.volume.formatVolume({ volumeId: s.id })],
+    ["ResizeVolume", (s: ReturnType<typeof setup>) => s.volume.resizeVolume({ volumeId: s.id, sizeBytes: 0n })],
+    ["MountVolume", (s: ReturnType<typeof setup>) => s.volume.mountVolume({ volumeId: s.id, targetPath: STAGE })],
+  ] as const) {
+    test(`${name}: the partition moved between look-up and write → FailedPrecondition naming both, nothing written`, async () => {
+      const s = setup({ volume: name === "FormatVolume" ? {} : ntfs });
+      withIdentity(s, 3); // withVolume looks up twice; the third look-up is the re-verification
+      await rejectsWithCode(call(s), Code.FailedPrecondition, /changed since it was looked up \(disk 1 partition 2 offset 1 size 1 → disk 1 partition 2 offset 99 size 1\)/);
+      assert.deepEqual(s.world.calls, []);
+    });
+  }
+  test("unchanged identity: the write goes ahead", async () => {
+    const s = setup();
+    const lookups = withIdentity(s, 99);
+    await s.volume.formatVolume({ volumeId: s.id });
+    assert.equal(lookups(), 3);
+    assert.deepEqual(s.world.calls, [`formatVolume ${s.id}`]);
+  });
+});

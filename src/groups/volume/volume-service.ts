@@ -79,6 +79,18 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
     await refuseInUse(vol.devices, what, true, isAllowed);
   }
 
+  /**
+   * Right before a write: the volume read again must be the one looked up (same host identity: on
+   * Linux device, medium and extent; on Windows disk, partition, offset and size) and must still pass
+   * every refusal. Hosts without identities skip this.
+   */
+  async function reverify(volumeId: string, vol: VolumeLocation, what: string): Promise<void> {
+    if (vol.identity === undefined) return;
+    const now = await host.locateVolume(volumeId);
+    if (now.identity !== vol.identity) throw failedPrecondition(`refusing to ${what}: the volume changed since it was looked up (${vol.identity} → ${now.identity})`);
+    await refuseChange(now, what);
+  }
+
   async function mountVolume(volumeId: string, targetPath: string): Promise<void> {
     if (!volumeId) throw invalidArgument("MountVolumeRequest.VolumeId is empty");
     if (!targetPath) throw invalidArgument("MountVolumeRequest.TargetPath is empty");
@@ -101,7 +113,8 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
         if (!content.fileSystem) throw failedPrecondition(`cannot ${what}: the volume holds ${content.description}, not a filesystem; format it first`);
         fileSystem = content.fileSystem;
       }
-      await withContext(`error mount volume (${volumeId}) to path ${targetPath}`, host.mountVolume(volumeId, target, fileSystem));
+      await reverify(volumeId, vol, what);
+      await withContext(`error mount volume (${volumeId}) to path ${targetPath}`, host.mountVolume(volumeId, target, fileSystem, vol.identity));
     });
   }
 
@@ -129,7 +142,8 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
       await refuseChange(vol, what);
       const content = await host.getVolumeContent(volumeId);
       if (content.empty) {
-        await withContext(`${what} as ${fs}`, host.formatVolume(volumeId));
+        await reverify(volumeId, vol, what);
+        await withContext(`${what} as ${fs}`, host.formatVolume(volumeId, vol.identity));
         return;
       }
       if (content.fileSystem?.toLowerCase() === fs.toLowerCase()) return; // already formatted as asked: keep the data
@@ -159,9 +173,11 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
       if (growth.kind === "unsupported") throw failedPrecondition(`cannot ${what}: ${growth.reason}`);
       if (growth.kind === "needs-privilege") throw new CsiProxyError(Code.PermissionDenied, `cannot ${what}: ${growth.reason}`);
 
-      await withContext(`grow partition ${vol.partitionNumber} of disk ${vol.diskNumber}`, host.resizePartition(volumeId, target));
+      await reverify(volumeId, vol, what);
+      // The id may name the volume differently afterwards (a Linux dev- id: the partition got a new minor).
+      const grown = await withContext(`grow partition ${vol.partitionNumber} of disk ${vol.diskNumber}`, host.resizePartition(volumeId, target, vol.identity));
       if (growth.kind === "separate") {
-        await withContext(`${what}: the partition was grown but growing the filesystem failed`, host.growFilesystem(volumeId));
+        await withContext(`${what}: the partition was grown but growing the filesystem failed`, host.growFilesystem(grown || volumeId));
       }
     });
   }

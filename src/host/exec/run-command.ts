@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
 import { CsiProxyError, Code } from "../../errors.ts";
+import { redactWhole } from "../../log/redact.ts";
 
 /** How to run one command. Arguments are an argv array: no shell is ever involved. */
 export interface RunOptions {
@@ -12,7 +13,7 @@ export interface RunOptions {
   signal?: AbortSignal;
   /** Output beyond this many bytes per stream is dropped. Default 4 MiB. */
   maxOutputBytes?: number;
-  /** Strings masked as *** in error messages (secrets that might echo back). */
+  /** Strings masked as *** in error messages, as whole values (secrets that might echo back). */
   redact?: string[];
   /** Exit codes that count as success. Default [0]. */
   okExitCodes?: number[];
@@ -58,7 +59,7 @@ const baseEnv: Record<string, string> = {
  */
 export function runCommand(file: string, args: readonly string[], options: RunOptions = {}): Promise<RunResult> {
   const { timeoutMs = 60_000, maxOutputBytes = 4 * 1024 * 1024, okExitCodes = [0], redact = [] } = options;
-  const mask = (s: string) => redact.filter(Boolean).reduce((acc, secret) => acc.split(secret).join("***"), s);
+  const mask = (s: string) => redactWhole(s, redact);
   const command = mask([file, ...args].map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : JSON.stringify(a))).join(" "));
   return new Promise((resolve, reject) => {
     const child = spawn(file, args, {

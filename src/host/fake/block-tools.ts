@@ -3,9 +3,9 @@
  * {@link FakeBlockWorld}. Put a LinuxDiskHost and a LinuxVolumeHost over it to unit-test the Linux
  * semantics of the disk and volume groups. Every mutating call is logged in `world.calls`.
  */
-import type { BlockDisk, BlockMount, BlockTools, DevNumber, FilesystemUsage, ManagedFsType, OfflineMark, PartitionTable, ProbeResult } from "../linux/block-tools.ts";
+import type { BlockDisk, BlockMount, BlockTools, DevNumber, DeviceClaim, FilesystemUsage, LoopDevice, ManagedFsType, OfflineMark, PartitionTable, ProbeResult, Signature } from "../linux/block-tools.ts";
 import { FakeBlockWorld } from "./block-world.ts";
-import { internal } from "../../errors.ts";
+import { failedPrecondition, internal } from "../../errors.ts";
 
 export class FakeBlockTools implements BlockTools {
   readonly world: FakeBlockWorld;
@@ -44,6 +44,36 @@ export class FakeBlockTools implements BlockTools {
   async probe(devPath: string): Promise<ProbeResult> {
     this.world.enter("probe", devPath);
     return this.world.probe(devPath);
+  }
+  /** The probe's signatures (a found filesystem behind a table reports both). */
+  async listSignatures(devPath: string): Promise<Signature[]> {
+    this.world.enter("listSignatures", devPath);
+    const p = this.world.probe(devPath);
+    if (p.kind === "empty") return [];
+    if (p.kind === "ambivalent") return [{ type: "ext4", offset: 1080n }, { type: "xfs", offset: 0n }];
+    return [p.type, p.ptType].filter((t): t is string => t !== null).map((type) => ({ type, offset: 0n }));
+  }
+  /** Loop devices of the world, on backing files nothing else shares. */
+  async listLoops(): Promise<LoopDevice[]> {
+    this.world.enter("listLoops");
+    return this.world
+      .blockDisks()
+      .filter((d) => d.loopBackingFile)
+      .map((d) => ({ name: d.name, devPath: d.devPath, major: d.major, minor: d.minor, sizeBytes: d.sizeBytes, offsetBytes: 0n, backingFile: d.loopBackingFile!, backing: null }));
+  }
+  async kernelFilesystems(): Promise<Set<string>> {
+    this.world.enter("kernelFilesystems");
+    return new Set(["ext2", "ext3", "ext4", "xfs", "btrfs"]);
+  }
+  /** Refused, as by the kernel, while the device (or, for a disk, one of its partitions) is mounted. */
+  async claimExclusive(devPath: string, dev: DevNumber): Promise<DeviceClaim> {
+    this.world.enter("claimExclusive", devPath);
+    const disk = this.world.blockDisks().find((d) => d.devPath === devPath);
+    const devs = [dev, ...(disk?.partitions ?? [])];
+    if (this.world.mounts.some((m) => devs.some((d) => d.major === m.major && d.minor === m.minor))) {
+      throw failedPrecondition(`${devPath} is in use: the kernel refuses an exclusive claim (mounted, or held by another program or device)`);
+    }
+    return { release: async () => {} };
   }
   async readPartitionTable(disk: Pick<BlockDisk, "devPath">): Promise<PartitionTable | null> {
     this.world.enter("readPartitionTable", disk.devPath);

@@ -7,7 +7,7 @@
 import { failedPrecondition, invalidArgument, notFound } from "../../errors.ts";
 import type { DeviceUse } from "../../groups/disk/host-api.ts";
 import type { DiskIds, DiskLocation } from "../../groups/disk/types.ts";
-import type { BlockDisk, BlockMount, BlockPartition, BlockTools, DevNumber, ManagedFsType, OfflineMark, ProbeResult } from "./block-tools.ts";
+import type { BlockDisk, BlockMount, BlockPartition, BlockTools, DevNumber, LoopBacking, LoopDevice, ManagedFsType, OfflineMark, ProbeResult, Signature } from "./block-tools.ts";
 
 /* ---------------------------------------------------------------- disk numbers */
 
@@ -146,12 +146,13 @@ export type ParsedVolumeId = { kind: "uuid"; uuid: string } | { kind: "dev"; dev
 
 /**
  * Parses `\\?\Volume{X}\` (the trailing backslash is optional; Windows APIs accept both). X is a
- * PARTUUID (GPT GUID or MBR `xxxxxxxx-nn`) or `dev-<major>-<minor>`. Anything else: InvalidArgument.
+ * PARTUUID (GPT GUID or MBR `xxxxxxxx-nn`) or `dev-<major>-<minor>`, compared case-insensitively
+ * (keyword included, as Windows volume GUID paths are). Anything else: InvalidArgument.
  */
 export function parseVolumeId(id: string): ParsedVolumeId {
-  const m = /^\\\\\?\\Volume\{([^{}\\]+)\}\\?$/.exec(id);
+  const m = /^\\\\\?\\Volume\{([^{}\\]+)\}\\?$/i.exec(id);
   const inner = m?.[1] ?? "";
-  const dev = /^dev-(\d{1,4})-(\d{1,7})$/.exec(inner);
+  const dev = /^dev-(\d{1,4})-(\d{1,7})$/i.exec(inner);
   if (dev) return { kind: "dev", dev: { major: Number(dev[1]), minor: Number(dev[2]) } };
   if (/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/.test(inner) || /^[0-9a-fA-F]{8}-[0-9a-fA-F]{2}$/.test(inner)) {
     return { kind: "uuid", uuid: inner.toLowerCase() };
@@ -167,6 +168,8 @@ export interface BlockSnapshot {
   mounts: BlockMount[];
   swaps: DevNumber[];
   marks: OfflineMark[];
+  /** Every attached loop device, shown or not: what may be stacked on a device. */
+  loops: LoopDevice[];
 }
 
 /**
@@ -175,8 +178,8 @@ export interface BlockSnapshot {
  */
 export async function takeSnapshot(tools: BlockTools, dev?: DevNumber): Promise<BlockSnapshot> {
   const disks = dev ? tools.findDisk(dev).then((d) => (d ? [d] : [])) : tools.listDisks();
-  const [all, mounts, swaps, marks] = await Promise.all([disks, tools.readMounts(), tools.readSwapDevices(), tools.readOfflineMarks()]);
-  return { disks: visibleDisks(all), mounts, swaps, marks };
+  const [all, mounts, swaps, marks, loops] = await Promise.all([disks, tools.readMounts(), tools.readSwapDevices(), tools.readOfflineMarks(), tools.listLoops()]);
+  return { disks: visibleDisks(all), mounts, swaps, marks, loops };
 }
 
 /** The disk with this number; NotFound otherwise. */
@@ -197,6 +200,13 @@ export function findVolume(snap: BlockSnapshot, id: string): VolumeRef {
     }
   }
   if (matches.length === 0) throw notFound(`volume ${id} not found`);
+  // A dev- id of a partition whose PARTUUID other partitions share is as ambiguous as that PARTUUID.
+  const uuid = parsed.kind === "dev" && matches.length === 1 ? matches[0].partition?.uuid : null;
+  if (uuid) {
+    for (const disk of snap.disks) {
+      for (const p of disk.partitions) if (p.uuid?.toLowerCase() === uuid.toLowerCase() && !sameDev(p, matches[0].dev)) matches.push(volumeOfPartition(disk, p));
+    }
+  }
   if (matches.length > 1) {
     throw failedPrecondition(`volume id ${id} is ambiguous: partitions ${matches.map((m) => m.devPath).join(", ")} share that PARTUUID (cloned disks?)`);
   }
@@ -243,12 +253,81 @@ export function isDiskOnline(snap: BlockSnapshot, disk: BlockDisk): boolean {
 
 /* ---------------------------------------------------------------- facts for the services' refusals */
 
-/** How the kernel uses a device: the root filesystem, swap, holders stacked on it, its mounts. */
-export function deviceUse(snap: BlockSnapshot, dev: BlockDisk | BlockPartition): DeviceUse {
+const MBR_EXTENDED = (typeId: string | null) => MBR_EXTENDED_TYPES.has((typeId ?? "").toLowerCase().replace(/^0x0*/, "0x"));
+
+/**
+ * Where the kernel's partition disagrees with the partition table on the disk (number, start, size;
+ * an MBR extended container's size is not compared: the kernel shows it as 1 KiB), as a phrase that
+ * follows "is"; null when they agree or the table cannot be read.
+ */
+export function tableMismatch(p: BlockPartition, disk: BlockDisk): string | null {
+  const table = disk.partitionTable;
+  if (!table) return null;
+  const e = table.entries.find((x) => x.number === p.number);
+  const fix = `re-read the table with partx --update ${disk.devPath}`;
+  if (!e) return `shown by the kernel as partition ${p.number} (sectors ${p.startSectors}+${p.sizeSectors}), which the partition table of ${disk.devPath} does not have (stale kernel partition; ${fix})`;
+  if (e.startSectors !== p.startSectors || (!MBR_EXTENDED(e.typeId) && e.sizeSectors !== p.sizeSectors)) {
+    return `stale: the kernel shows partition ${p.number} at sectors ${p.startSectors}+${p.sizeSectors}, the partition table of ${disk.devPath} at ${e.startSectors}+${e.sizeSectors} (${fix})`;
+  }
+  return null;
+}
+
+const sameBacking = (a: LoopBacking, b: LoopBacking) =>
+  a.kind === b.kind && sameDev(a.dev, b.dev) && (a.kind === "block" || (b.kind === "file" && a.ino === b.ino));
+
+/** Bytes [start, end) of `dev` within its disk. */
+function regionOf(dev: BlockDisk | BlockPartition, disk: BlockDisk): [bigint, bigint] {
+  return "startSectors" in dev ? [dev.startSectors * 512n, (dev.startSectors + dev.sizeSectors) * 512n] : [0n, disk.sizeBytes];
+}
+
+/**
+ * Loop devices reading or writing bytes of `dev` (a disk, or a partition of `disk`), which register no
+ * holder and take no claim: loops on `dev` itself, on its disk at an overlapping offset, on one of its
+ * partitions (for a disk), or on the same backing object as `disk` over overlapping bytes (the same
+ * image attached twice). And the other way round: `disk` is itself a loop on a block device that is
+ * mounted or swap. Phrases that follow "is".
+ */
+export function stackedUses(snap: BlockSnapshot, dev: BlockDisk | BlockPartition, disk: BlockDisk, within: BlockDisk | BlockPartition = dev): string[] {
+  const [start, end] = regionOf(within, disk);
+  const own = snap.loops.find((l) => sameDev(l, disk));
+  const out: string[] = [];
+  for (const l of snap.loops) {
+    if (sameDev(l, disk) || !l.backing) continue;
+    const overlaps = (s: bigint, e: bigint) => l.offsetBytes < e && s < l.offsetBytes + l.sizeBytes;
+    let hit = false;
+    if (l.backing.kind === "block") {
+      const under = l.backing.dev;
+      hit = sameDev(under, disk) ? overlaps(start, end) : sameDev(under, dev);
+    }
+    if (!hit && own?.backing && sameBacking(own.backing, l.backing)) hit = overlaps(own.offsetBytes + start, own.offsetBytes + end);
+    if (hit) out.push(`in use by ${l.devPath} (a loop device on ${l.backingFile}, bytes ${l.offsetBytes}–${l.offsetBytes + l.sizeBytes})`);
+  }
+  if (own?.backing?.kind === "block") {
+    const under = own.backing.dev;
+    for (const m of snap.mounts.filter((x) => sameDev(x, under))) out.push(`stacked on ${own.backingFile}, which is mounted at ${m.mountPoint}`);
+    if (snap.swaps.some((x) => sameDev(x, under))) out.push(`stacked on ${own.backingFile}, which is in use as swap`);
+  }
+  return out;
+}
+
+/**
+ * How the kernel uses a device (`dev`: a disk, or a partition of `disk`): the root filesystem, swap,
+ * holders and loop devices stacked on it (on a disk: over the bytes of `within` when given, the
+ * partition a volume operation concerns), partitions out of step with the table, its mounts.
+ */
+export function deviceUse(snap: BlockSnapshot, dev: BlockDisk | BlockPartition, disk: BlockDisk, within?: BlockPartition): DeviceUse {
   const root = rootMount(snap);
   const busy: string[] = [];
   if (snap.swaps.some((s) => sameDev(s, dev))) busy.push("in use as swap");
   if (dev.holders.length) busy.push(`in use by ${dev.holders.map((h) => `/dev/${h}`).join(", ")} (holders)`);
+  busy.push(...stackedUses(snap, dev, disk, within));
+  if ("startSectors" in dev) {
+    const stale = tableMismatch(dev, disk);
+    if (stale) busy.push(stale);
+  } else {
+    const stale = disk.partitions.filter((p) => tableMismatch(p, disk) !== null).map((p) => p.number);
+    if (stale.length) busy.push(`out of step with its partition table: the kernel shows partition${stale.length > 1 ? "s" : ""} ${stale.join(", ")} where the table has none or another extent (re-read the table with partx --update ${disk.devPath})`);
+  }
   return {
     system: root && sameDev(root, dev) ? "the root filesystem /" : null,
     mountPoints: mountsOf(snap, dev)
@@ -257,6 +336,13 @@ export function deviceUse(snap: BlockSnapshot, dev: BlockDisk | BlockPartition):
     busy,
   };
 }
+
+/** Signatures wipefs lists that are not partition tables (the filesystems, RAID, LVM, crypto… members). */
+export const contentSignatures = (sigs: readonly Signature[]) => sigs.filter((x) => !PARTITION_TABLE_SIGNATURES.has(x.type.toLowerCase()));
+const PARTITION_TABLE_SIGNATURES = new Set(["gpt", "pmbr", "dos"]);
+
+/** "exfat at byte 3, dos at byte 510" for messages. */
+export const describeSignatures = (sigs: readonly Signature[]) => sigs.map((x) => `${x.type} at byte ${x.offset}`).join(", ");
 
 /** Nothing known about a device the kernel does not show. */
 export const noUse = (): DeviceUse => ({ system: null, mountPoints: [], busy: [] });

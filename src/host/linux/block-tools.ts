@@ -53,7 +53,15 @@ export interface BlockPartition {
 export interface PartitionTable {
   type: "gpt" | "dos";
   /** Table entries, whether or not the kernel shows them. Same units as BlockPartition. */
-  entries: { number: number; startSectors: bigint; sizeSectors: bigint; uuid: string | null; typeId: string | null }[];
+  entries: {
+    number: number;
+    startSectors: bigint;
+    sizeSectors: bigint;
+    uuid: string | null;
+    typeId: string | null;
+    /** MBR logical partitions: where their extended boot record sits (512-byte units). */
+    ebrSectors?: bigint;
+  }[];
   /** GPT: last LBA usable for partitions, in 512-byte units, as the primary header records it. */
   lastUsableSectors?: bigint;
   /** GPT: whether the backup header sits on the disk's last sector (false after the disk grew). */
@@ -102,6 +110,38 @@ export type ProbeResult =
   /** Several conflicting signatures (blkid "ambivalent result"). */
   | { kind: "ambivalent"; detail: string };
 
+/** What a loop device reads and writes: a regular file (identified by st_dev/st_ino) or a block device (its number). */
+export type LoopBacking = { kind: "file"; dev: DevNumber; ino: bigint } | { kind: "block"; dev: DevNumber };
+
+/** An attached loop device (/sys/block/loopN/loop), whatever the API shows of it. */
+export interface LoopDevice {
+  name: string;
+  devPath: string;
+  major: number;
+  minor: number;
+  /** Bytes the loop device exposes (its /sys size). */
+  sizeBytes: bigint;
+  /** Where in the backing object it starts (losetup --offset), bytes. */
+  offsetBytes: bigint;
+  /** Backing file path as the kernel shows it (for messages). */
+  backingFile: string;
+  /** null when the backing object cannot be identified any more (deleted file). */
+  backing: LoopBacking | null;
+}
+
+/** One signature wipefs finds (every superblock and partition-table signature at any offset libblkid probes). */
+export interface Signature {
+  type: string;
+  /** Byte offset in the probed device. */
+  offset: bigint;
+}
+
+/** A held exclusive claim on a block device (open with O_EXCL). */
+export interface DeviceClaim {
+  /** Ends the claim (closes the file). Idempotent. */
+  release(): Promise<void>;
+}
+
 /** A persisted "offline" mark for a device without a native offline state (see docs/linux-concept-map.md). */
 export interface OfflineMark {
   major: number;
@@ -137,6 +177,12 @@ export interface BlockTools {
   readSwapDevices(): Promise<DevNumber[]>;
   /** Signature probe of a device node (blkid -p). */
   probe(devPath: string): Promise<ProbeResult>;
+  /** Every signature on the device, partition tables included, whatever blkid's verdict (wipefs --no-act). */
+  listSignatures(devPath: string): Promise<Signature[]>;
+  /** Every attached loop device with its backing object, offset and size (sysfs, stat). */
+  listLoops(): Promise<LoopDevice[]>;
+  /** Filesystem types the running kernel supports (/proc/filesystems). */
+  kernelFilesystems(): Promise<Set<string>>;
   /** Reads the partition table from the disk itself (GPT or MBR); null when there is none it can parse. */
   readPartitionTable(disk: Pick<BlockDisk, "devPath" | "logicalBlockSize" | "sizeBytes">): Promise<PartitionTable | null>;
   /** Persisted offline marks (empty when none were ever written). */
@@ -147,6 +193,13 @@ export interface BlockTools {
   statfs(mountPoint: string): Promise<FilesystemUsage>;
   /** Size of an unmounted filesystem from its superblock (dumpe2fs -h / xfs_db -r). */
   readFilesystemUsage(devPath: string, fsType: ManagedFsType): Promise<FilesystemUsage>;
+
+  /**
+   * Takes the kernel's exclusive claim on a block device (open O_EXCL): while held, nothing else can
+   * mount it, claim it, or claim its disk (for a partition) or any of its partitions (for a disk).
+   * FailedPrecondition when the device is claimed already, or when the node no longer is device `dev`.
+   */
+  claimExclusive(devPath: string, dev: DevNumber): Promise<DeviceClaim>;
 
   /* ---- disks */
   /** Writes an empty GPT partition table to the disk. */

@@ -8,7 +8,8 @@
  */
 import * as fsPromises from "node:fs/promises";
 import * as path from "node:path";
-import type { ProxyConfig, Services } from "../../compose.ts";
+import type { ProxyConfig } from "../../proxy-config.ts";
+import type { Services } from "../../groups/services.ts";
 import { createFilesystemService } from "../../groups/filesystem/filesystem-service.ts";
 import { createFsResolver, createPathPolicy } from "../../groups/filesystem/path-policy.ts";
 import { createDiskService } from "../../groups/disk/disk-service.ts";

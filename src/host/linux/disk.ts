@@ -6,7 +6,7 @@
  */
 import type { DiskHostApi, DiskLayout, HostDisk, HostPartition } from "../../groups/disk/host-api.ts";
 import type { DiskIds } from "../../groups/disk/types.ts";
-import { internal } from "../../errors.ts";
+import { failedPrecondition, internal, notFound } from "../../errors.ts";
 import type { BlockDisk, BlockTools, PartitionTable } from "./block-tools.ts";
 import {
   deviceUse,
@@ -18,6 +18,9 @@ import {
   isReservedPartition,
   LINUX_DATA_GPT_TYPE,
   LINUX_DATA_MBR_TYPE,
+  contentSignatures,
+  describeSignatures,
+  mountsOf,
   liveMarks,
   markOf,
   noUse,
@@ -28,6 +31,9 @@ import {
 } from "./block-model.ts";
 
 const styleOf = (t: PartitionTable) => (t.type === "gpt" ? "gpt" : "mbr");
+
+/** What must not change between a disk's look-up and a write to it: its number, medium and size. */
+const identityOf = (d: BlockDisk) => `${d.major}:${d.minor} diskseq ${d.diskSeq ?? "-"} size ${d.sizeBytes}`;
 
 /** What blkid found on a disk without partition table, for messages: "ext4 (filesystem)". */
 function signature(type: string | null, usage: string | null): string {
@@ -58,7 +64,8 @@ export class LinuxDiskHost implements DiskHostApi {
       location: diskLocation(disk),
       sizeBytes: disk.sizeBytes,
       online: isDiskOnline(snap, disk),
-      use: deviceUse(snap, disk),
+      use: deviceUse(snap, disk, disk),
+      identity: identityOf(disk),
     };
   }
 
@@ -73,12 +80,12 @@ export class LinuxDiskHost implements DiskHostApi {
         type: e.typeId ?? "unknown",
         reserved: isReservedPartition(e),
         online: kernel !== undefined,
-        use: kernel ? deviceUse(snap, kernel) : noUse(),
+        use: kernel ? deviceUse(snap, kernel, disk) : noUse(),
       };
     });
     for (const p of disk.partitions) {
       if (entries.some((e) => e.number === p.number)) continue;
-      out.push({ number: p.number, name: p.devPath, type: p.typeId ?? "unknown", reserved: isReservedPartition(p), online: true, use: deviceUse(snap, p) });
+      out.push({ number: p.number, name: p.devPath, type: p.typeId ?? "unknown", reserved: isReservedPartition(p), online: true, use: deviceUse(snap, p, disk) });
     }
     return out.sort((a, b) => a.number - b.number);
   }
@@ -123,10 +130,13 @@ export class LinuxDiskHost implements DiskHostApi {
       return table ? layout(styleOf(table), null, table) : layout("unknown", "the kernel shows partitions but the partition table cannot be read");
     }
     if (!probeContent) return layout(null, null);
-    const probe = await this.#tools.probe(disk.devPath);
-    if (probe.kind === "empty") return layout("raw", null);
+    const [probe, sigs] = await Promise.all([this.#tools.probe(disk.devPath), this.#tools.listSignatures(disk.devPath)]);
+    // Anything but a partition table, wherever libblkid finds it, is content (a whole-disk exFAT also reports PTTYPE=dos).
+    const content = contentSignatures(sigs);
     if (probe.kind === "ambivalent") return layout("raw", `conflicting signatures (${probe.detail})`);
-    if (!probe.ptType) return layout("raw", signature(probe.type, probe.usage));
+    if (probe.kind === "found" && probe.type) return layout("raw", signature(probe.type, probe.usage) + (probe.ptType ? ` behind a ${probe.ptType} partition-table signature` : ""));
+    if (content.length) return layout("raw", `signatures ${describeSignatures(sigs)}`);
+    if (probe.kind === "empty") return sigs.length ? layout("raw", `signatures ${describeSignatures(sigs)}`) : layout("raw", null);
     const table = await this.#tools.readPartitionTable(disk);
     return table ? layout(styleOf(table), null, table) : layout("unknown", `blkid reports a ${probe.ptType} partition table, which csi-proxy cannot read`);
   }
@@ -137,14 +147,44 @@ export class LinuxDiskHost implements DiskHostApi {
     return this.#partitions(snap, disk, table);
   }
 
-  async initializeDisk(n: number): Promise<void> {
-    await this.#tools.createGptTable((await this.#disk(n)).disk.devPath);
+  /**
+   * Re-reads disk `n` at the moment of a write and refuses (FailedPrecondition, saying what) when it is
+   * not the disk looked up (`expect`: {@link HostDisk.identity}), when it or a partition is used
+   * (mounted, swap, holders, stacked loop devices, kernel partitions out of step with the table),
+   * or when it holds any signature but a partition table (`empty`: not even a table). Then takes and
+   * releases the kernel's exclusive claim on the whole disk: nothing holds any part of it.
+   * The write itself (sfdisk) takes the claim again and refuses on its own if anything took it since.
+   */
+  async #verifyWrite(n: number, what: string, expect: string | undefined, empty: boolean): Promise<BlockDisk> {
+    const { snap, disk } = await this.#disk(n);
+    const refuse = (why: string) => failedPrecondition(`refusing to ${what} ${disk.devPath}: ${why}`);
+    if (expect !== undefined && expect !== identityOf(disk)) throw refuse(`the disk changed since it was looked up (${expect} → ${identityOf(disk)})`);
+    const reasons: string[] = [];
+    for (const d of [disk, ...disk.partitions]) {
+      const use = deviceUse(snap, d, disk);
+      if (use.system) reasons.push(`${d.devPath} holds ${use.system}`);
+      for (const b of use.busy) reasons.push(`${d.devPath} is ${b}`);
+      for (const m of mountsOf(snap, d)) reasons.push(`${d.devPath} is mounted at ${m.mountPoint}`);
+    }
+    if (reasons.length) throw refuse([...new Set(reasons)].join("; "));
+    const sigs = await this.#tools.listSignatures(disk.devPath);
+    const found = empty ? sigs : contentSignatures(sigs);
+    if (found.length) throw refuse(`it holds ${describeSignatures(found)}`);
+    const claim = await this.#tools.claimExclusive(disk.devPath, disk);
+    await claim.release();
+    return disk;
   }
 
-  async createDataPartition(n: number, style: "gpt" | "mbr"): Promise<void> {
+  async initializeDisk(n: number, expect?: string): Promise<void> {
+    const disk = await this.#verifyWrite(n, "write a partition table to", expect, true);
+    await this.#tools.createGptTable(disk.devPath);
+  }
+
+  async createDataPartition(n: number, style: "gpt" | "mbr", expect?: string): Promise<void> {
+    const disk = await this.#verifyWrite(n, "add a partition to", expect, false);
     // Linux types, so that Linux tools and udev treat the partition normally. appendPartition also
     // synchronises the kernel's partitions.
-    await this.#tools.appendPartition((await this.#disk(n)).disk.devPath, style === "gpt" ? LINUX_DATA_GPT_TYPE : LINUX_DATA_MBR_TYPE);
+    await this.#tools.appendPartition(disk.devPath, style === "gpt" ? LINUX_DATA_GPT_TYPE : LINUX_DATA_MBR_TYPE);
   }
 
   async refreshDisk(): Promise<void> {
@@ -165,10 +205,17 @@ export class LinuxDiskHost implements DiskHostApi {
     return (await takeSnapshot(this.#tools)).disks.filter((d) => d.scsiAddress || d.loopBackingFile).map(diskNumberOf);
   }
 
+  /** A disk that went away meanwhile (a loop device detached by its owner) has nothing to refresh: NotFound. */
   async refreshDiskSize(n: number): Promise<void> {
     const { disk } = await this.#disk(n);
-    if (disk.scsiAddress) await this.#tools.rescanScsiDevice(disk.name);
-    else if (disk.loopBackingFile) await this.#tools.refreshLoopCapacity(disk.devPath);
+    try {
+      if (disk.scsiAddress) await this.#tools.rescanScsiDevice(disk.name);
+      else if (disk.loopBackingFile) await this.#tools.refreshLoopCapacity(disk.devPath);
+    } catch (e) {
+      const now = (await takeSnapshot(this.#tools, disk)).disks[0];
+      if (!now || now.diskSeq !== disk.diskSeq || (disk.loopBackingFile !== null && now.loopBackingFile === null)) throw notFound(`disk ${n} (${disk.devPath}) went away during the rescan`);
+      throw e;
+    }
   }
 
   /**
@@ -176,9 +223,22 @@ export class LinuxDiskHost implements DiskHostApi {
    * read-only flag, which going online clears only if going offline set it. Marks of devices that
    * are gone or hold another medium are dropped on the way.
    */
-  async setDiskOnline(n: number, online: boolean): Promise<void> {
+  async setDiskOnline(n: number, online: boolean, expect?: string): Promise<void> {
     const snap = await takeSnapshot(this.#tools);
     const disk = requireDisk(snap, n);
+    if (expect !== undefined && expect !== identityOf(disk)) {
+      throw failedPrecondition(`refusing to set ${disk.devPath} ${online ? "online" : "offline"}: the disk changed since it was looked up (${expect} → ${identityOf(disk)})`);
+    }
+    // Going offline: the kernel's exclusive claim on the whole disk is held for the change, so nothing mounts or claims any part of it meanwhile.
+    const claim = online ? null : await this.#tools.claimExclusive(disk.devPath, disk);
+    try {
+      await this.#setOnline(snap, disk, online);
+    } finally {
+      await claim?.release();
+    }
+  }
+
+  async #setOnline(snap: BlockSnapshot, disk: BlockDisk, online: boolean): Promise<void> {
     if (disk.scsiState !== null) {
       await this.#tools.setScsiState(disk.name, online ? "running" : "offline");
       return;

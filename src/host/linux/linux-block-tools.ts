@@ -4,18 +4,38 @@
  * (sfdisk, partx, losetup, blockdev), e2fsprogs and xfsprogs through runCommand argv arrays.
  * Pass-through: no decisions here.
  */
-import { mkdir, mkdtemp, readFile, readdir, realpath, rename, rmdir, stat, statfs, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, open, readFile, readdir, realpath, rename, rmdir, stat, statfs, writeFile } from "node:fs/promises";
+import { constants } from "node:fs";
 import { existsSync } from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import type { BlockDisk, BlockMount, BlockTools, DevNumber, FilesystemUsage, ManagedFsType, OfflineMark, PartitionTable, ProbeResult } from "./block-tools.ts";
-import { runCommand } from "../exec/run-command.ts";
+import type { BlockDisk, BlockMount, BlockTools, DevNumber, DeviceClaim, FilesystemUsage, LoopDevice, ManagedFsType, OfflineMark, PartitionTable, ProbeResult, Signature } from "./block-tools.ts";
+import { HostCommandError, runCommand, type RunOptions } from "../exec/run-command.ts";
 import { fsError } from "../fs-error.ts";
 import { inspectDirectory } from "../inspect-directory.ts";
 import { readMountTable } from "./mountinfo.ts";
 import { listBlockDisks, readBlockDisk, SYS_BLOCK } from "./sysfs-block.ts";
 import { readPartitionTable } from "./partition-table.ts";
-import { internal } from "../../errors.ts";
+import { failedPrecondition, internal } from "../../errors.ts";
+
+/** The Debian package of each tool run here, for "install it" messages. */
+const PACKAGE_OF: Record<string, string> = {
+  blkid: "util-linux", wipefs: "util-linux", partx: "util-linux", blockdev: "util-linux", losetup: "mount", mount: "mount", umount: "mount",
+  sfdisk: "fdisk", "mkfs.ext4": "e2fsprogs", e2fsck: "e2fsprogs", resize2fs: "e2fsprogs", dumpe2fs: "e2fsprogs",
+  "mkfs.xfs": "xfsprogs", xfs_growfs: "xfsprogs", xfs_db: "xfsprogs", xfs_repair: "xfsprogs",
+};
+
+/** runCommand, with a missing tool reported as FailedPrecondition naming the package to install. */
+export async function tool(file: string, args: readonly string[], options?: RunOptions) {
+  try {
+    return await runCommand(file, args, options);
+  } catch (e) {
+    if (e instanceof HostCommandError && e.exitCode === null && (e.cause as NodeJS.ErrnoException | undefined)?.code === "ENOENT") {
+      throw failedPrecondition(`${file} is not installed: install the ${PACKAGE_OF[file] ?? file} package (scripts/install-linux-tools.sh installs every tool csi-proxy runs)`);
+    }
+    throw e;
+  }
+}
 
 /** Linux capability numbers (linux/capability.h) → names. */
 const CAPABILITIES = [
@@ -55,6 +75,10 @@ export function parseBlkidExport(stdout: string): Record<string, string> {
 
 /** sfdisk never wipes signatures on its own: csi-proxy decides what may be overwritten. */
 const SFDISK = ["--quiet", "--wipe", "never", "--wipe-partitions", "never"];
+
+/** Exclusive claims refused with EBUSY are retried this often, this far apart (0.5 s in all). */
+const CLAIM_ATTEMPTS = 10;
+const CLAIM_RETRY_MS = 50;
 
 /** mkfs, fsck and resize can take a while on large devices. */
 const LONG = { timeoutMs: 30 * 60_000 };
@@ -107,11 +131,26 @@ export class LinuxBlockTools implements BlockTools {
     return existsSync(path.join(SYS_BLOCK, name)) ? readBlockDisk(name) : null;
   }
 
+  /**
+   * Filesystems on an anonymous device number (btrfs shows 0:NN in mountinfo) are attributed to their
+   * source when the source is a block device node: the device the API knows them by.
+   */
   async readMounts(): Promise<BlockMount[]> {
-    return (await readMountTable()).map((m) => {
-      const [major, minor] = m.device.split(":").map(Number);
-      return { major, minor, mountPoint: m.mountPoint, fsType: m.fsType, source: m.source };
-    });
+    const sources = new Map<string, DevNumber | null>();
+    const out: BlockMount[] = [];
+    for (const m of await readMountTable()) {
+      let [major, minor] = m.device.split(":").map(Number);
+      if (major === 0 && m.source.startsWith("/dev/")) {
+        if (!sources.has(m.source)) {
+          const st = await stat(m.source, { bigint: true }).catch(() => null);
+          sources.set(m.source, st?.isBlockDevice() ? decodeDev(st.rdev) : null);
+        }
+        const dev = sources.get(m.source);
+        if (dev) ({ major, minor } = dev);
+      }
+      out.push({ major, minor, mountPoint: m.mountPoint, fsType: m.fsType, source: m.source });
+    }
+    return out;
   }
 
   async readSwapDevices(): Promise<DevNumber[]> {
@@ -131,13 +170,80 @@ export class LinuxBlockTools implements BlockTools {
   }
 
   async probe(devPath: string): Promise<ProbeResult> {
-    const { stdout, exitCode } = await runCommand("blkid", ["-p", "-o", "export", devPath], { okExitCodes: [0, 2, 8], timeoutMs: 30_000 });
+    const { stdout, exitCode } = await tool("blkid", ["-p", "-o", "export", devPath], { okExitCodes: [0, 2, 8], timeoutMs: 30_000 });
     if (exitCode === 2) return { kind: "empty" };
     if (exitCode === 8) return { kind: "ambivalent", detail: "blkid: ambivalent result, several signatures (see wipefs -n)" };
     const v = parseBlkidExport(stdout);
     // On a partition blkid also prints PART_ENTRY_* (the partition's own entry): not a signature.
     if (!v.TYPE && !v.PTTYPE) return { kind: "empty" };
     return { kind: "found", type: v.TYPE ?? null, usage: v.USAGE ?? null, ptType: v.PTTYPE ?? null };
+  }
+
+  async listSignatures(devPath: string): Promise<Signature[]> {
+    const { stdout } = await tool("wipefs", ["--no-act", "--json", devPath], { timeoutMs: 30_000 });
+    if (!stdout.trim()) return [];
+    const parsed = JSON.parse(stdout) as { signatures?: { type?: string; offset?: string }[] };
+    return (parsed.signatures ?? []).map((s) => ({ type: s.type ?? "unknown", offset: BigInt(s.offset ?? "0") }));
+  }
+
+  async listLoops(): Promise<LoopDevice[]> {
+    const names = (await readdir(SYS_BLOCK).catch(() => [] as string[])).filter((n) => n.startsWith("loop"));
+    const loops = await Promise.all(
+      names.map(async (name): Promise<LoopDevice | null> => {
+        const dir = path.join(SYS_BLOCK, name);
+        const backingFile = (await readFile(path.join(dir, "loop/backing_file"), "utf8").catch(() => "")).replace(/\n$/, "");
+        if (!backingFile) return null; // not attached
+        const [major, minor] = (await readFile(path.join(dir, "dev"), "utf8")).trim().split(":").map(Number);
+        const num = async (f: string) => BigInt((await readFile(path.join(dir, f), "utf8").catch(() => "0")).trim() || "0");
+        let backing: LoopDevice["backing"] = null;
+        if (!backingFile.endsWith(" (deleted)")) {
+          const st = await stat(backingFile, { bigint: true }).catch(() => null);
+          if (st?.isBlockDevice()) backing = { kind: "block", dev: decodeDev(st.rdev) };
+          else if (st) backing = { kind: "file", dev: decodeDev(st.dev), ino: st.ino };
+        }
+        return { name, devPath: `/dev/${name}`, major, minor, sizeBytes: (await num("size")) * 512n, offsetBytes: await num("loop/offset"), backingFile, backing };
+      }),
+    );
+    return loops.filter((l): l is LoopDevice => l !== null);
+  }
+
+  async kernelFilesystems(): Promise<Set<string>> {
+    const text = await readFile("/proc/filesystems", "utf8").catch(() => "");
+    return new Set(text.split("\n").map((l) => l.split("\t").pop()?.trim() ?? "").filter(Boolean));
+  }
+
+  async claimExclusive(devPath: string, dev: DevNumber): Promise<DeviceClaim> {
+    let fh: Awaited<ReturnType<typeof open>> | undefined;
+    try {
+      // A holder that lets go within half a second (udev probing, a superblock released just after umount) is waited for.
+      for (let attempt = 1; !fh; attempt++) {
+        try {
+          fh = await open(devPath, constants.O_RDONLY | constants.O_EXCL);
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code !== "EBUSY" || attempt >= CLAIM_ATTEMPTS) throw e;
+          await new Promise((r) => setTimeout(r, CLAIM_RETRY_MS));
+        }
+      }
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === "EBUSY") throw failedPrecondition(`${devPath} is in use: the kernel refuses an exclusive claim (mounted, or held by another program or device)`);
+      if (code === "ENOENT" || code === "ENXIO") throw failedPrecondition(`${devPath} is gone (the device changed since it was looked up)`);
+      throw fsError(e, "open", devPath);
+    }
+    const st = await fh.stat({ bigint: true });
+    const got = decodeDev(st.rdev);
+    if (!st.isBlockDevice() || got.major !== dev.major || got.minor !== dev.minor) {
+      await fh.close();
+      throw failedPrecondition(`${devPath} is now device ${got.major}:${got.minor}, not ${dev.major}:${dev.minor} (the device changed since it was looked up)`);
+    }
+    let closed = false;
+    return {
+      release: async () => {
+        if (closed) return;
+        closed = true;
+        await fh.close();
+      },
+    };
   }
 
   readPartitionTable(disk: Pick<BlockDisk, "devPath" | "logicalBlockSize" | "sizeBytes">): Promise<PartitionTable | null> {
@@ -181,14 +287,14 @@ export class LinuxBlockTools implements BlockTools {
 
   async readFilesystemUsage(devPath: string, fsType: ManagedFsType): Promise<FilesystemUsage> {
     if (fsType === "ext4") {
-      const { stdout } = await runCommand("dumpe2fs", ["-h", devPath]);
+      const { stdout } = await tool("dumpe2fs", ["-h", devPath]);
       const blockSize = field(stdout, /^Block size:\s+(\d+)/m, "Block size");
       return {
         totalBytes: field(stdout, /^Block count:\s+(\d+)/m, "Block count") * blockSize,
         freeBytes: field(stdout, /^Free blocks:\s+(\d+)/m, "Free blocks") * blockSize,
       };
     }
-    const { stdout } = await runCommand("xfs_db", ["-r", "-c", "sb 0", "-c", "print dblocks fdblocks blocksize", devPath]);
+    const { stdout } = await tool("xfs_db", ["-r", "-c", "sb 0", "-c", "print dblocks fdblocks blocksize", devPath]);
     const blockSize = field(stdout, /^blocksize = (\d+)/m, "blocksize");
     return { totalBytes: field(stdout, /^dblocks = (\d+)/m, "dblocks") * blockSize, freeBytes: field(stdout, /^fdblocks = (\d+)/m, "fdblocks") * blockSize };
   }
@@ -196,18 +302,19 @@ export class LinuxBlockTools implements BlockTools {
   /* ---------------------------------------------------------------- disks */
 
   async createGptTable(devPath: string): Promise<void> {
-    await runCommand("sfdisk", [...SFDISK, devPath], { stdin: "label: gpt\n" });
+    await tool("sfdisk", [...SFDISK, devPath], { stdin: "label: gpt\n" });
   }
 
   async appendPartition(devPath: string, typeId: string): Promise<void> {
     // The type is a constant chosen by the disk host, never request data.
-    await runCommand("sfdisk", [...SFDISK, "--append", devPath], { stdin: `type=${typeId}\n` });
+    await tool("sfdisk", [...SFDISK, "--append", devPath], { stdin: `type=${typeId}\n` });
     await this.syncPartitions(devPath);
   }
 
   async syncPartitions(devPath: string): Promise<void> {
     // BLKPG: works on kernels without a parser for the table and on disks with mounted partitions, where BLKRRPART cannot.
-    await runCommand("partx", ["--update", devPath]);
+    // An explicit range: without it partx (2.38) adds no MBR logical partition to a disk the kernel shows none on.
+    await tool("partx", ["--update", "--nr", "1:256", devPath]);
   }
 
   async listScsiHosts(): Promise<number[]> {
@@ -224,7 +331,7 @@ export class LinuxBlockTools implements BlockTools {
   }
 
   async refreshLoopCapacity(devPath: string): Promise<void> {
-    await runCommand("losetup", ["--set-capacity", devPath]);
+    await tool("losetup", ["--set-capacity", devPath]);
   }
 
   async setScsiState(name: string, state: "running" | "offline"): Promise<void> {
@@ -232,32 +339,32 @@ export class LinuxBlockTools implements BlockTools {
   }
 
   async setReadOnly(devPath: string, readOnly: boolean): Promise<void> {
-    await runCommand("blockdev", [readOnly ? "--setro" : "--setrw", devPath]);
+    await tool("blockdev", [readOnly ? "--setro" : "--setrw", devPath]);
   }
 
   /* ---------------------------------------------------------------- volumes */
 
   async makeFilesystem(devPath: string, fsType: ManagedFsType): Promise<void> {
     // No -F / -f: mke2fs and mkfs.xfs keep refusing devices that already hold a filesystem.
-    if (fsType === "ext4") await runCommand("mkfs.ext4", ["-q", devPath], LONG);
-    else await runCommand("mkfs.xfs", ["-q", devPath], LONG);
+    if (fsType === "ext4") await tool("mkfs.ext4", ["-q", devPath], LONG);
+    else await tool("mkfs.xfs", ["-q", devPath], LONG);
   }
 
   async mount(devPath: string, target: string, fsType: string): Promise<void> {
-    await runCommand("mount", ["--types", fsType, "--source", devPath, "--target", target]);
+    await tool("mount", ["--types", fsType, "--source", devPath, "--target", target]);
   }
 
   async unmount(target: string): Promise<void> {
-    await runCommand("umount", [target]);
+    await tool("umount", [target]);
   }
 
   async flush(devPath: string): Promise<void> {
     // BLKFLSBUF: syncs the filesystem mounted from the device (if any), then the device's own buffers.
-    await runCommand("blockdev", ["--flushbufs", devPath]);
+    await tool("blockdev", ["--flushbufs", devPath]);
   }
 
   async relocateGptBackup(diskDevPath: string): Promise<void> {
-    await runCommand("sfdisk", ["--quiet", "--relocate", "gpt-bak-std", diskDevPath]);
+    await tool("sfdisk", ["--quiet", "--relocate", "gpt-bak-std", diskDevPath]);
   }
 
   async resizePartition(diskDevPath: string, number: number, sizeSectors: bigint): Promise<void> {
@@ -265,22 +372,22 @@ export class LinuxBlockTools implements BlockTools {
     const name = (await realpath(diskDevPath)).split("/").pop() ?? "";
     const lbs = BigInt((await readFile(`/sys/class/block/${name}/queue/logical_block_size`, "utf8").catch(() => "512")).trim() || "512");
     const size = (sizeSectors * 512n) / lbs;
-    await runCommand("sfdisk", ["--quiet", "--no-reread", "--no-tell-kernel", "--wipe", "never", "-N", String(number), diskDevPath], {
+    await tool("sfdisk", ["--quiet", "--no-reread", "--no-tell-kernel", "--wipe", "never", "-N", String(number), diskDevPath], {
       stdin: `, ${size}\n`,
     });
-    await runCommand("partx", ["--update", "--nr", String(number), diskDevPath]);
+    await tool("partx", ["--update", "--nr", String(number), diskDevPath]);
   }
 
   async checkFilesystem(devPath: string, fsType: ManagedFsType): Promise<void> {
-    if (fsType === "ext4") await runCommand("e2fsck", ["-f", "-p", devPath], { ...LONG, okExitCodes: [0, 1] });
-    else await runCommand("xfs_repair", ["-n", devPath], LONG);
+    if (fsType === "ext4") await tool("e2fsck", ["-f", "-p", devPath], { ...LONG, okExitCodes: [0, 1] });
+    else await tool("xfs_repair", ["-n", devPath], LONG);
   }
 
   async growFilesystem(devPath: string, fsType: ManagedFsType, mountPoint: string | null): Promise<void> {
-    if (fsType === "ext4") await runCommand("resize2fs", [devPath], LONG);
+    if (fsType === "ext4") await tool("resize2fs", [devPath], LONG);
     else {
       if (!mountPoint) throw internal("xfs_growfs needs a mount point");
-      await runCommand("xfs_growfs", ["-d", mountPoint], LONG);
+      await tool("xfs_growfs", ["-d", mountPoint], LONG);
     }
   }
 

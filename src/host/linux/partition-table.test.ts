@@ -5,7 +5,8 @@ import { closeSync, ftruncateSync, mkdtempSync, openSync, rmSync } from "node:fs
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { guidToString, readPartitionTable } from "./partition-table.ts";
-import { capabilityNames, decodeDev, parseBlkidExport } from "./linux-block-tools.ts";
+import { capabilityNames, decodeDev, parseBlkidExport, tool } from "./linux-block-tools.ts";
+import { Code } from "../../errors.ts";
 
 const dir = mkdtempSync(path.join(tmpdir(), "csi-pt-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -71,6 +72,22 @@ describe("partition tables read from the device", { skip: haveSfdisk ? false : "
     );
   });
 
+  test("MBR logical partitions: the EBR chain, with where each EBR sits", async () => {
+    const file = image("logical.img", 64, "label: dos\nlabel-id: 0x0badcafe\nstart=2048,size=8192,type=83\nstart=12288,size=90112,type=5\nstart=14336,size=20480,type=83\nstart=36864,size=20480,type=7\n");
+    const table = await readPartitionTable(file, 512, BigInt(64 * MiB));
+    const want = sfdiskJson(file).partitions.filter((p) => p.type !== "5");
+    const logical = table!.entries.filter((e) => e.number >= 5);
+    assert.deepEqual(
+      logical.map((e) => [e.number, Number(e.startSectors), Number(e.sizeSectors), e.uuid, e.typeId]),
+      [
+        [5, want[1].start, want[1].size, "0badcafe-05", "0x83"],
+        [6, want[2].start, want[2].size, "0badcafe-06", "0x7"],
+      ],
+    );
+    assert.equal(logical[0].ebrSectors, 12288n, "the first EBR is the container's first sector");
+    assert.ok(logical[1].ebrSectors! > logical[0].startSectors + logical[0].sizeSectors - 1n && logical[1].ebrSectors! < logical[1].startSectors);
+  });
+
   test("a plain filesystem image is no partition table", async () => {
     const file = path.join(dir, "fs.img");
     const fd = openSync(file, "w");
@@ -100,4 +117,9 @@ describe("small parsers", () => {
   test("blkid export output", () => {
     assert.deepEqual(parseBlkidExport("DEVNAME=/dev/x\nTYPE=ext4\nUSAGE=filesystem\n"), { DEVNAME: "/dev/x", TYPE: "ext4", USAGE: "filesystem" });
   });
+});
+
+test("a tool that is not installed: FailedPrecondition naming what to install, not Internal", async () => {
+  await assert.rejects(tool("csi-proxy-no-such-tool", []), { code: Code.FailedPrecondition, message: /^csi-proxy-no-such-tool is not installed: install the csi-proxy-no-such-tool package/ });
+  await assert.rejects(tool("sh", ["-c", "exit 3"]), { code: Code.Internal, message: /exit status 3/ });
 });

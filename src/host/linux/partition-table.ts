@@ -84,7 +84,46 @@ export async function parsePartitionTable(read: ReadAt, lbs: number, sizeBytes: 
       typeId: `0x${type.toString(16)}`,
     });
   }
+  const ext = entries.find((e) => EXTENDED.has(e.typeId ?? ""));
+  if (ext) entries.push(...(await readLogical(read, lbs, ext.startSectors / unit, ext.sizeSectors / unit, signature)));
   return { type: "dos", entries };
+}
+
+/** MBR extended-container types (CHS, LBA, Linux). */
+const EXTENDED = new Set(["0x5", "0xf", "0x85"]);
+
+/**
+ * Logical partitions (5, 6, …): the chain of extended boot records inside the container starting at
+ * LBA `extStart` (`extSize` blocks). Each entry's `ebrSectors` is where its EBR sits: a logical
+ * partition may grow up to the next EBR (or the container's end), never past it.
+ */
+async function readLogical(read: ReadAt, lbs: number, extStart: bigint, extSize: bigint, signature: string): Promise<PartitionTable["entries"]> {
+  const unit = BigInt(lbs / 512);
+  const out: PartitionTable["entries"] = [];
+  const seen = new Set<bigint>();
+  // Numbered as the kernel numbers them: 5, 6, … for each EBR whose first entry is used (an empty one is skipped).
+  for (let ebr = extStart, number = 5; seen.size < 128 && !seen.has(ebr) && ebr >= extStart && ebr < extStart + extSize; ) {
+    seen.add(ebr);
+    const sector = await read(ebr * BigInt(lbs), 512);
+    if (sector.length < 512 || sector[510] !== 0x55 || sector[511] !== 0xaa) break;
+    const view = new DataView(sector.buffer, sector.byteOffset, sector.byteLength);
+    const type = sector[446 + 4];
+    if (type !== 0) {
+      out.push({
+        number,
+        startSectors: (ebr + BigInt(view.getUint32(446 + 8, true))) * unit,
+        sizeSectors: BigInt(view.getUint32(446 + 12, true)) * unit,
+        uuid: `${signature}-${number.toString(16).padStart(2, "0")}`,
+        typeId: `0x${type.toString(16)}`,
+        ebrSectors: ebr * unit,
+      });
+      number++;
+    }
+    const link = sector[462 + 4];
+    if (!EXTENDED.has(`0x${link.toString(16)}`)) break;
+    ebr = extStart + BigInt(view.getUint32(462 + 8, true));
+  }
+  return out;
 }
 
 /** Opens the device read-only and parses its table. */

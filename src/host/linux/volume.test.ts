@@ -600,3 +600,16 @@ describe("not root", () => {
     });
   }
 });
+
+describe("writes re-verify the volume at the moment of acting", () => {
+  test("an identity that differs from the volume's now: FailedPrecondition, nothing written", async () => {
+    const { world, host, id } = setup();
+    const loc = await host.locateVolume(id);
+    assert.match(loc.identity ?? "", /^259:\d+ diskseq .* sectors \d+\+\d+$/);
+    await rejectsWithCode(host.formatVolume(id, loc.identity!.replace(/sectors \d+/, "sectors 1")), Code.FailedPrecondition, /changed since it was looked up/);
+    await rejectsWithCode(host.mountVolume(id, STAGE, "ext4", "7:3 diskseq 1 sectors 1+1"), Code.FailedPrecondition, /changed since it was looked up/);
+    assert.deepEqual(world.calls, []);
+    await host.formatVolume(id, loc.identity);
+    assert.deepEqual(world.calls, ["makeFilesystem /dev/loop3p1 ext4"]);
+  });
+});

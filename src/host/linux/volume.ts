@@ -5,9 +5,10 @@
  * volume-service.ts's; docs/linux-concept-map.md says what each concept means here.
  */
 import type { FilesystemGrowth, MountedVolume, VolumeContent, VolumeHostApi, VolumeLocation, VolumeUsage } from "../../groups/volume/host-api.ts";
-import { failedPrecondition } from "../../errors.ts";
+import { Code, CsiProxyError, failedPrecondition } from "../../errors.ts";
 import type { BlockMount, BlockTools, ManagedFsType, ProbeResult } from "./block-tools.ts";
 import {
+  describeSignatures,
   describeProbe,
   deviceUse,
   diskNumberOf,
@@ -31,6 +32,10 @@ export interface LinuxVolumeHostOptions {
   /** What FormatVolume creates (flag -default-fs-type). */
   defaultFileSystem: ManagedFsType;
 }
+
+/** What must not change between looking a volume up and writing to it: device, medium, extent. */
+const identityOf = (vol: VolumeRef) =>
+  `${vol.dev.major}:${vol.dev.minor} diskseq ${vol.disk.diskSeq ?? "-"} ${vol.partition ? `sectors ${vol.partition.startSectors}+${vol.partition.sizeSectors}` : `size ${vol.disk.sizeBytes}`}`;
 
 const isWithinPath = (child: string, parent: string) => parent === "/" || child === parent || child.startsWith(parent + "/");
 
@@ -84,14 +89,46 @@ export class LinuxVolumeHost implements VolumeHostApi {
       name: vol.devPath,
       diskOnline: isDiskOnline(snap, vol.disk),
       // The volume and its disk (holders stacked on the whole disk, e.g. multipath, block it too).
-      devices: (p ? [p, vol.disk] : [vol.disk]).map((d) => ({ name: d.devPath, use: deviceUse(snap, d) })),
+      devices: (p ? [p, vol.disk] : [vol.disk]).map((d) => ({ name: d.devPath, use: deviceUse(snap, d, vol.disk, p ?? undefined) })),
+      identity: identityOf(vol),
     };
   }
 
+  /**
+   * Re-reads the volume at the moment of a write and refuses (FailedPrecondition, saying what) when it
+   * is not the volume looked up (`expect`: {@link VolumeLocation.identity}), when it or its disk is used
+   * (holders, swap, stacked loop devices, kernel partitions out of step with the table, the root
+   * filesystem), or — with `unmounted` — when it is mounted.
+   */
+  async #verifyWrite(volumeId: string, what: string, expect: string | undefined, unmounted: boolean): Promise<{ snap: BlockSnapshot; vol: VolumeRef }> {
+    const { snap, vol } = await this.#volume(volumeId);
+    const refuse = (why: string) => failedPrecondition(`refusing to ${what} ${vol.devPath}: ${why}`);
+    if (expect !== undefined && expect !== identityOf(vol)) throw refuse(`the volume changed since it was looked up (${expect} → ${identityOf(vol)})`);
+    const reasons: string[] = [];
+    for (const d of vol.partition ? [vol.partition, vol.disk] : [vol.disk]) {
+      const use = deviceUse(snap, d, vol.disk, vol.partition ?? undefined);
+      if (use.system) reasons.push(`${d.devPath} holds ${use.system}`);
+      for (const b of use.busy) reasons.push(`${d.devPath} is ${b}`);
+    }
+    if (unmounted) for (const m of mountsOf(snap, vol.dev)) reasons.push(`${vol.devPath} is mounted at ${m.mountPoint}`);
+    if (reasons.length) throw refuse([...new Set(reasons)].join("; "));
+    return { snap, vol };
+  }
+
+  /** Takes and releases the kernel's exclusive claim: nothing (a mount, dm, md, another program) holds the device right now. */
+  async #checkUnclaimed(vol: VolumeRef): Promise<void> {
+    await (await this.#tools.claimExclusive(vol.devPath, vol.dev)).release();
+  }
+
+  /** blkid's verdict, and — unmounted — every signature wipefs sees: empty only when there is none at all. */
   async getVolumeContent(volumeId: string): Promise<VolumeContent> {
     const { snap, vol } = await this.#volume(volumeId);
-    const probe = await this.#probe(snap, vol);
-    return { fileSystem: isFilesystem(probe) ? probe.type : null, empty: probe.kind === "empty", description: describeProbe(probe) };
+    const mounted = mountsOf(snap, vol.dev).length > 0;
+    const [probe, sigs] = await Promise.all([this.#probe(snap, vol), mounted ? [] : this.#tools.listSignatures(vol.devPath)]);
+    const fileSystem = isFilesystem(probe) ? probe.type : null;
+    if (mounted) return { fileSystem, empty: false, description: describeProbe(probe) };
+    if (probe.kind === "empty" && sigs.length > 0) return { fileSystem: null, empty: false, description: `signatures ${describeSignatures(sigs)}` };
+    return { fileSystem, empty: probe.kind === "empty", description: describeProbe(probe) };
   }
 
   /** Mounted: statfs. Unmounted ext* or xfs: the superblock. Anything else cannot be measured: FailedPrecondition. */
@@ -105,8 +142,13 @@ export class LinuxVolumeHost implements VolumeHostApi {
     return this.#tools.readFilesystemUsage(vol.devPath, family);
   }
 
-  async formatVolume(volumeId: string): Promise<void> {
-    await this.#tools.makeFilesystem((await this.#volume(volumeId)).vol.devPath, this.defaultFileSystem);
+  /** Verified unmounted, unused and without any signature right before mkfs, which then takes the kernel's exclusive claim itself. */
+  async formatVolume(volumeId: string, expect?: string): Promise<void> {
+    const { vol } = await this.#verifyWrite(volumeId, "format", expect, true);
+    const sigs = await this.#tools.listSignatures(vol.devPath);
+    if (sigs.length) throw failedPrecondition(`refusing to format ${vol.devPath}: it holds ${describeSignatures(sigs)}`);
+    await this.#checkUnclaimed(vol);
+    await this.#tools.makeFilesystem(vol.devPath, this.defaultFileSystem);
   }
 
   async flushVolume(volumeId: string): Promise<void> {
@@ -122,8 +164,19 @@ export class LinuxVolumeHost implements VolumeHostApi {
     if (!table) throw failedPrecondition(`the partition table of ${vol.disk.devPath} cannot be read`);
     const unit = BigInt(Math.max(1, vol.disk.logicalBlockSize / 512));
     const diskSectors = vol.disk.sizeBytes / 512n;
-    const next = table.entries.map((e) => e.startSectors).filter((s) => s > p.startSectors).sort((a, b) => (a < b ? -1 : 1))[0];
-    const end = next ?? diskSectors - (table.type === "gpt" ? (table.trailerSectors ?? 33n * unit) : 0n);
+    const first = (xs: bigint[]) => xs.filter((x) => x > p.startSectors).sort((a, b) => (a < b ? -1 : 1))[0];
+    const entry = table.entries.find((e) => e.number === p.number);
+    let end: bigint;
+    if (entry?.ebrSectors !== undefined) {
+      // MBR logical partition: up to the next extended boot record, else to the end of its extended container.
+      const container = table.entries.find((e) => e.number <= 4 && e.startSectors <= p.startSectors && p.startSectors < e.startSectors + e.sizeSectors);
+      const containerEnd = container ? container.startSectors + container.sizeSectors : diskSectors;
+      end = first(table.entries.filter((e) => e.ebrSectors !== undefined).map((e) => e.ebrSectors!)) ?? containerEnd;
+      if (end > containerEnd) end = containerEnd;
+    } else {
+      const next = first(table.entries.filter((e) => e.number <= 4 || table.type === "gpt").map((e) => e.startSectors));
+      end = next ?? diskSectors - (table.type === "gpt" ? (table.trailerSectors ?? 33n * unit) : 0n);
+    }
     return { maxBytes: ((end - p.startSectors) / unit) * unit * 512n, alignBytes: 512n * unit };
   }
 
@@ -143,24 +196,34 @@ export class LinuxVolumeHost implements VolumeHostApi {
     return { kind: "separate" };
   }
 
-  /** Moves the GPT backup header to the end first when the disk grew, then sets the size and tells the kernel. */
-  async resizePartition(volumeId: string, sizeBytes: bigint): Promise<void> {
-    const { vol } = await this.#volume(volumeId);
+  /**
+   * Moves the GPT backup header to the end first when the disk grew, then sets the size and tells the
+   * kernel; verified unused right before. Returns the volume's id afterwards: the kernel re-creates
+   * the partition (a new minor), so a `dev-` id changes while a PARTUUID id stays.
+   */
+  async resizePartition(volumeId: string, sizeBytes: bigint, expect?: string): Promise<string> {
+    const { snap, vol } = await this.#verifyWrite(volumeId, "resize", expect, false);
     const p = vol.partition;
     if (!p) throw failedPrecondition(`${vol.devPath} is a whole-disk filesystem, not a partition`);
+    if (mountsOf(snap, vol.dev).length === 0) await this.#checkUnclaimed(vol);
     const table = vol.disk.partitionTable;
     if (table?.type === "gpt" && table.backupAtEnd === false) await this.#tools.relocateGptBackup(vol.disk.devPath);
     await this.#tools.resizePartition(vol.disk.devPath, p.number, sizeBytes / 512n);
+    if (p.uuid) return volumeOfPartition(vol.disk, p).id;
+    const disk = (await takeSnapshot(this.#tools, vol.disk)).disks[0];
+    const now = disk?.partitions.find((q) => q.number === p.number);
+    return now ? volumeOfPartition(disk, now).id : volumeId;
   }
 
-  /** resize2fs online when mounted, offline after e2fsck -f -p; xfs_growfs on its mount, or on a private temporary one. */
-  async growFilesystem(volumeId: string): Promise<void> {
-    const { snap, vol } = await this.#volume(volumeId);
+  /** resize2fs online when mounted, offline after e2fsck -f -p; xfs_growfs on its mount, or on a private temporary one. Verified unused right before. */
+  async growFilesystem(volumeId: string, expect?: string): Promise<void> {
+    const { snap, vol } = await this.#verifyWrite(volumeId, "grow the filesystem on", expect, false);
     const probe = await this.#probe(snap, vol);
     const family = isFilesystem(probe) ? growableFamily(probe.type) : null;
     if (!family) throw failedPrecondition(`growing ${describeProbe(probe)} is not supported`);
     const mountPoint = mountsOf(snap, vol.dev)[0]?.mountPoint ?? null;
     if (mountPoint) return this.#tools.growFilesystem(vol.devPath, family, mountPoint);
+    await this.#checkUnclaimed(vol);
     if (family === "ext4") {
       await this.#tools.checkFilesystem(vol.devPath, family);
       return this.#tools.growFilesystem(vol.devPath, family, null);
@@ -203,15 +266,29 @@ export class LinuxVolumeHost implements VolumeHostApi {
     return this.#tools.inspectDirectory(path);
   }
 
-  async mountVolume(volumeId: string, path: string, fileSystem: string | null): Promise<void> {
-    const { snap, vol } = await this.#volume(volumeId);
+  /**
+   * Verified unused right before; an unmounted volume also unclaimed. A failure because the kernel
+   * lacks the filesystem is FailedPrecondition naming the module to load.
+   */
+  async mountVolume(volumeId: string, path: string, fileSystem: string | null, expect?: string): Promise<void> {
+    const { snap, vol } = await this.#verifyWrite(volumeId, "mount", expect, false);
     let type = fileSystem;
     if (!type) {
       const probe = await this.#probe(snap, vol);
       if (!isFilesystem(probe)) throw failedPrecondition(`${vol.devPath} holds ${describeProbe(probe)}, not a filesystem`);
       type = probe.type;
     }
-    await this.#tools.mount(vol.devPath, path, type);
+    if (mountsOf(snap, vol.dev).length === 0) await this.#checkUnclaimed(vol);
+    try {
+      await this.#tools.mount(vol.devPath, path, type);
+    } catch (e) {
+      if ((await this.#tools.kernelFilesystems()).has(type)) throw e;
+      throw new CsiProxyError(
+        Code.FailedPrecondition,
+        `cannot mount ${vol.devPath} (${type}): the running kernel does not support ${type}; load its module (modprobe ${type}) or install the kernel modules that provide it`,
+        { cause: e },
+      );
+    }
   }
 
   unmountVolume(path: string): Promise<void> {

@@ -1,7 +1,7 @@
 import * as path from "node:path";
 import type { DiskService } from "../../groups/disk/types.ts";
 import type { VolumeService } from "../../groups/volume/types.ts";
-import type { Win32 } from "../../windows/win32.ts";
+import type { Win32 } from "../../win32/win32.ts";
 import { WindowsDiskHost } from "./disk.ts";
 import { WindowsVolumeHost } from "./volume.ts";
 import { PowerShellPool } from "./powershell-pool.ts";

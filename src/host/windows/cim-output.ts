@@ -103,18 +103,28 @@ export function parseStringList(op: string, v: unknown): string[] {
 }
 
 /**
+ * The x64 offsets page83FromDescriptor reads (windows.h / winioctl.h names), compared with
+ * MinGW-w64's headers by test/windows/win32-layout.test.ts.
+ */
+export const DEVICE_ID_LAYOUT = {
+  STORAGE_DEVICE_ID_DESCRIPTOR: { NumberOfIdentifiers: 8, Identifiers: 12 },
+  STORAGE_IDENTIFIER: { CodeSet: 0, IdentifierSize: 8, NextOffset: 10, Association: 12, Identifier: 16 },
+} as const;
+
+/**
  * The page 0x83 id from a STORAGE_DEVICE_ID_DESCRIPTOR (IOCTL_STORAGE_QUERY_PROPERTY,
  * StorageDeviceIdProperty), as upstream: the first identifier associated with the device (0) whose
  * code set is ASCII (2, returned verbatim) or binary (1, lower-case hex); "" when none.
  */
 export function page83FromDescriptor(buf: Uint8Array): string {
+  const D = DEVICE_ID_LAYOUT.STORAGE_DEVICE_ID_DESCRIPTOR, I = DEVICE_ID_LAYOUT.STORAGE_IDENTIFIER;
   const b = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
-  if (b.length < 12) return "";
-  const count = b.readUInt32LE(8);
-  let off = 12;
-  for (let i = 0; i < count && off + 16 <= b.length; i++) {
-    const codeSet = b.readUInt32LE(off), size = b.readUInt16LE(off + 8), next = b.readUInt16LE(off + 10), assoc = b.readUInt32LE(off + 12);
-    const id = b.subarray(off + 16, Math.min(b.length, off + 16 + size));
+  if (b.length < D.Identifiers) return "";
+  const count = b.readUInt32LE(D.NumberOfIdentifiers);
+  let off = D.Identifiers;
+  for (let i = 0; i < count && off + I.Identifier <= b.length; i++) {
+    const codeSet = b.readUInt32LE(off + I.CodeSet), size = b.readUInt16LE(off + I.IdentifierSize), next = b.readUInt16LE(off + I.NextOffset), assoc = b.readUInt32LE(off + I.Association);
+    const id = b.subarray(off + I.Identifier, Math.min(b.length, off + I.Identifier + size));
     if (assoc === 0 && codeSet === 2) return id.toString("latin1");
     if (assoc === 0 && codeSet === 1) return id.toString("hex");
     if (next === 0) break;

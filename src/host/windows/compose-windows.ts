@@ -5,11 +5,12 @@
  * pool running the SMB/iSCSI/System script (+ CreateSymbolicLinkW for SMB links). System: the BIOS
  * serial through that pool, services through the Service Control Manager (koffi, no process).
  * Both pools start their workers on first use only. The state dir gets its owner and protected
- * DACL before any state is read (src/windows/state-dir-security.ts); a refusal makes SMB answer
+ * DACL before any state is read (src/state/state-dir-windows.ts); a refusal makes SMB answer
  * FailedPrecondition, other groups are unaffected.
  */
 import * as fsPromises from "node:fs/promises";
-import type { ProxyConfig, Services } from "../../compose.ts";
+import type { ProxyConfig } from "../../proxy-config.ts";
+import type { Services } from "../../groups/services.ts";
 import { createFilesystemService } from "../../groups/filesystem/filesystem-service.ts";
 import { createFsResolver, createPathPolicy } from "../../groups/filesystem/path-policy.ts";
 import { createSmbService } from "../../groups/smb/smb-service.ts";
@@ -17,8 +18,8 @@ import { smbStateFile } from "../../groups/smb/smb-state.ts";
 import { guardStateFile, secureStateDir } from "../../state/state-dir.ts";
 import { createIscsiService } from "../../groups/iscsi/iscsi-service.ts";
 import { createSystemService } from "../../groups/system/system-service.ts";
-import { loadWin32 } from "../../windows/win32.ts";
-import { loadScm } from "../../windows/scm.ts";
+import { loadWin32 } from "../../win32/win32.ts";
+import { loadScm } from "../../win32/scm.ts";
 import { WindowsFilesystemHost } from "./filesystem.ts";
 import { createWindowsBlockServices, powershellExe } from "./block-services.ts";
 import { PowerShellPool } from "./powershell-pool.ts";

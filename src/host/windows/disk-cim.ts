@@ -1,10 +1,10 @@
-import type { Win32 } from "../../windows/win32.ts";
+import type { Awaitable, Win32 } from "../../win32/win32.ts";
 import type { CimDisk, CimPartition } from "./cim-types.ts";
 import type { PowerShellPool } from "./powershell-pool.ts";
 import { list, page83FromDescriptor, parseDisk, parsePartition } from "./cim-output.ts";
 
 /** The Win32 calls the disk host needs (a {@link Win32}, or a fake in tests). */
-export type DiskIoctls = Pick<Win32, "openForQuery" | "closeHandle" | "storageDeviceNumber" | "storageDeviceIdDescriptor">;
+export type DiskIoctls = Awaitable<Pick<Win32, "openForQuery" | "closeHandle" | "storageDeviceNumber" | "storageDeviceIdDescriptor">>;
 
 /**
  * The Storage WMI disk and partition calls upstream csi-proxy's `pkg/os/disk` makes: one worker op
@@ -12,7 +12,7 @@ export type DiskIoctls = Pick<Win32, "openForQuery" | "closeHandle" | "storageDe
  * (koffi) each. Pass-through; host/windows/disk.ts turns this into the disk group's host.
  *
  * Errors are CsiProxyErrors: unknown disk / partition NotFound; CIM errors and failed method return
- * values mapped by powershell-pool.ts; Win32 errors by windows/win32.ts.
+ * values mapped by powershell-pool.ts; Win32 errors by win32/win32.ts.
  */
 export class WindowsDiskCim {
   readonly #pool: PowerShellPool;
@@ -70,13 +70,13 @@ export class WindowsDiskCim {
 
   /** CreateFileW(path) + IOCTL_STORAGE_GET_DEVICE_NUMBER + IOCTL_STORAGE_QUERY_PROPERTY(StorageDeviceIdProperty). */
   async queryDeviceIds(path: string): Promise<{ deviceNumber: number; page83: string }> {
-    const h = this.#win32.openForQuery(path);
+    const h = await this.#win32.openForQuery(path);
     try {
-      const deviceNumber = this.#win32.storageDeviceNumber(h, path);
-      const page83 = page83FromDescriptor(this.#win32.storageDeviceIdDescriptor(h, path));
+      const deviceNumber = await this.#win32.storageDeviceNumber(h, path);
+      const page83 = page83FromDescriptor(await this.#win32.storageDeviceIdDescriptor(h, path));
       return { deviceNumber, page83 };
     } finally {
-      this.#win32.closeHandle(h);
+      await this.#win32.closeHandle(h);
     }
   }
 }

@@ -79,6 +79,8 @@ export class WindowsDiskHost implements DiskHostApi {
       sizeBytes: d.size,
       online: !d.isOffline,
       use: { system: null, mountPoints: [], busy: [] },
+      // The physical disk behind the number (MSFT_Disk Path) and its size.
+      identity: `${d.path} size ${d.size}`,
     };
   }
 

@@ -3,10 +3,10 @@ import * as path from "node:path";
 import type { EntryKind, FilesystemHostApi } from "../../groups/filesystem/host-api.ts";
 import { CsiProxyError, Code } from "../../errors.ts";
 import { fsError } from "../fs-error.ts";
-import { FILE_ATTRIBUTE_REPARSE_POINT, IO_REPARSE_TAG_MOUNT_POINT, type Win32 } from "../../windows/win32.ts";
+import { FILE_ATTRIBUTE_REPARSE_POINT, IO_REPARSE_TAG_MOUNT_POINT, type Awaitable, type Win32 } from "../../win32/win32.ts";
 
 /** The Win32 calls the filesystem host needs (a {@link Win32}, or a fake in tests). */
-export type ReparseProbe = Pick<Win32, "getFileAttributes" | "reparseTag">;
+export type ReparseProbe = Awaitable<Pick<Win32, "getFileAttributes" | "reparseTag">>;
 
 /**
  * Filesystem host operations on Windows: Node's fs (libuv over Win32) plus two Win32 calls through
@@ -86,9 +86,9 @@ export class WindowsFilesystemHost implements FilesystemHostApi {
       });
       return;
     }
-    const attrs = this.#win32.getFileAttributes(p);
+    const attrs = await this.#win32.getFileAttributes(p);
     if (attrs !== null && (attrs & FILE_ATTRIBUTE_REPARSE_POINT) !== 0) {
-      if (this.#win32.reparseTag(p) === IO_REPARSE_TAG_MOUNT_POINT) {
+      if ((await this.#win32.reparseTag(p)) === IO_REPARSE_TAG_MOUNT_POINT) {
         throw new CsiProxyError(Code.FailedPrecondition, `remove ${p}: a volume is mounted there; unmount it first`);
       }
       await fs.rmdir(p).catch((err) => {
@@ -127,9 +127,9 @@ export class WindowsFilesystemHost implements FilesystemHostApi {
   }
 
   async isMountPoint(p: string): Promise<boolean> {
-    const attrs = this.#win32.getFileAttributes(p);
+    const attrs = await this.#win32.getFileAttributes(p);
     if (attrs === null || (attrs & FILE_ATTRIBUTE_REPARSE_POINT) === 0) return false;
-    if (this.#win32.reparseTag(p) !== IO_REPARSE_TAG_MOUNT_POINT) return false;
+    if ((await this.#win32.reparseTag(p)) !== IO_REPARSE_TAG_MOUNT_POINT) return false;
     // the mounted volume is reachable (upstream: Readlink, then Lstat of the target)
     return this.linkTargetExists(p);
   }

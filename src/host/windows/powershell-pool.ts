@@ -22,6 +22,7 @@ import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { CsiProxyError, Code } from "../../errors.ts";
 import { spawnWorker } from "../exec/spawn-worker.ts";
 import { WORKER_OPS, type WorkerOp } from "./scripts/worker-script.ts";
+import { STORAGE_STATUS } from "./storage-status.ts";
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
@@ -81,29 +82,18 @@ export class WorkerError extends CsiProxyError {
 }
 
 /**
- * gRPC code for a CIM method's non-zero ReturnValue (MSFT_StorageExtendedStatus-style codes of the
- * Storage Management API): 1 Not Supported, 3 Timeout, 5 Invalid Parameter, 40001 Access denied,
- * 40002 Not enough resources, 41001 disk already initialised, 42002 access path already in use;
- * anything else is Internal with the number in the message (like upstream's `code=<n>`).
+ * gRPC code for a CIM method's non-zero ReturnValue or StorageWMI status: the Storage Management
+ * API's documented codes (storage-status.ts); anything else is Internal with the number in the
+ * message (like upstream's `code=<n>`).
  */
 export function codeForReturnValue(rv: number): Code {
-  switch (rv) {
-    case 1:
-      return Code.Unimplemented;
-    case 3:
-      return Code.DeadlineExceeded;
-    case 5:
-      return Code.InvalidArgument;
-    case 40001:
-      return Code.PermissionDenied;
-    case 40002:
-      return Code.FailedPrecondition; // final for this call, not "still in progress" (compat/driver-fragments.ts)
-    case 41001:
-    case 42002:
-      return Code.AlreadyExists;
-    default:
-      return Code.Internal;
-  }
+  return STORAGE_STATUS[rv]?.code ?? Code.Internal;
+}
+
+/** The message with the documented meaning of a Storage Management API code appended. */
+function withStatusText(message: string, rv: number): string {
+  const text = STORAGE_STATUS[rv]?.text;
+  return text && !message.includes(text) ? `${message} (${text})` : message;
 }
 
 const nativeCodes: Record<string, Code> = {
@@ -136,9 +126,9 @@ export function mapWorkerError(info: WorkerErrorInfo): [Code, string] {
   const message = (info.message ?? "PowerShell error").trim();
   if (info.kind === "NotFound") return [Code.NotFound, message];
   if (info.kind === "UnknownOp") return [Code.Internal, message];
-  if (typeof info.returnValue === "number" && info.returnValue !== 0) return [codeForReturnValue(info.returnValue), message];
+  if (typeof info.returnValue === "number" && info.returnValue !== 0) return [codeForReturnValue(info.returnValue), withStatusText(message, info.returnValue)];
   const status = storageStatus(info);
-  if (status !== undefined) return [codeForReturnValue(status), message];
+  if (status !== undefined) return [codeForReturnValue(status), withStatusText(message, status)];
   if (info.native && nativeCodes[info.native] !== undefined) return [nativeCodes[info.native], message];
   if (info.category && categoryCodes[info.category] !== undefined) return [categoryCodes[info.category], message];
   return [Code.Internal, message];

@@ -30,13 +30,13 @@ import * as fs from "node:fs/promises";
 import type { SmbHostApi } from "../../groups/smb/host-api.ts";
 import { Code, internal } from "../../errors.ts";
 import { fsError } from "../fs-error.ts";
-import { SYMBOLIC_LINK_FLAG_DIRECTORY, type Win32 } from "../../windows/win32.ts";
+import { SYMBOLIC_LINK_FLAG_DIRECTORY, type Awaitable, type Win32 } from "../../win32/win32.ts";
 import type { PowerShellPool } from "./powershell-pool.ts";
 import { list } from "./cim-output.ts";
 import { recode } from "./worker-errors.ts";
 
 /** The Win32 call the SMB host needs (a {@link Win32}, or a fake in tests). */
-export type SmbWin32 = Pick<Win32, "createSymbolicLink">;
+export type SmbWin32 = Awaitable<Pick<Win32, "createSymbolicLink">>;
 
 /** MSFT_SmbGlobalMapping.Status values, by number. */
 export const SMB_MAPPING_STATUS = ["OK", "Paused", "Disconnected", "NetworkError", "Connecting", "Reconnecting", "Unavailable"] as const;
@@ -137,7 +137,7 @@ export class WindowsSmbHost implements SmbHostApi {
 
   async createDirLink(linkPath: string, remotePath: string): Promise<void> {
     const link = linkPath.startsWith(LONG) ? linkPath : LONG + linkPath;
-    this.#win32.createSymbolicLink(link, this.linkTargetFor(remotePath), SYMBOLIC_LINK_FLAG_DIRECTORY);
+    await this.#win32.createSymbolicLink(link, this.linkTargetFor(remotePath), SYMBOLIC_LINK_FLAG_DIRECTORY);
   }
 
   async readDirLink(linkPath: string): Promise<{ target: string | null } | null> {

@@ -1,12 +1,12 @@
 import * as fs from "node:fs/promises";
-import type { Win32 } from "../../windows/win32.ts";
+import type { Awaitable, Win32 } from "../../win32/win32.ts";
 import { fsError } from "../fs-error.ts";
 import type { CimPartition, CimVolume } from "./cim-types.ts";
 import type { PowerShellPool } from "./powershell-pool.ts";
 import { parsePartition, parseStringList, parseSupportedSize, parseVolume } from "./cim-output.ts";
 
 /** The Win32 calls the volume host needs (a {@link Win32}, or a fake in tests). */
-export type VolumeWin32 = Pick<Win32, "setVolumeMountPoint" | "deleteVolumeMountPoint" | "getVolumePathName" | "getVolumeNameForVolumeMountPoint" | "reparseTag">;
+export type VolumeWin32 = Awaitable<Pick<Win32, "setVolumeMountPoint" | "deleteVolumeMountPoint" | "getVolumePathName" | "getVolumeNameForVolumeMountPoint" | "reparseTag">>;
 
 /**
  * The Storage WMI volume calls and Win32 mount-point calls upstream csi-proxy's `pkg/os/volume`
@@ -14,7 +14,7 @@ export type VolumeWin32 = Pick<Win32, "setVolumeMountPoint" | "deleteVolumeMount
  * (koffi) each. Pass-through; host/windows/volume.ts turns this into the volume group's host.
  *
  * Errors are CsiProxyErrors: unknown volume / partition NotFound; CIM errors and failed method
- * return values mapped by powershell-pool.ts; Win32 errors by windows/win32.ts.
+ * return values mapped by powershell-pool.ts; Win32 errors by win32/win32.ts.
  */
 export class WindowsVolumeCim {
   readonly #pool: PowerShellPool;
@@ -62,12 +62,12 @@ export class WindowsVolumeCim {
 
   /** SetVolumeMountPointW(mountPoint ending in `\`, volumeId). */
   async setVolumeMountPoint(mountPoint: string, volumeId: string): Promise<void> {
-    this.#win32.setVolumeMountPoint(mountPoint, volumeId);
+    await this.#win32.setVolumeMountPoint(mountPoint, volumeId);
   }
 
   /** DeleteVolumeMountPointW(mountPoint ending in `\`). */
   async deleteVolumeMountPoint(mountPoint: string): Promise<void> {
-    this.#win32.deleteVolumeMountPoint(mountPoint);
+    await this.#win32.deleteVolumeMountPoint(mountPoint);
   }
 
   /** GetVolumePathNameW(path): the mount point (`C:\`, `C:\mnt\x\`) of the volume holding path. */

@@ -8,7 +8,7 @@
 import * as path from "node:path";
 import type { FilesystemGrowth, MountedVolume, VolumeContent, VolumeHostApi, VolumeLocation, VolumeUsage } from "../../groups/volume/host-api.ts";
 import { failedPrecondition } from "../../errors.ts";
-import { IO_REPARSE_TAG_MOUNT_POINT, IO_REPARSE_TAG_SYMLINK, Win32Error } from "../../windows/win32.ts";
+import { IO_REPARSE_TAG_MOUNT_POINT, IO_REPARSE_TAG_SYMLINK, Win32Error } from "../../win32/win32.ts";
 import type { PowerShellPool } from "./powershell-pool.ts";
 import { inspectDirectory } from "../inspect-directory.ts";
 import { WindowsVolumeCim, type VolumeWin32 } from "./volume-cim.ts";
@@ -60,6 +60,8 @@ export class WindowsVolumeHost implements VolumeHostApi {
       name,
       diskOnline: null,
       devices: [{ name, use: partitionUse(p, this.#systemDrive) }],
+      // The partition's place on its disk (MSFT_Partition DiskNumber, PartitionNumber, Offset, Size).
+      identity: `disk ${p.diskNumber} partition ${p.partitionNumber} offset ${p.offset} size ${p.size}`,
     };
   }
 

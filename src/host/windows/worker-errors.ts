@@ -4,13 +4,12 @@
  * gRPC code better than the generic CIM mapping of powershell-pool.ts).
  */
 import { CsiProxyError, Code } from "../../errors.ts";
+import { redactWhole } from "../../log/redact.ts";
 import { WorkerError, type WorkerErrorInfo } from "./powershell-pool.ts";
 
-/** `text` with every occurrence of each non-empty secret replaced by `***`. */
+/** `text` with every whole occurrence of each non-empty secret replaced by `***` (src/log/redact.ts). */
 export function redact(text: string, secrets: readonly string[]): string {
-  let out = text;
-  for (const s of secrets) if (s !== "") out = out.split(s).join("***");
-  return out;
+  return redactWhole(text, secrets);
 }
 
 /**

@@ -27,12 +27,11 @@
  * A refusal does not stop the daemon: only the SMB group (the only user of the state directory on
  * Windows) answers FailedPrecondition naming the directory or file and its owner.
  *
- * The decisions are here, over {@link StateDirSecurityApi}; `Win32` (src/windows/win32.ts)
+ * The decisions are here, over {@link StateDirSecurityApi}; `Win32` (src/win32/win32.ts)
  * implements it through koffi, unit tests use a fake.
  */
 import * as path from "node:path";
-import type { StateDirLog, StateDirTrust } from "../state/state-dir.ts";
-import { STATE_FILES, StateDirRefusal } from "../state/state-dir.ts";
+import { STATE_FILES, StateDirRefusal, type StateDirLog, type StateDirTrust } from "./state-dir-trust.ts";
 
 export const SYSTEM_SID = "S-1-5-18";
 export const ADMINISTRATORS_SID = "S-1-5-32-544";
@@ -49,17 +48,17 @@ const FILE_ATTRIBUTE_REPARSE_POINT = 0x400;
 /** The Win32 calls this needs (a subset of `Win32`). */
 export interface StateDirSecurityApi {
   /** GetFileAttributesW; null when the path does not exist. */
-  getFileAttributes(path: string): number | null;
+  getFileAttributes(path: string): number | null | Promise<number | null>;
   /** CreateDirectoryW with the security descriptor from the start; false when it already exists. */
-  createDirectoryWithSecurity(path: string, sddl: string): boolean;
+  createDirectoryWithSecurity(path: string, sddl: string): boolean | Promise<boolean>;
   /** SetFileSecurityW for the parts named by `info` (1 owner, 4 DACL). */
-  setFileSecurity(path: string, sddl: string, info: number): void;
+  setFileSecurity(path: string, sddl: string, info: number): void | Promise<void>;
   /** GetNamedSecurityInfoW: owner SID (`S-1-…`) and owner + DACL as SDDL. */
-  fileSecurity(path: string): { ownerSid: string; sddl: string };
+  fileSecurity(path: string): { ownerSid: string; sddl: string } | Promise<{ ownerSid: string; sddl: string }>;
   /** The SID csi-proxy runs as. */
-  tokenUserSid(): string;
+  tokenUserSid(): string | Promise<string>;
   /** `DOMAIN\name` of a SID, or null. */
-  accountName(sid: string): string | null;
+  accountName(sid: string): string | null | Promise<string | null>;
 }
 
 export interface SecureWindowsStateDirOptions {
@@ -74,21 +73,21 @@ export async function secureWindowsStateDir(dir: string, api: StateDirSecurityAp
   const log = options.log ?? { info() {}, warning() {} };
   let self: string | null = null;
   try {
-    self = api.tokenUserSid();
+    self = await api.tokenUserSid();
   } catch (err) {
     log.warning(`state directory: cannot read csi-proxy's own account (${message(err)}); only SYSTEM and Administrators are trusted owners`);
   }
   const trusted = (sid: string) => sid === SYSTEM_SID || sid === ADMINISTRATORS_SID || (self !== null && sid === self);
-  const describe = (sid: string) => {
+  const describe = async (sid: string) => {
     let name: string | null = null;
     try {
-      name = api.accountName(sid);
+      name = await api.accountName(sid);
     } catch {
       // unnamed
     }
     return name ? `${name} (${sid})` : sid || "no owner";
   };
-  const trustedList = self && self !== SYSTEM_SID && self !== ADMINISTRATORS_SID ? `SYSTEM, Administrators or csi-proxy's own account ${describe(self)}` : "SYSTEM or Administrators";
+  const trustedList = self && self !== SYSTEM_SID && self !== ADMINISTRATORS_SID ? `SYSTEM, Administrators or csi-proxy's own account ${await describe(self)}` : "SYSTEM or Administrators";
   const refuse = (what: string): StateDirTrust => {
     const error = new StateDirRefusal(`${what}; SMB calls are refused until this is fixed (csi-proxy keeps its SMB reference counts there)`);
     log.warning(error.message);
@@ -97,9 +96,9 @@ export async function secureWindowsStateDir(dir: string, api: StateDirSecurityAp
 
   // 1. create
   try {
-    if (api.getFileAttributes(dir) === null) {
+    if ((await api.getFileAttributes(dir)) === null) {
       await (options.mkdirParents ?? defaultMkdirParents)(path.win32.dirname(dir));
-      if (api.createDirectoryWithSecurity(dir, STATE_DIR_DACL)) log.info(`state directory ${dir} created with DACL ${STATE_DIR_DACL}`);
+      if (await api.createDirectoryWithSecurity(dir, STATE_DIR_DACL)) log.info(`state directory ${dir} created with DACL ${STATE_DIR_DACL}`);
     }
   } catch (err) {
     return refuse(`state directory ${dir} cannot be examined or created: ${message(err)}`);
@@ -108,7 +107,7 @@ export async function secureWindowsStateDir(dir: string, api: StateDirSecurityAp
   // 2. what is there
   let attrs: number | null;
   try {
-    attrs = api.getFileAttributes(dir);
+    attrs = await api.getFileAttributes(dir);
   } catch (err) {
     return refuse(`state directory ${dir} cannot be examined: ${message(err)}`);
   }
@@ -118,34 +117,34 @@ export async function secureWindowsStateDir(dir: string, api: StateDirSecurityAp
 
   // 3. owner Administrators + protected DACL
   try {
-    api.setFileSecurity(dir, STATE_DIR_SDDL, OWNER_SECURITY_INFORMATION | DACL_SECURITY_INFORMATION);
+    await api.setFileSecurity(dir, STATE_DIR_SDDL, OWNER_SECURITY_INFORMATION | DACL_SECURITY_INFORMATION);
   } catch (ownerErr) {
     try {
-      api.setFileSecurity(dir, STATE_DIR_DACL, DACL_SECURITY_INFORMATION);
+      await api.setFileSecurity(dir, STATE_DIR_DACL, DACL_SECURITY_INFORMATION);
     } catch (err) {
       return refuse(`state directory ${dir}: its DACL cannot be set to ${STATE_DIR_DACL}: ${message(err)}`);
     }
     let owner: string;
     try {
-      owner = api.fileSecurity(dir).ownerSid;
+      owner = (await api.fileSecurity(dir)).ownerSid;
     } catch (err) {
       return refuse(`state directory ${dir}: its owner cannot be read: ${message(err)}`);
     }
     if (!trusted(owner)) {
-      return refuse(`state directory ${dir} is owned by ${describe(owner)} and Administrators cannot be made its owner (${message(ownerErr)}): an owner can always change its DACL, so its state is not trusted; make Administrators the owner (icacls "${dir}" /setowner Administrators)`);
+      return refuse(`state directory ${dir} is owned by ${await describe(owner)} and Administrators cannot be made its owner (${message(ownerErr)}): an owner can always change its DACL, so its state is not trusted; make Administrators the owner (icacls "${dir}" /setowner Administrators)`);
     }
-    log.warning(`state directory ${dir}: Administrators cannot be made its owner (${message(ownerErr)}); it stays owned by ${describe(owner)}`);
+    log.warning(`state directory ${dir}: Administrators cannot be made its owner (${message(ownerErr)}); it stays owned by ${await describe(owner)}`);
   }
 
   // 4. read back
   let security: { ownerSid: string; sddl: string };
   try {
-    security = api.fileSecurity(dir);
+    security = await api.fileSecurity(dir);
   } catch (err) {
     return refuse(`state directory ${dir}: its security cannot be read back: ${message(err)}`);
   }
   if (!trusted(security.ownerSid)) {
-    return refuse(`state directory ${dir} is owned by ${describe(security.ownerSid)}, not by ${trustedList}, even after setting the owner: its state is not trusted`);
+    return refuse(`state directory ${dir} is owned by ${await describe(security.ownerSid)}, not by ${trustedList}, even after setting the owner: its state is not trusted`);
   }
   log.info(`state directory ${dir}: ${security.sddl}`);
 
@@ -155,21 +154,21 @@ export async function secureWindowsStateDir(dir: string, api: StateDirSecurityAp
     let fileAttrs: number | null;
     let owner: string;
     try {
-      fileAttrs = api.getFileAttributes(file);
+      fileAttrs = await api.getFileAttributes(file);
       if (fileAttrs === null) continue;
       if (fileAttrs & FILE_ATTRIBUTE_REPARSE_POINT) return refuse(`state file ${file} is a symbolic link or junction: csi-proxy reads state only from plain files it wrote; remove it`);
       if (fileAttrs & FILE_ATTRIBUTE_DIRECTORY) return refuse(`state file ${file} is a directory`);
-      owner = api.fileSecurity(file).ownerSid;
+      owner = (await api.fileSecurity(file)).ownerSid;
     } catch (err) {
       return refuse(`state file ${file} cannot be examined: ${message(err)}`);
     }
     if (!trusted(owner)) {
       return refuse(
-        `state file ${file} is owned by ${describe(owner)}, not by ${trustedList}: csi-proxy did not write it and does not trust it; check its content, then delete it or make Administrators its owner`,
+        `state file ${file} is owned by ${await describe(owner)}, not by ${trustedList}: csi-proxy did not write it and does not trust it; check its content, then delete it or make Administrators its owner`,
       );
     }
     try {
-      api.setFileSecurity(file, STATE_FILE_DACL, DACL_SECURITY_INFORMATION);
+      await api.setFileSecurity(file, STATE_FILE_DACL, DACL_SECURITY_INFORMATION);
     } catch (err) {
       log.warning(`state file ${file}: its DACL cannot be set to ${STATE_FILE_DACL}: ${message(err)}`);
     }

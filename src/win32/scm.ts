@@ -11,8 +11,7 @@
  *   stop        OpenServiceW(SERVICE_STOP) + ControlService(SERVICE_CONTROL_STOP)
  *   dependents  OpenServiceW(ENUMERATE_DEPENDENTS) + EnumDependentServicesW(SERVICE_STATE_ALL)
  *
- * Every call is synchronous on the JS thread (GetLastError must be read on the thread that made
- * the call, which koffi's `.async` cannot guarantee). The SCM answers queries at once; StartServiceW
+ * Every call is synchronous on the JS thread (the SCM is a local RPC server, not a path or a device). The SCM answers queries at once; StartServiceW
  * returns once the service process has connected to the SCM, ControlService once the service's
  * control handler has returned — normally milliseconds, at most the SCM's own 30 s bound.
  *
@@ -58,8 +57,18 @@ const SERVICE_QUERY_CONFIG = 0x1, SERVICE_QUERY_STATUS = 0x4, SERVICE_ENUMERATE_
 const SC_STATUS_PROCESS_INFO = 0;
 const SERVICE_CONTROL_STOP = 1;
 const SERVICE_STATE_ALL = 3;
-/** sizeof(SERVICE_STATUS_PROCESS), sizeof(SERVICE_STATUS), sizeof(ENUM_SERVICE_STATUSW) on x64. */
-const STATUS_PROCESS_SIZE = 36, STATUS_SIZE = 28, ENUM_STATUS_SIZE = 48;
+/**
+ * The x64 layouts this file reads by hand (windows.h names; `sizeof` = the structure's size),
+ * compared with MinGW-w64's windows.h by test/windows/win32-layout.test.ts.
+ */
+export const SCM_LAYOUT = {
+  SERVICE_STATUS_PROCESS: { sizeof: 36, dwCurrentState: 4 },
+  SERVICE_STATUS: { sizeof: 28 },
+  ENUM_SERVICE_STATUSW: { sizeof: 48, lpServiceName: 0 },
+  QUERY_SERVICE_CONFIGW: { dwStartType: 4, lpLoadOrderGroup: 24, lpDependencies: 40, lpDisplayName: 56 },
+} as const;
+const STATUS_PROCESS_SIZE = SCM_LAYOUT.SERVICE_STATUS_PROCESS.sizeof, STATUS_SIZE = SCM_LAYOUT.SERVICE_STATUS.sizeof, ENUM_STATUS_SIZE = SCM_LAYOUT.ENUM_SERVICE_STATUSW.sizeof;
+const CONFIG = SCM_LAYOUT.QUERY_SERVICE_CONFIGW;
 
 type Fn = (...args: unknown[]) => unknown;
 type Handle = unknown;
@@ -81,17 +90,17 @@ export function stringAt(buf: Buffer, base: bigint, at: number, multi = false): 
 /** QUERY_SERVICE_CONFIGW (x64) as filled by QueryServiceConfigW into `buf` at address `base`. */
 export function parseServiceConfig(buf: Buffer, base: bigint): { startType: number; group: string; dependencies: string[]; displayName: string } {
   return {
-    startType: buf.readUInt32LE(4),
-    group: stringAt(buf, base, 24) as string,
-    dependencies: stringAt(buf, base, 40, true) as string[],
-    displayName: stringAt(buf, base, 56) as string,
+    startType: buf.readUInt32LE(CONFIG.dwStartType),
+    group: stringAt(buf, base, CONFIG.lpLoadOrderGroup) as string,
+    dependencies: stringAt(buf, base, CONFIG.lpDependencies, true) as string[],
+    displayName: stringAt(buf, base, CONFIG.lpDisplayName) as string,
   };
 }
 
 /** ENUM_SERVICE_STATUSW[count] (x64) as filled by EnumDependentServicesW: the service names. */
 export function parseEnumServiceStatus(buf: Buffer, base: bigint, count: number): string[] {
   const names: string[] = [];
-  for (let i = 0; i < count; i++) names.push(stringAt(buf, base, i * ENUM_STATUS_SIZE) as string);
+  for (let i = 0; i < count; i++) names.push(stringAt(buf, base, i * ENUM_STATUS_SIZE + SCM_LAYOUT.ENUM_SERVICE_STATUSW.lpServiceName) as string);
   return names;
 }
 
@@ -170,7 +179,7 @@ export class Scm implements ServiceControlManager {
           return Boolean(this.#call("QueryServiceConfigW", h, buf, size, needed));
         });
         const c = parseServiceConfig(config, base);
-        return { name, displayName: c.displayName, startType: c.startType, state: status.readUInt32LE(4), group: c.group, dependencies: c.dependencies };
+        return { name, displayName: c.displayName, startType: c.startType, state: status.readUInt32LE(SCM_LAYOUT.SERVICE_STATUS_PROCESS.dwCurrentState), group: c.group, dependencies: c.dependencies };
       });
     } catch (err) {
       if (err instanceof Win32Error && (err.errno === WinError.SERVICE_DOES_NOT_EXIST || err.errno === WinError.INVALID_NAME)) return null;

@@ -16,7 +16,8 @@
  * The SCM may end the process as soon as STOPPED is reported, so `stop` must have flushed the logs
  * before it resolves.
  */
-import { loadKoffi } from "./native.ts";
+import { loadKoffi, type Koffi } from "./native.ts";
+import { win32Types } from "./win32.ts";
 
 export const SERVICE_NAME = "csiproxy";
 
@@ -109,6 +110,22 @@ export function createServiceController(hooks: ServiceHooks, reporter: StatusRep
   };
 }
 
+/** The advapi32 declarations of service mode (checked against windows.h by test/windows/win32-layout.test.ts). */
+export function serviceApi(koffi: Koffi) {
+  const advapi = koffi.load("advapi32.dll");
+  const kernel = koffi.load("kernel32.dll");
+  const { SERVICE_STATUS, SERVICE_TABLE_ENTRYW } = win32Types(koffi);
+  const ServiceMainProc = koffi.proto("void __stdcall CsiProxyServiceMain(uint32_t argc, void *argv)");
+  const HandlerExProc = koffi.proto("uint32_t __stdcall CsiProxyHandlerEx(uint32_t control, uint32_t eventType, void *eventData, void *context)");
+  // the dispatch table: one entry and the NULL entry that ends it
+  const TABLE = koffi.struct("CSIPROXY_SERVICE_TABLE", { entry: SERVICE_TABLE_ENTRYW, end: SERVICE_TABLE_ENTRYW });
+  const StartServiceCtrlDispatcherW = advapi.func("int __stdcall StartServiceCtrlDispatcherW(CSIPROXY_SERVICE_TABLE *table)");
+  const RegisterServiceCtrlHandlerExW = advapi.func("void * __stdcall RegisterServiceCtrlHandlerExW(const char16_t *name, CsiProxyHandlerEx *proc, void *context)");
+  const SetServiceStatus = advapi.func("int __stdcall SetServiceStatus(void *handle, SERVICE_STATUS *status)");
+  const GetLastError = kernel.func("uint32_t __stdcall GetLastError()");
+  return { SERVICE_STATUS, ServiceMainProc, HandlerExProc, TABLE, StartServiceCtrlDispatcherW, RegisterServiceCtrlHandlerExW, SetServiceStatus, GetLastError };
+}
+
 /**
  * Runs as the `csiproxy` service until the SCM stops it. Resolves with the process exit code (0
  * after a clean stop). Rejects when the process was not started by the SCM (upstream behaves the
@@ -116,31 +133,7 @@ export function createServiceController(hooks: ServiceHooks, reporter: StatusRep
  */
 export async function runService(hooks: ServiceHooks, name = SERVICE_NAME): Promise<number> {
   const koffi = await loadKoffi();
-  const advapi = koffi.load("advapi32.dll");
-  const kernel = koffi.load("kernel32.dll");
-  const SERVICE_STATUS = koffi.struct("CSIPROXY_SERVICE_STATUS", {
-    dwServiceType: "uint32",
-    dwCurrentState: "uint32",
-    dwControlsAccepted: "uint32",
-    dwWin32ExitCode: "uint32",
-    dwServiceSpecificExitCode: "uint32",
-    dwCheckPoint: "uint32",
-    dwWaitHint: "uint32",
-  });
-  const ServiceMainProc = koffi.proto("void __stdcall CsiProxyServiceMain(uint32_t argc, void *argv)");
-  const HandlerExProc = koffi.proto("uint32_t __stdcall CsiProxyHandlerEx(uint32_t control, uint32_t eventType, void *eventData, void *context)");
-  const TABLE = koffi.struct("CSIPROXY_SERVICE_TABLE", {
-    name0: "str16",
-    proc0: koffi.pointer(ServiceMainProc),
-    name1: "void *",
-    proc1: "void *",
-  });
-  const StartServiceCtrlDispatcherW = advapi.func("int __stdcall StartServiceCtrlDispatcherW(CSIPROXY_SERVICE_TABLE *table)");
-  const RegisterServiceCtrlHandlerExW = advapi.func("void * __stdcall RegisterServiceCtrlHandlerExW(const char16_t *name, CsiProxyHandlerEx *proc, void *context)");
-  const SetServiceStatus = advapi.func("int __stdcall SetServiceStatus(void *handle, CSIPROXY_SERVICE_STATUS *status)");
-  const GetLastError = kernel.func("uint32_t __stdcall GetLastError()");
-  void SERVICE_STATUS;
-  void TABLE;
+  const { ServiceMainProc, HandlerExProc, TABLE, StartServiceCtrlDispatcherW, RegisterServiceCtrlHandlerExW, SetServiceStatus, GetLastError } = serviceApi(koffi);
 
   let statusHandle: unknown = null;
   let checkPoint = 0;
@@ -174,7 +167,7 @@ export async function runService(hooks: ServiceHooks, name = SERVICE_NAME): Prom
 
   try {
     const ok = await new Promise<number>((resolve, reject) => {
-      StartServiceCtrlDispatcherW.async({ name0: name, proc0: serviceMain, name1: null, proc1: null }, (err: unknown, result: number) =>
+      StartServiceCtrlDispatcherW.async({ entry: { lpServiceName: name, lpServiceProc: serviceMain }, end: { lpServiceName: null, lpServiceProc: null } }, (err: unknown, result: number) =>
         err ? reject(err) : resolve(result),
       );
     });

@@ -40,10 +40,10 @@ export async function createPipeSecurity(sddl: string, win32?: Win32): Promise<P
       let handle: number | bigint | undefined;
       for (let attempt = 0; handle === undefined; attempt++) {
         try {
-          handle = api.openForQuery(pipeName, WRITE_DAC | READ_CONTROL);
+          handle = await api.openForQuery(pipeName, WRITE_DAC | READ_CONTROL);
         } catch (err) {
           if (!(err instanceof Win32Error) || err.errno !== WinError.PIPE_BUSY || attempt >= 20) throw err;
-          api.waitNamedPipe(pipeName, 250);
+          await api.waitNamedPipe(pipeName, 250);
           await new Promise((r) => setTimeout(r, 10));
         }
       }
@@ -51,7 +51,7 @@ export async function createPipeSecurity(sddl: string, win32?: Win32): Promise<P
         api.setDacl(handle, dacl, pipeName);
         return api.daclSddl(handle, pipeName);
       } finally {
-        api.closeHandle(handle);
+        await api.closeHandle(handle);
       }
     },
   };
