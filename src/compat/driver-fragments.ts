@@ -22,11 +22,12 @@
  * Codes a client or kubelet reads as "still in progress" (Cancelled, DeadlineExceeded,
  * Unavailable, ResourceExhausted, Aborted) are never used for an ordinary, final failure. They
  * remain only where the outcome is really open or nothing was attempted: the client cancelled
- * (Cancelled); a host tool or Windows service did not finish within its bound and may still
- * complete or have half-completed (DeadlineExceeded — gRPC's own definition covers "may have
- * completed"); the PowerShell worker pool is shutting down or cannot start (Unavailable) or its
- * queue is full and the call was not attempted (ResourceExhausted). An unreachable SMB server or
- * iSCSI portal is a final failure of that call: FailedPrecondition.
+ * (Cancelled); a host tool, WMI call or Windows service did not finish within its bound and may
+ * still complete or have half-completed (DeadlineExceeded — gRPC's own definition covers "may have
+ * completed"); Win32 path/device calls that have not returned (Unavailable); the PowerShell worker
+ * pool is shutting down or cannot start (Unavailable) or its queue is full / a CIM quota is hit and
+ * the call was not attempted (ResourceExhausted). An unreachable SMB server or iSCSI portal, an SCM
+ * refusal or a cmdlet's ResourceUnavailable is a final failure of that call: FailedPrecondition.
  */
 import { Code, CsiProxyError } from "../errors.ts";
 
