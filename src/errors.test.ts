@@ -23,8 +23,8 @@ describe("CsiProxyError", () => {
 
 test("a system call's failure reaching the boundary uncoded gets its errno's code, not Internal", () => {
   const errno = (code: string) => Object.assign(new Error(`${code}: failure, write`), { code, syscall: "write" });
-  assert.equal(CsiProxyError.from(errno("ENOSPC")).code, Code.ResourceExhausted);
-  assert.equal(CsiProxyError.from(errno("EDQUOT")).code, Code.ResourceExhausted);
+  assert.equal(CsiProxyError.from(errno("ENOSPC")).code, Code.FailedPrecondition); // final: kubelet reads ResourceExhausted as in progress
+  assert.equal(CsiProxyError.from(errno("EDQUOT")).code, Code.FailedPrecondition);
   assert.equal(CsiProxyError.from(errno("ENOENT")).code, Code.NotFound);
   assert.equal(CsiProxyError.from(errno("EACCES")).code, Code.PermissionDenied);
   assert.equal(CsiProxyError.from(errno("EIO")).code, Code.FailedPrecondition);

@@ -55,14 +55,14 @@ export class CsiProxyError extends Error {
 /**
  * The gRPC code of a failed system call, by errno name; undefined for names that are not errnos
  * (Node's own ERR_* codes) or that usually mean a bug of csi-proxy (EINVAL, EBADF, EFAULT).
- * Disk full and quota → ResourceExhausted (gRPC's own example); a missing file → NotFound; access
- * → PermissionDenied; the rest (busy, read-only, I/O error, device gone…) → FailedPrecondition.
+ * The daemon's own descriptors or memory exhausted → ResourceExhausted (transient); a missing file →
+ * NotFound; access → PermissionDenied; the rest (disk full or over quota — a final answer until someone
+ * frees space, and kubelet reads ResourceExhausted as "still in progress" —, busy, read-only, I/O error,
+ * device gone…) → FailedPrecondition.
  */
 export function errnoCode(errno: string): Code | undefined {
   if (!/^E[A-Z0-9]+$/.test(errno) || errno === "EINVAL" || errno === "EBADF" || errno === "EFAULT") return undefined;
   switch (errno) {
-    case "ENOSPC":
-    case "EDQUOT":
     case "EMFILE":
     case "ENFILE":
     case "ENOMEM":

@@ -144,7 +144,7 @@ export function codeForWin32(errno: number): Code {
     case WinError.SERVICE_CANNOT_ACCEPT_CTRL:
     case WinError.SERVICE_DATABASE_LOCKED:
     case WinError.SERVICE_NO_THREAD:
-      return Code.Unavailable;
+      return Code.FailedPrecondition; // final for this call (compat/driver-fragments.ts on "in progress" codes)
     case WinError.NOT_SUPPORTED:
     case WinError.CALL_NOT_IMPLEMENTED:
       return Code.Unimplemented;

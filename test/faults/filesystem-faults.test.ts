@@ -1,6 +1,6 @@
 // The filesystem group's host steps are system calls (no tools): their faults are a full
 // filesystem and a read-only one under the kubelet directory. Each answer is a fitting code
-// (ResourceExhausted, FailedPrecondition — never Internal), and nothing else changes: the files
+// (FailedPrecondition — never Internal, never an in-progress code), and nothing else changes: the files
 // already there keep their bytes, and a call that failed left no half-made directory tree.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
@@ -10,7 +10,7 @@ import { createFaultRig, codeOf, sha256, type FaultRig } from "../helpers/fault-
 import { isRoot } from "../integration/smb-iscsi-system-fixtures.ts";
 
 const canRun = isRoot && existsSync("/usr/bin/unshare");
-const Code = { ResourceExhausted: 8, FailedPrecondition: 9 };
+const Code = { FailedPrecondition: 9 };
 
 describe("filesystem group: full and read-only filesystems", { skip: !canRun && "needs root and unshare(1)" }, () => {
   let rig: FaultRig;
@@ -29,12 +29,12 @@ describe("filesystem group: full and read-only filesystems", { skip: !canRun && 
     await rig?.close();
   });
 
-  it("Mkdir of a nested path on a full filesystem: ResourceExhausted, no partial tree, existing data intact", async () => {
+  it("Mkdir of a nested path on a full filesystem: FailedPrecondition, no partial tree, existing data intact", async () => {
     const c = await rig.clients();
     const before = sha256(rig.inNs(`${full}/keep/data`));
     const e = await c.filesystem.mkdir({ path: path.join(full, "a", "b", "c") }).then(() => null, (err: unknown) => err);
     // tmpfs charges a directory only an inode: the inode limit (nr_inodes) is the one hit
-    assert.equal(codeOf(e), Code.ResourceExhausted, String(e));
+    assert.equal(codeOf(e), Code.FailedPrecondition, String(e));
     assert.equal(existsSync(rig.inNs(`${full}/a`)), false, "no partial tree");
     assert.equal(sha256(rig.inNs(`${full}/keep/data`)), before);
   });

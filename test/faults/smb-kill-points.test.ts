@@ -14,7 +14,7 @@ import type { FaultAction } from "../helpers/fault-tools.ts";
 import { isRoot } from "../integration/smb-iscsi-system-fixtures.ts";
 
 const canRun = isRoot && existsSync("/usr/bin/unshare");
-const Code = { DeadlineExceeded: 4, NotFound: 5, ResourceExhausted: 8, FailedPrecondition: 9 };
+const Code = { DeadlineExceeded: 4, NotFound: 5, FailedPrecondition: 9 };
 const rows: string[] = [];
 const PASSWORD = "kill-point-Pa55";
 
@@ -131,7 +131,7 @@ describe("SMB mappings: kill points and faults", { skip: !canRun && "needs root 
     });
   }
 
-  it("the state directory's filesystem is full: ResourceExhausted, nothing mapped or counted; space back → the retry maps", async () => {
+  it("the state directory's filesystem is full: FailedPrecondition, nothing mapped or counted; space back → the retry maps", async () => {
     const remote = share();
     const local = link("full");
     const c = await rig.hangClients();
@@ -143,7 +143,7 @@ describe("SMB mappings: kill points and faults", { skip: !canRun && "needs root 
       // ENOSPC: full now
     }
     const first = await c.smb.newSmbGlobalMapping(req(remote, local)).then(() => null, (e: unknown) => e);
-    assert.equal(codeOf(first), Code.ResourceExhausted, String(first));
+    assert.equal(codeOf(first), Code.FailedPrecondition, String(first));
     assert.equal(smbMounts(rig.hangStateDir, remote).length, 0);
     assert.equal(existsSync(local), false);
     rmSync(filler);

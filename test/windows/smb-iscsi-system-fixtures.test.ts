@@ -115,14 +115,14 @@ test("SMB errors: Windows System Error numbers of the SMB cmdlets become gRPC co
   assert.equal(windowsErrorOf({ error_Code: "1219" }), 1219);
   assert.equal(windowsErrorOf({ message: "x" }), undefined);
   const cases: [number, number][] = [
-    [53, Code.Unavailable],
+    [53, Code.FailedPrecondition],
     [67, Code.NotFound],
     [1326, Code.PermissionDenied],
     [1312, Code.PermissionDenied],
     [86, Code.PermissionDenied],
     [1219, Code.FailedPrecondition],
     [85, Code.AlreadyExists],
-    [1231, Code.Unavailable],
+    [1231, Code.FailedPrecondition],
   ];
   for (const [n, code] of cases) assert.equal(smbCodeFor(n), code, String(n));
   assert.equal(smbCodeFor(1), undefined);
@@ -140,7 +140,7 @@ test("SMB errors: Windows System Error numbers of the SMB cmdlets become gRPC co
   });
   const host = new WindowsSmbHost(p.pool, recordingWin32().w);
   const e1 = await reject(host.createMapping("\\\\srv\\share", "u", "pw-secret", true));
-  assert.equal(e1.code, Code.Unavailable);
+  assert.equal(e1.code, Code.FailedPrecondition);
   assert.equal(e1.message, "smb.newMapping: The network path was not found.");
   assert.equal((await reject(host.createMapping("\\\\srv\\share", "u", "pw-secret", true))).code, Code.PermissionDenied);
   assert.equal((await reject(host.createMapping("\\\\srv\\share", "u", "pw-secret", true))).code, Code.NotFound);
@@ -283,9 +283,9 @@ test("iSCSI errors: initiator HRESULTs and method return values become gRPC code
   const host = new WindowsIscsiHost(p.pool);
   const portal = { targetAddress: "10.0.0.5", targetPort: 3260 };
   const e1 = await reject(host.addTargetPortal(portal));
-  assert.equal(e1.code, Code.Unavailable);
+  assert.equal(e1.code, Code.FailedPrecondition);
   assert.equal(e1.message, "iscsi.addPortal: Connection Failed.");
-  assert.equal((await reject(host.addTargetPortal(portal))).code, Code.Unavailable, "the same HRESULT as a ReturnValue");
+  assert.equal((await reject(host.addTargetPortal(portal))).code, Code.FailedPrecondition, "the same HRESULT as a ReturnValue");
   const auth = { type: "ONE_WAY_CHAP" as const, chapUsername: "initiator", chapSecret: "TheChapSecret1" };
   assert.equal((await reject(host.connectTarget(portal, IQN, auth))).code, Code.PermissionDenied);
   assert.equal((await reject(host.connectTarget(portal, IQN, auth))).code, Code.FailedPrecondition);

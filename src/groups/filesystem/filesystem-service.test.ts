@@ -109,4 +109,22 @@ describe("createFilesystemService()", () => {
     await fs.mkdir({ path: "/csi/x" });
     assert.equal(await host.lstat("/csi/x"), "directory");
   });
+
+  it("rmdir force: a missing path (also under a file) succeeds; a mounted directory is refused on Linux, a link to it is removed", async () => {
+    host.addFile(`${K}/file`).addMount(`${K}/mnt`).addSymlink(`${K}/publish`, `${K}/mnt`);
+    await fs.rmdir({ path: `${K}/file/child`, force: true });
+    await fs.rmdir({ path: `${K}/missing`, force: true });
+    await rejectsWithCsiProxyError(fs.rmdir({ path: `${K}/mnt`, force: true }), Code.FailedPrecondition, /is a mount point; unmount it first/);
+    assert.equal(await host.isMountPoint(`${K}/mnt`), true);
+    await fs.rmdir({ path: `${K}/publish`, force: true });
+    assert.equal(await host.lstat(`${K}/publish`), null);
+    assert.equal(await host.isMountPoint(`${K}/mnt`), true);
+  });
+
+  it("createSymlink links to the source entry as given, even when that entry is a link leading outside", async () => {
+    host.addDir("/srv/share").addSymlink(`${K}/staging`, "/srv/share");
+    await fs.createSymlink({ sourcePath: `${K}/staging`, targetPath: `${K}/publish` });
+    assert.deepEqual(host.entries.get(`${K}/publish`), { kind: "symlink", target: `${K}/staging` });
+    await rejectsWithCsiProxyError(fs.createSymlink({ sourcePath: "/srv/share", targetPath: `${K}/p2` }), Code.PermissionDenied);
+  });
 });

@@ -1,16 +1,24 @@
+import * as path from "node:path";
 import type { FilesystemService } from "./types.ts";
 import type { FilesystemHostApi } from "./host-api.ts";
 import type { PathPolicy } from "./path-policy.ts";
-import { alreadyExists, notFound, permissionDenied } from "../../errors.ts";
+import { alreadyExists, failedPrecondition, invalidArgument, notFound, permissionDenied } from "../../errors.ts";
+import { FragmentError, fragmentError } from "../../compat/driver-fragments.ts";
 
 /**
  * The filesystem group: every path goes through the path policy first (InvalidArgument for
  * malformed paths, PermissionDenied outside the allowed directories), then to the host.
  * Decisions beyond upstream: IsSymlink is validated too (upstream lets it probe any path), and the
  * allowed directories themselves cannot be removed or emptied.
+ * Texts drivers match (compat/driver-fragments.ts): a non-absolute path carries
+ * `not an absolute Windows path` everywhere except IsSymlink (upstream never validates there, and
+ * democratic-csi would read the text as "no link"); Rmdir (force=false) of a missing path carries
+ * `The system cannot find the file specified`, or `…the path specified` when the parent is missing
+ * too (both NotFound).
  */
 export function createFilesystemService(deps: { host: FilesystemHostApi; policy: PathPolicy; platform: "linux" | "win32" }): FilesystemService {
   const { host, policy } = deps;
+  const dirname = deps.platform === "win32" ? path.win32.dirname : path.posix.dirname;
 
   /** Destructive operations never act on an allowed directory itself. */
   async function refuseRoot(resolved: string, what: string) {
@@ -33,8 +41,21 @@ export function createFilesystemService(deps: { host: FilesystemHostApi; policy:
     async rmdir({ path: p, force }) {
       const checked = await policy.check(p);
       await refuseRoot(checked, "remove");
-      if (force) return host.removeAll(checked);
-      if ((await host.lstat(checked)) === null) throw notFound(`rmdir ${p}: no such directory`);
+      if (force) {
+        if ((await host.lstat(checked)) === null) return; // nothing there (also under a file): success, as Go's RemoveAll
+        // Linux (beyond upstream, where RemoveDirectory drops a volume mount point's reparse point without
+        // entering it): a recursive delete never enters a mounted filesystem; unmount it first.
+        if (deps.platform === "linux" && (await host.lstat(checked)) === "directory" && (await host.isMountPoint(checked))) {
+          throw failedPrecondition(`refusing to remove ${p}: it is a mount point; unmount it first (UnmountVolume)`);
+        }
+        return host.removeAll(checked);
+      }
+      if ((await host.lstat(checked)) === null) {
+        const parentPresent = (await host.lstat(dirname(checked))) !== null;
+        throw parentPresent
+          ? fragmentError("rmdir-missing", `remove ${p}: The system cannot find the file specified.`)
+          : fragmentError("rmdir-parent-missing", `remove ${p}: The system cannot find the path specified.`);
+      }
       await host.removeDir(checked);
     },
 
@@ -48,13 +69,19 @@ export function createFilesystemService(deps: { host: FilesystemHostApi; policy:
 
     async createSymlink({ sourcePath, targetPath }) {
       const link = await policy.check(targetPath);
-      const target = await policy.check(sourcePath, { followFinal: true });
+      // The source's own final component is not followed (upstream links to source_path as given): a
+      // publish link to an SMB staging link, whose target is the share (outside the allowed dirs), is
+      // how csi-driver-smb, AzureFile and Trident publish. It grants nothing the source link does not.
+      const target = await policy.check(sourcePath);
       if ((await host.lstat(link)) !== null) throw alreadyExists(`create symlink ${targetPath}: path already exists`);
       await host.symlink(target, link);
     },
 
     async isSymlink({ path: p }) {
-      const checked = await policy.check(p);
+      const checked = await policy.check(p).catch((e: unknown) => {
+        if (e instanceof FragmentError && e.situation === "path-not-absolute") throw invalidArgument(`is symlink ${p}: the path must be absolute`);
+        throw e;
+      });
       const kind = await host.lstat(checked);
       if (kind === null) throw notFound(`is symlink ${p}: no such file or directory`);
       if (kind === "symlink") return { isSymlink: await host.linkTargetExists(checked) };

@@ -37,6 +37,7 @@
  */
 import path from "node:path";
 import { Code, CsiProxyError } from "../../errors.ts";
+import { fragmentError } from "../../compat/driver-fragments.ts";
 
 /** Which path grammar applies. `linux` = POSIX paths, `win32` = drive-letter Windows paths. */
 export type Platform = "linux" | "win32";
@@ -71,8 +72,8 @@ export interface PathPolicyOptions {
 export interface CheckOptions {
   /**
    * Resolve the final component too when it is a symlink (default false). Use it for operations that
-   * act *through* the final component: RmdirContents, Mkdir, and the source (link target) of
-   * CreateSymlink. Without it a final symlink is checked (and returned) as the link itself, which
+   * act *through* the final component: RmdirContents and Mkdir. (CreateSymlink's source is checked
+   * without it: the new link points to the source entry as given, as upstream.) Without it a final symlink is checked (and returned) as the link itself, which
    * is right for PathExists, Rmdir (removes the link) and the link location of CreateSymlink.
    */
   followFinal?: boolean;
@@ -116,14 +117,16 @@ const invalid = (message: string) => new CsiProxyError(Code.InvalidArgument, mes
 /**
  * Linux syntax rules, in this order: non-empty, at most {@link LINUX_PATH_MAX} UTF-8 bytes, no NUL
  * byte, absolute. Throws `CsiProxyError` with `Code.InvalidArgument`; returns nothing otherwise.
+ * Empty and relative paths carry the `path-not-absolute` fragment (compat/driver-fragments.ts), as
+ * upstream's empty and non-`X:\` paths do.
  * `..`, `.` and duplicate slashes are allowed here (normalised later).
  */
 export function validateLinuxPathSyntax(p: string): void {
-  if (p.length === 0) throw invalid("path must not be empty");
+  if (p.length === 0) throw fragmentError("path-not-absolute", "path must not be empty");
   const bytes = Buffer.byteLength(p, "utf8");
   if (bytes > LINUX_PATH_MAX) throw invalid(`path length ${bytes} exceeds maximum bytes: ${LINUX_PATH_MAX}`);
   if (p.includes("\0")) throw invalid(`path contains a NUL byte: ${JSON.stringify(p)}`);
-  if (!p.startsWith("/")) throw invalid(`not an absolute path: ${p}`);
+  if (!p.startsWith("/")) throw fragmentError("path-not-absolute", `not an absolute path: ${p}`);
 }
 
 const DRIVE_PREFIX = /^[a-zA-Z]:\\/;
@@ -155,7 +158,7 @@ export function validateWindowsPathSyntax(p: string): void {
       throw invalid(`path contains invalid characters: ${p}`);
     }
   } else {
-    throw invalid(`not an absolute Windows path: ${p}`);
+    throw fragmentError("path-not-absolute", `not an absolute Windows path: ${p}`);
   }
 }
 

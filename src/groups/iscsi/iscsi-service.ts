@@ -1,6 +1,7 @@
 import type { IscsiService, TargetPortal } from "./types.ts";
 import type { IscsiHostApi } from "./host-api.ts";
-import { invalidArgument, notFound } from "../../errors.ts";
+import { invalidArgument } from "../../errors.ts";
+import { fragmentError } from "../../compat/driver-fragments.ts";
 import { checkChapName, checkChapSecret, checkIqn, checkPortal, samePortal } from "./validate.ts";
 
 const portalText = (p: TargetPortal) => `${p.targetAddress}:${p.targetPort}`;
@@ -12,7 +13,7 @@ const portalText = (p: TargetPortal) => `${p.targetAddress}:${p.targetPort}`;
  * - AddTargetPortal is a no-op for a registered portal; Discover and Remove need a registered
  *   portal (NotFound);
  * - Connect/Disconnect/GetTargetDisks need a target the initiator knows behind that portal
- *   (NotFound otherwise, as upstream's "not found"); Connect succeeds without change when already
+ *   (NotFound otherwise, as upstream's "not found", carrying `ObjectNotFound`: compat/driver-fragments.ts); Connect succeeds without change when already
  *   connected (even with other credentials), Disconnect when not connected, GetTargetDisks is
  *   empty when not connected;
  * - ONE_WAY_CHAP and MUTUAL_CHAP need a non-empty chap_secret (the initiator would fail anyway);
@@ -41,7 +42,7 @@ export function createIscsiService(deps: { host: IscsiHostApi }): IscsiService {
 
   async function knownTarget(portal: TargetPortal, iqn: string) {
     const target = await host.getTarget(portal, iqn);
-    if (!target) throw notFound(`target ${iqn} behind portal ${portalText(portal)} not found (discover the portal first)`);
+    if (!target) throw fragmentError("iscsi-target-unknown", `target ${iqn} behind portal ${portalText(portal)} not found (discover the portal first)`);
     return target;
   }
 
@@ -56,7 +57,7 @@ export function createIscsiService(deps: { host: IscsiHostApi }): IscsiService {
     async discoverTargetPortal(req) {
       const portal = checkPortal(req.targetPortal);
       return withLock(portal, async () => {
-        if (!(await registered(portal))) throw notFound(`target portal ${portalText(portal)} not found`);
+        if (!(await registered(portal))) throw fragmentError("iscsi-portal-unknown", `target portal ${portalText(portal)} not found`);
         return { iqns: await host.discoverTargets(portal) };
       });
     },
@@ -64,7 +65,7 @@ export function createIscsiService(deps: { host: IscsiHostApi }): IscsiService {
     async removeTargetPortal(req) {
       const portal = checkPortal(req.targetPortal);
       await withLock(portal, async () => {
-        if (!(await registered(portal))) throw notFound(`target portal ${portalText(portal)} not found`);
+        if (!(await registered(portal))) throw fragmentError("iscsi-portal-unknown", `target portal ${portalText(portal)} not found`);
         await host.removeTargetPortal(portal);
       });
     },

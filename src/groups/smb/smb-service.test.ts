@@ -178,7 +178,7 @@ describe("NewSmbGlobalMapping: refusals (no host change, no count)", () => {
     const { host, smb, state } = await setup();
     host.entries.set(local("a"), null); // a directory
     host.entries.set(local("b"), "\\\\other\\share\\"); // a link elsewhere
-    await rejectsWithCsiProxyError(smb.newSmbGlobalMapping(req(ROOT, local("a"))), Code.AlreadyExists, `local path ${local("a")} already exists`);
+    await rejectsWithCsiProxyError(smb.newSmbGlobalMapping(req(ROOT, local("a"))), Code.AlreadyExists, `local path ${local("a")} already exists and is not a link to ${ROOT} [upstream: ResourceExists]`);
     await rejectsWithCsiProxyError(smb.newSmbGlobalMapping(req(ROOT, local("b"))), Code.AlreadyExists);
     assert.equal(host.mappings.size, 0);
     assert.deepEqual(smb.references(), {});
@@ -225,7 +225,7 @@ describe("reference counting", () => {
     await rejectsWithCsiProxyError(
       smb.removeSmbGlobalMapping({ remotePath: "\\\\server\\share\\b" }),
       Code.NotFound,
-      `error remove smb mapping '${ROOT}'. err: no SMB global mapping for remote path ${ROOT}`,
+      `error remove smb mapping '${ROOT}'. err: no SMB global mapping for remote path ${ROOT} [upstream: No MSFT_SmbGlobalMapping objects found]`,
     );
   });
 

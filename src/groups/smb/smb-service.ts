@@ -4,8 +4,9 @@ import type { SmbHostApi } from "./host-api.ts";
 import type { PathPolicy } from "../filesystem/path-policy.ts";
 import type { JsonStateFile } from "../../state/atomic-file.ts";
 import { StateDirRefusal } from "../../state/state-dir.ts";
-import { CsiProxyError, Code, alreadyExists, failedPrecondition, invalidArgument, notFound } from "../../errors.ts";
+import { CsiProxyError, Code, failedPrecondition, invalidArgument } from "../../errors.ts";
 import { parseRemotePath, quoteForError } from "./remote-path.ts";
+import { fragmentError } from "../../compat/driver-fragments.ts";
 import { emptySmbState, type SmbRootState, type SmbState, type SmbUser } from "./smb-state.ts";
 
 /** Where the service reports what it did on its own (start-up reconciliation, sweeps, rollbacks). */
@@ -74,7 +75,8 @@ export const MAX_PASSWORD_BYTES = 1024;
  * Calls for one share root are serialised; different roots proceed in parallel.
  *
  * Codes: malformed input InvalidArgument; local path outside the allowed dirs PermissionDenied;
- * occupied local path AlreadyExists; unknown root NotFound; unreadable state file
+ * occupied local path AlreadyExists (carrying `ResourceExists`); unknown root NotFound (carrying
+ * `No MSFT_SmbGlobalMapping objects found`; see compat/driver-fragments.ts); unreadable state file
  * FailedPrecondition (every call, until the file is fixed or moved away); host failures keep
  * the host's code. Passwords never appear in a message.
  */
@@ -245,7 +247,7 @@ export async function createSmbService(deps: SmbServiceDeps): Promise<RefCounted
           if (entry !== null) {
             if (entry.target === null || !sameTarget(entry.target, host.linkTargetFor(rp.remotePath))) {
               if (stale.length) await save();
-              throw alreadyExists(`local path ${req.localPath} already exists`);
+              throw fragmentError("smb-local-path-exists", `local path ${req.localPath} already exists and is not a link to ${rp.remotePath}`);
             }
             existingLink = true; // a retried call, or a link that outlived a restart: same destination
           }
@@ -299,7 +301,7 @@ export async function createSmbService(deps: SmbServiceDeps): Promise<RefCounted
               delete state.roots[rp.root];
               await save();
             }
-            throw notFound(`error remove smb mapping '${rp.root}'. err: no SMB global mapping for remote path ${rp.root}`);
+            throw fragmentError("smb-no-mapping", `error remove smb mapping '${rp.root}'. err: no SMB global mapping for remote path ${rp.root}`);
           }
           await host.removeMapping(rp.root);
           if (rs) {

@@ -275,7 +275,9 @@ describe("GetVolumeIDFromTargetPath / GetClosestVolumeIDFromTargetPath", () => {
   test("exact: the mount point's volume; a plain directory NotFound (not the C: volume); something else mounted NotFound", async () => {
     const s = setup({ tweak });
     assert.deepEqual(await s.volume.getVolumeIdFromTargetPath({ targetPath: STAGE }), { volumeId: s.id });
-    await rejectsWithCode(s.volume.getVolumeIdFromTargetPath({ targetPath: KUBELET }), Code.NotFound, /is not a mount point/);
+    await rejectsWithCode(s.volume.getVolumeIdFromTargetPath({ targetPath: KUBELET }), Code.NotFound, /^Cannot find path 'C:\\var\\lib\\kubelet' because it does not exist\.$/);
+    s.world.dirs.set(`${KUBELET}\\plain`, 0);
+    await rejectsWithCode(s.volume.getVolumeIdFromTargetPath({ targetPath: `${KUBELET}\\plain` }), Code.NotFound, /^C:\\var\\lib\\kubelet\\plain is not a mount point \[upstream: because it does not exist\]$/);
     await rejectsWithCode(s.volume.getVolumeIdFromTargetPath({ targetPath: `${KUBELET}\\tmp` }), Code.NotFound, /tmpfs/);
     await rejectsWithCode(s.volume.getVolumeIdFromTargetPath({ targetPath: "" }), Code.InvalidArgument, /^target path is empty$/);
   });

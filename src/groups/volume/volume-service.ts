@@ -12,6 +12,7 @@ import {
   requireOnline,
   withContext,
 } from "../disk/block-policy.ts";
+import { fragmentError } from "../../compat/driver-fragments.ts";
 
 export interface VolumeServiceDeps {
   host: VolumeHostApi;
@@ -45,7 +46,8 @@ export function sameVolumeId(a: string, b: string): boolean {
  *   must be an existing empty directory (SetVolumeMountPoint's rule); a volume without filesystem is
  *   refused where the host cannot mount one (Linux);
  * - UnmountVolume: the path must hold exactly this volume (beyond upstream), flushed first; not a
- *   mount point is NotFound (upstream: not idempotent);
+ *   mount point is NotFound (upstream: not idempotent); both refusals carry `The access path is not
+ *   valid` (compat/driver-fragments.ts);
  * - FormatVolume: never formats over anything (beyond upstream): the default filesystem already there
  *   is success, any other content FailedPrecondition;
  * - ResizeVolume: size is the partition size, 0 = the largest supported, growth below 100 MiB and
@@ -124,9 +126,10 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
     const target = await checkTarget(targetPath);
     await withVolume(volumeId, async (vol) => {
       const current = await host.mountedAt(target);
-      if (!current) throw notFound(`cannot unmount ${targetPath}: it is not a mount point`);
+      if (!current) throw fragmentError("volume-unmount-not-access-path", `cannot unmount ${targetPath}: it is not a mount point`);
       if (current.volumeId === null || !sameVolumeId(current.volumeId, vol.id)) {
-        throw failedPrecondition(`refusing to unmount ${targetPath}: it holds ${current.description}, not volume ${volumeId}`);
+        // Safety refusal (beyond upstream): nothing is unmounted; for the client the path is not an access path of its volume.
+        throw fragmentError("volume-unmount-not-access-path", `refusing to unmount ${targetPath}: it holds ${current.description}, not volume ${volumeId}`, Code.FailedPrecondition);
       }
       await withContext(`flush volume ${volumeId} before unmounting`, host.flushVolume(volumeId));
       await withContext(`unmount ${targetPath}`, host.unmountVolume(target));
@@ -211,6 +214,31 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
     return m.volumeId;
   }
 
+  /**
+   * GetVolumeIDFromTargetPath's answer. A missing path and a path that is not a mount point carry
+   * `because it does not exist` (aws-ebs / ecs-agent read it as "not mounted"); a path holding
+   * something that is not a volume does not (they must not take that for "not mounted").
+   */
+  async function volumeAtTarget(targetPath: string): Promise<string> {
+    const target = await checkTarget(targetPath);
+    let m: MountedVolume | null;
+    try {
+      m = await host.mountedAt(target);
+    } catch (e) {
+      if (e instanceof CsiProxyError && e.code === Code.NotFound) {
+        throw fragmentError("volume-target-path-missing", `${targetPath} is not a mount point: ${e.message}`);
+      }
+      throw e;
+    }
+    if (!m) {
+      const dir = await host.inspectDirectory(target);
+      throw dir
+        ? fragmentError("volume-target-path-not-mounted", `${targetPath} is not a mount point`)
+        : fragmentError("volume-target-path-missing", `Cannot find path '${targetPath}' because it does not exist.`);
+    }
+    return volumeOf(m, targetPath);
+  }
+
   return {
     async listVolumesOnDisk({ diskNumber, partitionNumber }) {
       guard("ListVolumesOnDisk");
@@ -259,7 +287,7 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
     async getVolumeIdFromTargetPath({ targetPath }) {
       guard("GetVolumeIDFromTargetPath");
       if (!targetPath) throw invalidArgument("target path is empty");
-      return { volumeId: volumeOf(await host.mountedAt(await checkTarget(targetPath)), targetPath) };
+      return { volumeId: await volumeAtTarget(targetPath) };
     },
 
     async getClosestVolumeIdFromTargetPath({ targetPath }) {

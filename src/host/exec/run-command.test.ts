@@ -65,8 +65,8 @@ describe("runCommand()", () => {
     }
   });
 
-  it("a child killed by a signal csi-proxy did not send is Aborted; the call's own cancellation is Cancelled", async () => {
-    await assert.rejects(runCommand(node, ["-e", "process.kill(process.pid, 'SIGKILL')"]), (err: HostCommandError) => err.code === Code.Aborted && /killed by SIGKILL/.test(err.message));
+  it("a child killed by a signal csi-proxy did not send is FailedPrecondition (final; never an in-progress code); the call's own cancellation is Cancelled", async () => {
+    await assert.rejects(runCommand(node, ["-e", "process.kill(process.pid, 'SIGKILL')"]), (err: HostCommandError) => err.code === Code.FailedPrecondition && /killed by SIGKILL/.test(err.message));
     const controller = new AbortController();
     const run = runCommand(node, ["-e", "setTimeout(() => {}, 60000)"], { signal: controller.signal });
     setTimeout(() => controller.abort(), 100);

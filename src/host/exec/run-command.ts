@@ -111,7 +111,8 @@ export function runCommand(file: string, args: readonly string[], options: RunOp
       if (exitCode !== null && okExitCodes.includes(exitCode)) return resolve({ stdout, stderr, exitCode });
       const why = timedOut ? `timed out after ${timeoutMs} ms` : signal ? `killed by ${signal}` : `exit status ${exitCode}`;
       const tail = (stderr.trim() || mask(stdout.trim())).slice(-2000);
-      const code = !timedOut && signal ? Code.Aborted : undefined;
+      // Killed by a signal csi-proxy did not send (the OOM killer, an operator): a final failure of this call.
+      const code = !timedOut && signal ? Code.FailedPrecondition : undefined;
       reject(new HostCommandError(`${command}: ${why}${tail ? `: ${tail}` : ""}`, command, exitCode, stderr, timedOut, undefined, code));
     });
   });

@@ -147,7 +147,7 @@ describe("LinuxIscsiHost argv", () => {
       [12, Code.FailedPrecondition, /load the iscsi_tcp kernel module/],
       [20, Code.FailedPrecondition, /iscsid is not reachable.*iscsi_tcp kernel module, which is not loaded/],
       [24, Code.PermissionDenied, /rejected the CHAP credentials/],
-      [8, Code.Unavailable, /could not be reached/],
+      [8, Code.FailedPrecondition, /could not be reached/],
       [5, Code.FailedPrecondition, /refused the login/],
       [6, Code.FailedPrecondition, /exit status 6/],
     ];

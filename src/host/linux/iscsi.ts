@@ -275,7 +275,7 @@ export class LinuxIscsiHost implements IscsiHostApi {
       case 4: // ISCSI_ERR_TRANS
       case 8: // ISCSI_ERR_TRANS_TIMEOUT
       case 11: // ISCSI_ERR_PDU_TIMEOUT
-        code = Code.Unavailable;
+        code = Code.FailedPrecondition; // final for this call, not "still in progress" (compat/driver-fragments.ts)
         hint = "the portal could not be reached";
         break;
       case 5: // ISCSI_ERR_LOGIN

@@ -63,7 +63,7 @@ describe("LinuxSmbHost.createMapping", () => {
     const cases: [string, number, Code][] = [
       ["mount error(13): Permission denied\n", 32, Code.PermissionDenied],
       ["mount error(2): No such file or directory\n", 32, Code.NotFound],
-      ["mount error(113): could not connect to 10.0.0.1Unable to find suitable address.\n", 32, Code.Unavailable],
+      ["mount error(113): could not connect to 10.0.0.1Unable to find suitable address.\n", 32, Code.FailedPrecondition],
       ["mount error(19): No such device\n", 32, Code.FailedPrecondition],
       ["mount: /x: unknown filesystem type 'cifs'.\n", 32, Code.FailedPrecondition],
       ["something else\n", 1, Code.FailedPrecondition],

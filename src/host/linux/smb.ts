@@ -202,7 +202,8 @@ function mountError(err: unknown, source: string): CsiProxyError {
     hint = " (this kernel has no CIFS support: load the cifs module and install cifs-utils)";
   } else if (errno === "13" || errno === "1") code = Code.PermissionDenied;
   else if (errno === "2") code = Code.NotFound;
-  else if (["110", "111", "112", "113", "115", "101", "11"].includes(errno ?? "")) code = Code.Unavailable;
+  // An unreachable server is a final failure of this call, not "still in progress" (compat/driver-fragments.ts).
+  else if (["110", "111", "112", "113", "115", "101", "11"].includes(errno ?? "")) code = Code.FailedPrecondition;
   else if (err.exitCode === null) code = err.timedOut ? Code.DeadlineExceeded : Code.FailedPrecondition;
   return new CsiProxyError(code, `mounting ${source} failed: ${err.message}${hint}`, { cause: err });
 }

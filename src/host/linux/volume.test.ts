@@ -529,7 +529,7 @@ describe("GetVolumeIDFromTargetPath / GetClosestVolumeIDFromTargetPath", () => {
   };
   const cases = [
     { name: "exact: the mount point's volume", fn: "exact", path: STAGE, want: gptId(1) },
-    { name: "exact: a directory that is not a mount point → NotFound", fn: "exact", path: KUBELET, code: Code.NotFound, message: /not a mount point/ },
+    { name: "exact: a directory that is not a mount point → NotFound", fn: "exact", path: KUBELET, code: Code.NotFound, message: /because it does not exist/ },
     { name: "exact: a tmpfs mount → NotFound", fn: "exact", path: `${KUBELET}/pods/tmp`, code: Code.NotFound, message: /tmpfs/ },
     { name: "exact: outside the kubelet dir → PermissionDenied", fn: "exact", path: "/mnt/admin", code: Code.PermissionDenied },
     { name: "exact: empty → InvalidArgument (upstream text)", fn: "exact", path: "", code: Code.InvalidArgument, message: /^target path is empty$/ },

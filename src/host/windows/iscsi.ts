@@ -42,7 +42,7 @@ export function iscsiCodeFor(n: number): Code | undefined {
     case 1722: // RPC_S_SERVER_UNAVAILABLE
     case 1231: // ERROR_NETWORK_UNREACHABLE
     case 1232: // ERROR_HOST_UNREACHABLE
-      return Code.Unavailable;
+      return Code.FailedPrecondition; // final for this call, not "still in progress" (compat/driver-fragments.ts)
     case 0xefff0009: // ISDSC_AUTHENTICATION_FAILURE: CHAP rejected
     case 0xefff000a: // ISDSC_AUTHORIZATION_FAILURE
     case 5: // ERROR_ACCESS_DENIED

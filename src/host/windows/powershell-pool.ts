@@ -116,7 +116,7 @@ const categoryCodes: Record<string, Code> = {
   InvalidData: Code.InvalidArgument,
   ResourceExists: Code.AlreadyExists,
   ResourceBusy: Code.FailedPrecondition,
-  ResourceUnavailable: Code.Unavailable,
+  ResourceUnavailable: Code.FailedPrecondition, // a final failure of the call, not "still in progress" (compat/driver-fragments.ts)
   OperationTimeout: Code.DeadlineExceeded,
   NotImplemented: Code.Unimplemented,
   NotEnabled: Code.FailedPrecondition,

@@ -63,7 +63,7 @@ export function smbCodeFor(n: number): Code | undefined {
     case 1231: // ERROR_NETWORK_UNREACHABLE
     case 1232: // ERROR_HOST_UNREACHABLE
     case 1311: // ERROR_NO_LOGON_SERVERS
-      return Code.Unavailable;
+      return Code.FailedPrecondition; // final for this call, not "still in progress" (compat/driver-fragments.ts)
     case 5: // ERROR_ACCESS_DENIED
     case 86: // ERROR_INVALID_PASSWORD
     case 1312: // ERROR_NO_SUCH_LOGON_SESSION ("use DOMAIN\user", csi-driver-smb known issue)
