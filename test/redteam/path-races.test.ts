@@ -6,7 +6,7 @@
 // Plus case 7: a bind mount of an outside directory placed inside the kubelet dir.
 // In process through createServices (the same services the daemon serves). Linux, root, own loop
 // device and tmpfs only. Attempt counts: RACE_ATTEMPTS (fs cases) / RACE_MOUNT_ATTEMPTS; each case is
-// also bounded by RACE_CASE_MS. Figures are printed as "race-figures {json}" lines (docs/reliability-paths.md).
+// also bounded by RACE_CASE_MS. Figures are printed as "race-figures {json}" lines (docs/reliability.md, "Paths").
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
