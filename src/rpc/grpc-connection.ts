@@ -1,5 +1,4 @@
 import type { Duplex } from "node:stream";
-import { gunzip, inflate } from "node:zlib";
 import type { CallContext } from "../api/handlers.ts";
 import { Code, CsiProxyError } from "../errors.ts";
 import { HpackDecoder, HpackError } from "./hpack-decoder.ts";
@@ -264,11 +263,15 @@ export class GrpcConnection {
     const message = body.subarray(5);
     if (body[0] === 0) return this.run(stream, method, message);
     if (!stream.encoding) return this.finish(stream, Code.Internal, "compressed request message without grpc-encoding");
-    (stream.encoding === "gzip" ? gunzip : inflate)(message, { maxOutputLength: this.maxMessageBytes }, (err, plain) => {
-      if (stream.answered) return;
-      if (err) return this.finish(stream, Code.Internal, `cannot decompress the request message: ${err.message}`);
-      this.run(stream, method, plain);
-    });
+    const encoding = stream.encoding;
+    // zlib is loaded on first use: compressed requests are rare (no csi-proxy client compresses).
+    import("node:zlib").then((zlib) =>
+      (encoding === "gzip" ? zlib.gunzip : zlib.inflate)(message, { maxOutputLength: this.maxMessageBytes }, (err, plain) => {
+        if (stream.answered) return;
+        if (err) return this.finish(stream, Code.Internal, `cannot decompress the request message: ${err.message}`);
+        this.run(stream, method, plain);
+      }),
+    );
   }
 
   private run(stream: CallStream, method: UnaryMethod, message: Uint8Array): void {
