@@ -24,3 +24,28 @@ export function summariseCpuProfile(profile: CpuProfile, top: number): string {
     .map(([k, t]) => `  ${(t / 1000).toFixed(0).padStart(6)} ms ${((100 * t) / total).toFixed(1).padStart(5)}%  ${k}`)
     .join("\n");
 }
+
+interface HeapNode {
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  selfSize: number;
+  children: HeapNode[];
+}
+
+/** Summarises a V8 .heapprofile (node --heap-prof: sampled allocations still live at exit): bytes per allocating function. */
+export function summariseHeapProfile(profile: { head: HeapNode }, top: number): string {
+  const self = new Map<string, number>();
+  let total = 0;
+  const walk = (n: HeapNode) => {
+    const { functionName, url, lineNumber } = n.callFrame;
+    const key = `${functionName || "(anonymous)"}${url ? ` ${url.split("/").slice(-2).join("/")}:${lineNumber + 1}` : ""}`;
+    self.set(key, (self.get(key) ?? 0) + n.selfSize);
+    total += n.selfSize;
+    n.children.forEach(walk);
+  };
+  walk(profile.head);
+  return [...self]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, top)
+    .map(([k, b]) => `  ${(b / 1024).toFixed(0).padStart(6)} KiB ${((100 * b) / total).toFixed(1).padStart(5)}%  ${k}`)
+    .join("\n") + `\n  total sampled live: ${(total / 1048576).toFixed(1)} MiB`;
+}

@@ -574,7 +574,8 @@ function statusLine(httpStatus: string): Buffer {
 }
 
 const RESPONSE_HEADERS = Buffer.concat([statusLine("200"), literal("grpc-accept-encoding", "identity,deflate,gzip")]);
-const TRAILERS_OK = literal("grpc-status", "0");
+/** As grpc-js and grpc-go send them on success. */
+const TRAILERS_OK = Buffer.concat([literal("grpc-status", "0"), literal("grpc-message", "OK")]);
 
 /** gRPC's percent-encoding of grpc-message: UTF-8 bytes outside 0x20–0x7E, and '%', as %XX. */
 function percentEncode(message: string): string {

@@ -50,8 +50,9 @@ export async function serveEndpoints(
         if (!isPipe) await fs.promises.rm(address, { force: true });
       }),
     ).then(() => undefined));
-  try {
-    for (const endpoint of endpoints) {
+  // All endpoints start listening together; the first failure stops the ones that did start.
+  const results = await Promise.allSettled(
+    endpoints.map(async (endpoint) => {
       const methods = unaryMethods(endpoint.service, endpoint.handlers, options.observer);
       const sockets = new Set<net.Socket>();
       const listener = await listenEndpoint(
@@ -64,10 +65,14 @@ export async function serveEndpoints(
         { platform: options.platform, secure: options.secure },
       );
       started.push({ listener, sockets, address: endpoint.address });
-    }
-  } catch (err) {
+    }),
+  );
+  const failure = results.find((r) => r.status === "rejected");
+  if (failure) {
     await stop();
-    throw err;
+    throw failure.reason;
   }
+  // Addresses in the order endpoints were given.
+  started.sort((a, b) => endpoints.findIndex((e) => e.address === a.address) - endpoints.findIndex((e) => e.address === b.address));
   return { addresses: started.map((s) => s.address), stop };
 }

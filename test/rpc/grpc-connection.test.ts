@@ -80,7 +80,7 @@ describe("gRPC over HTTP/2 (src/rpc/grpc-connection.ts)", () => {
 
   it("answers OK with the encoded response, and coded errors as trailers-only with the percent-encoded message", async () => {
     const yes = await call(session, "/v1.Filesystem/PathExists", frame(pathRequest("/k/yes")));
-    assert.equal(yes.grpcStatus, 0);
+    assert.deepEqual([yes.httpStatus, yes.grpcStatus, yes.message], [200, 0, "OK"]);
     assert.equal(fromBinary(PathExistsResponseSchema, yes.body).exists, true);
     const denied = await call(session, "/v1.Filesystem/PathExists", frame(pathRequest("/denied")));
     assert.deepEqual([denied.httpStatus, denied.grpcStatus, denied.message], [200, Code.PermissionDenied, "path /denied is not within ✓ 100% [dirs]"]);
