@@ -65,6 +65,12 @@ async function startGo(socket: string) {
   return child;
 }
 
+/** CPU time (user + system, all threads) a process used so far, in ms (/proc/<pid>/stat, clock ticks of 10 ms). */
+const cpuMs = (pid: number) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+};
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const f0 = (x: number) => x.toFixed(0);
 const verdict = (ok: boolean) => (ok ? "met" : "NOT met");
@@ -76,13 +82,18 @@ try {
   const oursSocket = path.join(work, "s", "csi-proxy-filesystem-v1.sock");
   const goSocket = path.join(work, "go.sock");
   const results: Record<string, { ours: LoadResult[]; go: LoadResult[] }> = { "1": { ours: [], go: [] }, "32": { ours: [], go: [] } };
+  /** Server CPU per call (µs) in each c=32 run. */
+  const cpuPerCall = { ours: [] as number[], go: [] as number[] };
   let client = "";
   for (let round = 0; round < rounds; round++) {
     for (const c of [1, 32]) {
       // Alternate who goes first, so neither always runs on a machine the other just warmed.
       const order = round % 2 ? (["go", "ours"] as const) : (["ours", "go"] as const);
       for (const who of order) {
+        const pid = who === "ours" ? ours.child.pid! : goServer.pid!;
+        const cpu0 = cpuMs(pid);
         const r = runLoad(who === "ours" ? oursSocket : goSocket, requestPath, calls, c);
+        if (c === 32) cpuPerCall[who].push(((cpuMs(pid) - cpu0) * 1000) / (calls + 500));
         results[String(c)][who].push(r);
         client = r.client;
       }
@@ -105,6 +116,8 @@ try {
     if (c === "1") ratio.c1P50 = m("ours", "p50_us") / m("go", "p50_us");
     else ratio.c32Rps = m("ours", "rps") / m("go", "rps");
   }
+
+  console.log(`server CPU per call at c=32 (user+system, all threads): csi-proxy ${median(cpuPerCall.ours).toFixed(0)} µs, grpc-go ${median(cpuPerCall.go).toFixed(0)} µs (ratio ${(median(cpuPerCall.ours) / median(cpuPerCall.go)).toFixed(2)}); the load client shares the same 2 cores`);
 
   // 2. Start time: spawn → all 23 endpoints accept (several starts, median).
   const starts: number[] = [];
