@@ -16,10 +16,11 @@ export function buildProduction(): void {
   built = true;
 }
 
-/** argv (after the node binary) of package.json's "start" script, which must be `node <args…>`. */
+/** argv (after the node binary) of package.json's "start" script, which must be `[exec] node <args…>`. */
 export function startArgs(): string[] {
   const pkg = JSON.parse(readFileSync(path.join(repoRoot, "package.json"), "utf8"));
   const words = String(pkg.scripts?.start ?? "node dist/main.js").trim().split(/\s+/);
+  if (words[0] === "exec") words.shift();
   if (words[0] !== "node") throw new Error(`package.json "start" is not a node command: ${pkg.scripts.start}`);
   return words.slice(1).map((w) => (w.startsWith("-") || path.isAbsolute(w) ? w : path.join(repoRoot, w)));
 }
