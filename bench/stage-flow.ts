@@ -65,55 +65,77 @@ const disk = diskC.client;
 const volume = volC.client;
 let seq = 0;
 
-interface Timing { flowMs: number; partitionMs: number }
+interface Timing { flowMs: number; partitionMs: number; steps?: Record<string, number> }
 
-/** The stage flow through the daemon; returns milliseconds (whole flow, PartitionDisk alone). */
+/** The stage flow through the daemon; returns milliseconds (whole flow, PartitionDisk alone, each RPC). */
 async function serverFlow(loop: LoopDevice): Promise<Timing> {
-  const t0 = performance.now();
-  const { diskIDs } = await disk.listDiskIDs({});
+  const steps: Record<string, number> = {};
+  let last = performance.now();
+  const t0 = last;
+  const step = <T>(name: string, value: T): T => {
+    const now = performance.now();
+    steps[name] = now - last;
+    last = now;
+    return value;
+  };
+  const { diskIDs } = step("ListDiskIDs", await disk.listDiskIDs({}));
   const entry = Object.entries(diskIDs).find(([, ids]) => ids.serialNumber === loop.file);
   if (!entry) throw new Error(`disk ${loop.file} not listed`);
   const diskNumber = Number(entry[0]);
-  const p0 = performance.now();
-  await disk.partitionDisk({ diskNumber });
-  const partitionMs = performance.now() - p0;
-  const [volumeId] = (await volume.listVolumesOnDisk({ diskNumber, partitionNumber: 0 })).volumeIds;
-  if ((await volume.isVolumeFormatted({ volumeId })).formatted) throw new Error("fresh volume reported formatted");
-  await volume.formatVolume({ volumeId });
+  last = performance.now();
+  step("PartitionDisk", await disk.partitionDisk({ diskNumber }));
+  const [volumeId] = step("ListVolumesOnDisk", await volume.listVolumesOnDisk({ diskNumber, partitionNumber: 0 })).volumeIds;
+  if (step("IsVolumeFormatted", await volume.isVolumeFormatted({ volumeId })).formatted) throw new Error("fresh volume reported formatted");
+  step("FormatVolume", await volume.formatVolume({ volumeId }));
   const target = path.join(daemon.kubeletDir, `stage-${seq++}`);
   mkdirSync(target);
-  await volume.mountVolume({ volumeId, targetPath: target });
-  await volume.getVolumeStats({ volumeId });
-  if ((await volume.getVolumeIDFromTargetPath({ targetPath: target })).volumeId !== volumeId) throw new Error("volume id mismatch");
-  if ((await volume.getDiskNumberFromVolumeID({ volumeId })).diskNumber !== diskNumber) throw new Error("disk number mismatch");
-  await volume.writeVolumeCache({ volumeId });
-  await volume.unmountVolume({ volumeId, targetPath: target });
-  return { flowMs: performance.now() - t0, partitionMs };
+  last = performance.now();
+  step("MountVolume", await volume.mountVolume({ volumeId, targetPath: target }));
+  step("GetVolumeStats", await volume.getVolumeStats({ volumeId }));
+  if (step("GetVolumeIDFromTargetPath", await volume.getVolumeIDFromTargetPath({ targetPath: target })).volumeId !== volumeId) throw new Error("volume id mismatch");
+  if (step("GetDiskNumberFromVolumeID", await volume.getDiskNumberFromVolumeID({ volumeId })).diskNumber !== diskNumber) throw new Error("disk number mismatch");
+  step("WriteVolumeCache", await volume.writeVolumeCache({ volumeId }));
+  step("UnmountVolume", await volume.unmountVolume({ volumeId, targetPath: target }));
+  return { flowMs: performance.now() - t0, partitionMs: steps.PartitionDisk, steps };
 }
 
 /** The same host work with the tools run directly (what a hand-written script would do); milliseconds. */
 function directFlow(loop: LoopDevice): Timing {
-  const run = (file: string, args: string[], input?: string) => execFileSync(file, args, { input, stdio: ["pipe", "pipe", "pipe"] });
+  const steps: Record<string, number> = {};
+  const run = (name: string, file: string, args: string[], input?: string) => {
+    const s0 = performance.now();
+    try {
+      return execFileSync(file, args, { input, stdio: ["pipe", "pipe", "pipe"] });
+    } finally {
+      steps[name] = (steps[name] ?? 0) + performance.now() - s0;
+    }
+  };
   const t0 = performance.now();
   // One sfdisk: GPT label and one Linux partition, then its re-read of the table; that re-read fails
   // whenever something (udev's blkid) holds the device open, so partx makes sure the kernel shows p1.
-  run("sfdisk", ["--quiet", loop.device], "label: gpt\ntype=0fc63daf-8483-4772-8e79-3d69d8477de4\n");
-  run("partx", ["--update", loop.device]);
+  run("sfdisk", "sfdisk", ["--quiet", loop.device], "label: gpt\ntype=0fc63daf-8483-4772-8e79-3d69d8477de4\n");
+  run("partx", "partx", ["--update", loop.device]);
   const partitionMs = performance.now() - t0;
   const part = `${loop.device}p1`;
   try {
-    run("blkid", ["-p", "-o", "export", part]);
+    run("blkid", "blkid", ["-p", "-o", "export", part]);
   } catch {
     // exit 2: nothing found, as expected
   }
-  run("mkfs.ext4", ["-q", part]);
+  run("mkfs.ext4", "mkfs.ext4", ["-q", part]);
   const target = path.join(targets, `t-${seq++}`);
   mkdirSync(target);
-  run("mount", ["--types", "ext4", "--source", part, "--target", target]);
+  run("mount", "mount", ["--types", "ext4", "--source", part, "--target", target]);
   statfsSync(target);
-  run("blockdev", ["--flushbufs", part]);
-  run("umount", [target]);
-  return { flowMs: performance.now() - t0, partitionMs };
+  run("blockdev --flushbufs", "blockdev", ["--flushbufs", part]);
+  run("umount", "umount", [target]);
+  return { flowMs: performance.now() - t0, partitionMs, steps };
+}
+
+/** Median of each step over the runs, one line. */
+function stepMedians(timings: Timing[]): string {
+  const names = Object.keys(timings[0].steps ?? {});
+  return names.map((n) => `${n} ${median(timings.map((t) => t.steps![n])).toFixed(0)}`).join(", ");
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -138,6 +160,8 @@ try {
   console.log(row("  stage flow through csi-proxy (11 RPCs)", server.map((t) => t.flowMs)));
   console.log(row("  raw tools run directly               ", direct.map((t) => t.flowMs)));
   console.log(`  ratio csi-proxy/raw: ${flowRatio.toFixed(2)}   target ≤ 1.1: ${flowRatio <= 1.1 ? "met" : "NOT met"}`);
+  console.log(`  per RPC, median ms: ${stepMedians(server)}`);
+  console.log(`  per tool, median ms: ${stepMedians(direct)}`);
 
   // 2. N parallel flows on N devices vs N serial flows.
   let errors = 0;
