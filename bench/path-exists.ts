@@ -1,67 +1,172 @@
-// Benchmark: filesystem PathExists latency (p50/p99) and throughput at concurrency 1 and 32,
-// measured from the independent Python grpcio client, for the csi-proxy daemon and for a bare
-// grpc-js baseline server run in the same invocation; prints both and their ratio.
-//   node bench/path-exists.ts [--calls N]
-import { spawn, execFileSync, type ChildProcess } from "node:child_process";
-import { mkdtempSync, mkdirSync, rmSync, readFileSync } from "node:fs";
+// Benchmark: csi-proxy against grpc-go doing the same filesystem v1 PathExists work (bench/go: path
+// checks + lstat under the kubelet dir), both loaded by the same grpc-go 1.33 client (one connection,
+// C concurrent callers), alternately in several rounds; then our server's footprint: RSS idle after
+// start, after 100 000 calls and after 60 s idle, and the time from spawn until all 23 endpoints accept.
+//   node bench/path-exists.ts [--calls N] [--rounds R] [--idle-seconds S] [--load-calls N] [--profile | --no-profile]
+// When a throughput, latency or memory target is not met (or with --profile), our server runs once
+// more under --cpu-prof/--heap-prof with the same loads, and the summaries say where time and memory go.
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import * as net from "node:net";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
-import { fileURLToPath } from "node:url";
+import { spawn } from "node:child_process";
+import { allEndpoints } from "../src/api/catalog.ts";
+import { buildProduction, rssMB, spawnServer, stop } from "./production-server.ts";
+import { buildGoBench, goBenchBinary, runLoad, type LoadResult } from "./go-bench.ts";
+import { summariseCpuProfile, summariseHeapProfile } from "./profile-summary.ts";
 
-const root = fileURLToPath(new URL("..", import.meta.url));
-const calls = Number(process.argv[process.argv.indexOf("--calls") + 1] || 0) || 10_000;
-const python = "/usr/bin/python3";
-const stubs = path.join(root, ".cache/python-stubs");
-execFileSync("bash", [path.join(root, "test/conformance/setup-python.sh"), stubs]);
+const arg = (name: string, fallback: number) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
+};
+const calls = arg("calls", 20_000);
+const rounds = arg("rounds", 3);
+const idleSeconds = arg("idle-seconds", 60);
+const loadCalls = arg("load-calls", 100_000);
+const forceProfile = process.argv.includes("--profile");
+const noProfile = process.argv.includes("--no-profile");
 
-interface Result { rps: number; p50_us: number; p99_us: number; errors: number; client: string }
+const TARGETS = { c32Throughput: 1.0, c1P50: 1.2, rssIdle: 60, rssLoaded: 90, startMs: 300 };
 
-function bench(socket: string, concurrency: number, kubelet: string): Result {
-  const out = execFileSync(python, [
-    path.join(root, "test/conformance/bench.py"), "--socket", socket, "--stubs", stubs, "--group", "filesystem", "--version", "v1",
-    "--method", "PathExists", "--request", JSON.stringify({ path: path.join(kubelet, "exists") }),
-    "--calls", String(calls), "--concurrency", String(concurrency), "--warmup", String(Math.min(1000, calls / 10)),
-  ], { encoding: "utf8" });
-  return JSON.parse(out.trim().split("\n").at(-1)!);
+buildProduction();
+buildGoBench();
+const work = mkdtempSync(path.join(tmpdir(), "csi-proxy-bench-"));
+const kubelet = path.join(work, "kubelet");
+mkdirSync(path.join(kubelet, "exists"), { recursive: true });
+const requestPath = path.join(kubelet, "exists");
+const endpointSockets = (dir: string) => allEndpoints().map(({ group, version }) => path.join(dir, `csi-proxy-${group}-${version}.sock`));
+
+const canConnect = (socket: string) =>
+  new Promise<boolean>((resolve) => {
+    const s = net.connect(socket);
+    s.once("connect", () => (s.destroy(), resolve(true)));
+    s.once("error", () => resolve(false));
+  });
+
+/** Spawns our server and resolves with the milliseconds until every endpoint accepts a connection. */
+async function startOurs(socketDir: string, nodeFlags: string[] = []) {
+  const t0 = performance.now();
+  const server = spawnServer(["-socket-dir", socketDir, "-kubelet-path", kubelet], nodeFlags);
+  const pending = new Set(endpointSockets(socketDir));
+  while (pending.size) {
+    if (server.child.exitCode !== null) throw new Error(`server exited: ${server.log()}`);
+    for (const s of [...pending]) if (await canConnect(s)) pending.delete(s);
+    if (pending.size) await new Promise((r) => setTimeout(r, 2));
+  }
+  return { ...server, startMs: performance.now() - t0 };
 }
 
-async function start(args: string[], ready: RegExp): Promise<ChildProcess> {
-  const child = spawn(process.execPath, args, { stdio: ["ignore", "ignore", "pipe"] });
+async function startGo(socket: string) {
+  const child = spawn(goBenchBinary, ["server", "-socket", socket, "-kubelet", kubelet], { stdio: ["ignore", "ignore", "pipe"] });
   await new Promise<void>((resolve, reject) => {
-    let log = "";
-    child.stderr!.on("data", (d) => {
-      log += d;
-      if (ready.test(log)) resolve();
-    });
-    child.once("exit", () => reject(new Error(`exited: ${log}`)));
+    child.stderr!.once("data", () => resolve());
+    child.once("exit", () => reject(new Error("grpc-go server exited")));
   });
   return child;
 }
 
-const work = mkdtempSync(path.join(tmpdir(), "csi-proxy-bench-"));
-const kubelet = path.join(work, "kubelet");
-mkdirSync(path.join(kubelet, "exists"), { recursive: true });
-const daemon = await start([path.join(root, "src/main.ts"), "-socket-dir", path.join(work, "s"), "-kubelet-path", kubelet], /Serving 23 endpoints/);
-const baseline = await start([path.join(root, "bench/baseline-server.ts"), path.join(work, "baseline.sock")], /baseline ready/);
+/** CPU time (user + system, all threads) a process used so far, in ms (/proc/<pid>/stat, clock ticks of 10 ms). */
+const cpuMs = (pid: number) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+};
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const f0 = (x: number) => x.toFixed(0);
+const verdict = (ok: boolean) => (ok ? "met" : "NOT met");
+
 try {
-  const grpcJs = JSON.parse(readFileSync(path.join(root, "node_modules/@grpc/grpc-js/package.json"), "utf8")).version;
-  const rows: string[] = [];
+  // 1. Throughput and latency, alternating servers.
+  const ours = await startOurs(path.join(work, "s"));
+  const goServer = await startGo(path.join(work, "go.sock"));
+  const oursSocket = path.join(work, "s", "csi-proxy-filesystem-v1.sock");
+  const goSocket = path.join(work, "go.sock");
+  const results: Record<string, { ours: LoadResult[]; go: LoadResult[] }> = { "1": { ours: [], go: [] }, "32": { ours: [], go: [] } };
+  /** Server CPU per call (µs) in each c=32 run. */
+  const cpuPerCall = { ours: [] as number[], go: [] as number[] };
   let client = "";
-  for (const c of [1, 32]) {
-    const ours = bench(path.join(work, "s/csi-proxy-filesystem-v1.sock"), c, kubelet);
-    const base = bench(path.join(work, "baseline.sock"), c, kubelet);
-    client = ours.client;
-    rows.push(
-      `c=${String(c).padEnd(3)} csi-proxy ${ours.rps.toFixed(0).padStart(6)} rps  p50 ${ours.p50_us.toFixed(0).padStart(6)} µs  p99 ${ours.p99_us.toFixed(0).padStart(6)} µs  errors ${ours.errors}`,
-      `       baseline  ${base.rps.toFixed(0).padStart(6)} rps  p50 ${base.p50_us.toFixed(0).padStart(6)} µs  p99 ${base.p99_us.toFixed(0).padStart(6)} µs  errors ${base.errors}`,
-      `       ratio csi-proxy/baseline: throughput ${(ours.rps / base.rps).toFixed(2)}  p50 ${(ours.p50_us / base.p50_us).toFixed(2)}  p99 ${(ours.p99_us / base.p99_us).toFixed(2)}`,
-    );
+  for (let round = 0; round < rounds; round++) {
+    for (const c of [1, 32]) {
+      // Alternate who goes first, so neither always runs on a machine the other just warmed.
+      const order = round % 2 ? (["go", "ours"] as const) : (["ours", "go"] as const);
+      for (const who of order) {
+        const pid = who === "ours" ? ours.child.pid! : goServer.pid!;
+        const cpu0 = cpuMs(pid);
+        const r = runLoad(who === "ours" ? oursSocket : goSocket, requestPath, calls, c);
+        if (c === 32) cpuPerCall[who].push(((cpuMs(pid) - cpu0) * 1000) / (calls + 500));
+        results[String(c)][who].push(r);
+        client = r.client;
+      }
+    }
   }
-  console.log(`filesystem v1 PathExists, ${calls} calls per run; server node ${process.version}, @grpc/grpc-js ${grpcJs}; client ${client}; baseline = bare grpc-js server, same RPC`);
-  for (const r of rows) console.log(r);
+  await stop(ours.child);
+  goServer.kill("SIGTERM");
+
+  console.log(`filesystem v1 PathExists, ${calls} calls after 500 warm-up per run, ${rounds} rounds; client ${client}, one connection; server node ${process.version} (production build)`);
+  console.log("        |           csi-proxy             |            grpc-go              | ratio ours/grpc-go");
+  console.log("        |    rps     p50 µs     p99 µs    |    rps     p50 µs     p99 µs    |  rps    p50    p99");
+  const ratio = { c1P50: 0, c32Rps: 0 };
+  for (const c of ["1", "32"]) {
+    for (let round = 0; round < rounds; round++) {
+      const o = results[c].ours[round], g = results[c].go[round];
+      console.log(`c=${c.padEnd(3)} r${round + 1} | ${f0(o.rps).padStart(6)} ${f0(o.p50_us).padStart(9)} ${f0(o.p99_us).padStart(10)}    | ${f0(g.rps).padStart(6)} ${f0(g.p50_us).padStart(9)} ${f0(g.p99_us).padStart(10)}    | ${(o.rps / g.rps).toFixed(2)}  ${(o.p50_us / g.p50_us).toFixed(2)}  ${(o.p99_us / g.p99_us).toFixed(2)}`);
+    }
+    const m = (who: "ours" | "go", k: keyof LoadResult) => median(results[c][who].map((r) => r[k] as number));
+    console.log(`c=${c.padEnd(3)} med | ${f0(m("ours", "rps")).padStart(6)} ${f0(m("ours", "p50_us")).padStart(9)} ${f0(m("ours", "p99_us")).padStart(10)}    | ${f0(m("go", "rps")).padStart(6)} ${f0(m("go", "p50_us")).padStart(9)} ${f0(m("go", "p99_us")).padStart(10)}    | ${(m("ours", "rps") / m("go", "rps")).toFixed(2)}  ${(m("ours", "p50_us") / m("go", "p50_us")).toFixed(2)}  ${(m("ours", "p99_us") / m("go", "p99_us")).toFixed(2)}`);
+    if (c === "1") ratio.c1P50 = m("ours", "p50_us") / m("go", "p50_us");
+    else ratio.c32Rps = m("ours", "rps") / m("go", "rps");
+  }
+
+  console.log(`server CPU per call at c=32 (user+system, all threads): csi-proxy ${median(cpuPerCall.ours).toFixed(0)} µs, grpc-go ${median(cpuPerCall.go).toFixed(0)} µs (ratio ${(median(cpuPerCall.ours) / median(cpuPerCall.go)).toFixed(2)}); the load client shares the same 2 cores`);
+
+  // 2. Start time: spawn → all 23 endpoints accept (several starts, median).
+  const starts: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    const s = await startOurs(path.join(work, `start-${i}`));
+    starts.push(s.startMs);
+    await stop(s.child);
+  }
+
+  // 3. RSS of a fresh server: idle after start, after the load, after idle.
+  const fresh = await startOurs(path.join(work, "rss"));
+  await new Promise((r) => setTimeout(r, 1000));
+  const rssIdle = rssMB(fresh.child.pid!);
+  const load = runLoad(path.join(work, "rss", "csi-proxy-filesystem-v1.sock"), requestPath, loadCalls, 32, 0);
+  const rssLoaded = rssMB(fresh.child.pid!);
+  await new Promise((r) => setTimeout(r, idleSeconds * 1000));
+  const rssRested = rssMB(fresh.child.pid!);
+  await stop(fresh.child);
+
+  console.log(`start → all 23 endpoints accept: median ${f0(median(starts))} ms   runs ${starts.map(f0).join(" ")}`);
+  console.log(`RSS: idle after start ${rssIdle.toFixed(1)} MB; after ${loadCalls} calls (c=32, ${f0(load.rps)} rps) ${rssLoaded.toFixed(1)} MB; after ${idleSeconds} s idle ${rssRested.toFixed(1)} MB`);
+  console.log("targets:");
+  console.log(`  PathExists c=32 throughput ≥ ${TARGETS.c32Throughput}× grpc-go: ${ratio.c32Rps.toFixed(2)}× ${verdict(ratio.c32Rps >= TARGETS.c32Throughput)}`);
+  console.log(`  PathExists c=1 p50 ≤ ${TARGETS.c1P50}× grpc-go: ${ratio.c1P50.toFixed(2)}× ${verdict(ratio.c1P50 <= TARGETS.c1P50)}`);
+  console.log(`  RSS idle ≤ ${TARGETS.rssIdle} MB: ${rssIdle.toFixed(1)} MB ${verdict(rssIdle <= TARGETS.rssIdle)}`);
+  console.log(`  RSS after ${loadCalls} calls ≤ ${TARGETS.rssLoaded} MB: ${rssLoaded.toFixed(1)} MB ${verdict(rssLoaded <= TARGETS.rssLoaded)}`);
+  console.log(`  start → 23 endpoints ≤ ${TARGETS.startMs} ms: ${f0(median(starts))} ms ${verdict(median(starts) <= TARGETS.startMs)}`);
+
+  // 4. Profiles of our server under the same loads, when a target is missed (or asked for).
+  const missed = ratio.c32Rps < TARGETS.c32Throughput || ratio.c1P50 > TARGETS.c1P50 || rssIdle > TARGETS.rssIdle || rssLoaded > TARGETS.rssLoaded;
+  if ((missed && !noProfile) || forceProfile) {
+    const dir = path.join(work, "prof");
+    const p = await startOurs(path.join(work, "p"), ["--cpu-prof", "--cpu-prof-dir", dir, "--heap-prof", "--heap-prof-dir", dir]);
+    runLoad(path.join(work, "p", "csi-proxy-filesystem-v1.sock"), requestPath, calls, 32);
+    runLoad(path.join(work, "p", "csi-proxy-filesystem-v1.sock"), requestPath, calls / 4, 1);
+    await stop(p.child);
+    const file = (ext: string) => readdirSync(dir).find((f) => f.endsWith(ext));
+    const cpu = file(".cpuprofile"), heap = file(".heapprofile");
+    if (cpu) {
+      console.log(`\nCPU profile of our server (start, ${calls} calls at c=32, ${calls / 4} at c=1): self time, top entries.`);
+      console.log("Native entries named after an fs call (lstat, realpath) are that call's main-thread side (request + completion);");
+      console.log("(idle) is the event loop waiting (for the thread pool or the client).");
+      console.log(summariseCpuProfile(JSON.parse(readFileSync(path.join(dir, cpu), "utf8")), 25));
+    }
+    if (heap) {
+      console.log("\nHeap profile (sampled allocations still live at exit), top allocating functions:");
+      console.log(summariseHeapProfile(JSON.parse(readFileSync(path.join(dir, heap), "utf8")), 12));
+    }
+  }
 } finally {
-  daemon.kill("SIGTERM");
-  baseline.kill("SIGTERM");
-  await new Promise((r) => setTimeout(r, 300));
   rmSync(work, { recursive: true, force: true });
 }

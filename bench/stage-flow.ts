@@ -1,8 +1,11 @@
-// Benchmark: the driver stage flow on loop devices (needs root; prints the reason and exits 0 otherwise).
-//  1. through the daemon (v1 typed client) vs the same tools run directly, in the same invocation:
+// Benchmark: the driver stage flow on loop devices (needs root; prints the reason and exits 0 otherwise),
+// the server being the production build (bench/production-server.ts).
+//  1. through the daemon (v1 typed client) vs the raw tools doing the same work, alternating, in the
+//     same invocation: PartitionDisk alone against one `sfdisk` writing the GPT label and the
+//     partition (as an administrator would, kernel re-read included) plus `partx --update`, and the whole flow
 //     ListDiskIDs → PartitionDisk → ListVolumesOnDisk → IsVolumeFormatted → FormatVolume → MountVolume
-//     → GetVolumeStats → GetVolumeIDFromTargetPath → GetDiskNumberFromVolumeID → WriteVolumeCache → UnmountVolume,
-//     against sfdisk, partx, blkid, mkfs.ext4, mount, statfs, blockdev, umount; prints mean times and the ratio;
+//     → GetVolumeStats → GetVolumeIDFromTargetPath → GetDiskNumberFromVolumeID → WriteVolumeCache → UnmountVolume
+//     against sfdisk, blkid, mkfs.ext4, mount, statfs, blockdev, umount; prints medians and ratios;
 //  2. N flows in parallel on N loop devices vs the same N flows one after another, through the daemon:
 //     prints the throughput ratio and the error count.
 //   node bench/stage-flow.ts [--flows N] [--rounds R] [--size-mib M]
@@ -10,13 +13,17 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, statfsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
+import * as net from "node:net";
 import { connectGroup } from "../src/client/connect-group.ts";
-import { startDaemonProcess } from "../test/helpers/daemon-process.ts";
+import { spawnServer, stop } from "./production-server.ts";
 import { createLoopDevice, loopDeviceSkipReason, type LoopDevice } from "../test/helpers/loop-device.ts";
 
-const arg = (name: string, fallback: number) => Number(process.argv[process.argv.indexOf(`--${name}`) + 1] || 0) || fallback;
+const arg = (name: string, fallback: number) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
+};
 const flows = arg("flows", 4);
-const rounds = arg("rounds", 3);
+const rounds = arg("rounds", 5);
 const sizeMiB = arg("size-mib", 128);
 
 const skip = loopDeviceSkipReason();
@@ -31,7 +38,19 @@ const images = path.join(work, "images");
 const targets = path.join(work, "direct-targets");
 mkdirSync(images);
 mkdirSync(targets);
-const daemon = await startDaemonProcess();
+const daemon = { socketDir: path.join(work, "sockets"), kubeletDir: path.join(work, "kubelet") };
+mkdirSync(daemon.kubeletDir);
+const server = spawnServer(["-socket-dir", daemon.socketDir, "-kubelet-path", daemon.kubeletDir]);
+for (const endpoint of ["disk-v1", "volume-v1"]) {
+  const socket = path.join(daemon.socketDir, `csi-proxy-${endpoint}.sock`);
+  for (let t0 = Date.now(); ; await new Promise((r) => setTimeout(r, 20))) {
+    const up = await new Promise<boolean>((resolve) => {
+      const s = net.connect(socket).once("connect", () => (s.destroy(), resolve(true))).once("error", () => resolve(false));
+    });
+    if (up) break;
+    if (Date.now() - t0 > 20_000 || server.child.exitCode !== null) throw new Error(`server did not start: ${server.log()}`);
+  }
+}
 const loops: LoopDevice[] = [];
 const newLoop = () => {
   const l = createLoopDevice(images, sizeMiB * 1024 * 1024, "bench");
@@ -46,66 +65,103 @@ const disk = diskC.client;
 const volume = volC.client;
 let seq = 0;
 
-/** The stage flow through the daemon; returns milliseconds. */
-async function serverFlow(loop: LoopDevice): Promise<number> {
-  const t0 = performance.now();
-  const { diskIDs } = await disk.listDiskIDs({});
+interface Timing { flowMs: number; partitionMs: number; steps?: Record<string, number> }
+
+/** The stage flow through the daemon; returns milliseconds (whole flow, PartitionDisk alone, each RPC). */
+async function serverFlow(loop: LoopDevice): Promise<Timing> {
+  const steps: Record<string, number> = {};
+  let last = performance.now();
+  const t0 = last;
+  const step = <T>(name: string, value: T): T => {
+    const now = performance.now();
+    steps[name] = now - last;
+    last = now;
+    return value;
+  };
+  const { diskIDs } = step("ListDiskIDs", await disk.listDiskIDs({}));
   const entry = Object.entries(diskIDs).find(([, ids]) => ids.serialNumber === loop.file);
   if (!entry) throw new Error(`disk ${loop.file} not listed`);
   const diskNumber = Number(entry[0]);
-  await disk.partitionDisk({ diskNumber });
-  const [volumeId] = (await volume.listVolumesOnDisk({ diskNumber, partitionNumber: 0 })).volumeIds;
-  if ((await volume.isVolumeFormatted({ volumeId })).formatted) throw new Error("fresh volume reported formatted");
-  await volume.formatVolume({ volumeId });
+  last = performance.now();
+  step("PartitionDisk", await disk.partitionDisk({ diskNumber }));
+  const [volumeId] = step("ListVolumesOnDisk", await volume.listVolumesOnDisk({ diskNumber, partitionNumber: 0 })).volumeIds;
+  if (step("IsVolumeFormatted", await volume.isVolumeFormatted({ volumeId })).formatted) throw new Error("fresh volume reported formatted");
+  step("FormatVolume", await volume.formatVolume({ volumeId }));
   const target = path.join(daemon.kubeletDir, `stage-${seq++}`);
   mkdirSync(target);
-  await volume.mountVolume({ volumeId, targetPath: target });
-  await volume.getVolumeStats({ volumeId });
-  if ((await volume.getVolumeIDFromTargetPath({ targetPath: target })).volumeId !== volumeId) throw new Error("volume id mismatch");
-  if ((await volume.getDiskNumberFromVolumeID({ volumeId })).diskNumber !== diskNumber) throw new Error("disk number mismatch");
-  await volume.writeVolumeCache({ volumeId });
-  await volume.unmountVolume({ volumeId, targetPath: target });
-  return performance.now() - t0;
+  last = performance.now();
+  step("MountVolume", await volume.mountVolume({ volumeId, targetPath: target }));
+  step("GetVolumeStats", await volume.getVolumeStats({ volumeId }));
+  if (step("GetVolumeIDFromTargetPath", await volume.getVolumeIDFromTargetPath({ targetPath: target })).volumeId !== volumeId) throw new Error("volume id mismatch");
+  if (step("GetDiskNumberFromVolumeID", await volume.getDiskNumberFromVolumeID({ volumeId })).diskNumber !== diskNumber) throw new Error("disk number mismatch");
+  step("WriteVolumeCache", await volume.writeVolumeCache({ volumeId }));
+  step("UnmountVolume", await volume.unmountVolume({ volumeId, targetPath: target }));
+  return { flowMs: performance.now() - t0, partitionMs: steps.PartitionDisk, steps };
 }
 
 /** The same host work with the tools run directly (what a hand-written script would do); milliseconds. */
-function directFlow(loop: LoopDevice): number {
-  const run = (file: string, args: string[], input?: string) => execFileSync(file, args, { input, stdio: ["pipe", "pipe", "pipe"] });
+function directFlow(loop: LoopDevice): Timing {
+  const steps: Record<string, number> = {};
+  const run = (name: string, file: string, args: string[], input?: string) => {
+    const s0 = performance.now();
+    try {
+      return execFileSync(file, args, { input, stdio: ["pipe", "pipe", "pipe"] });
+    } finally {
+      steps[name] = (steps[name] ?? 0) + performance.now() - s0;
+    }
+  };
   const t0 = performance.now();
-  run("sfdisk", ["--quiet", "--wipe", "never", loop.device], "label: gpt\n");
-  run("sfdisk", ["--quiet", "--wipe", "never", "--wipe-partitions", "never", "--append", loop.device], "type=0fc63daf-8483-4772-8e79-3d69d8477de4\n");
-  run("partx", ["--update", loop.device]);
+  // One sfdisk: GPT label and one Linux partition, then its re-read of the table; that re-read fails
+  // whenever something (udev's blkid) holds the device open, so partx makes sure the kernel shows p1.
+  run("sfdisk", "sfdisk", ["--quiet", loop.device], "label: gpt\ntype=0fc63daf-8483-4772-8e79-3d69d8477de4\n");
+  run("partx", "partx", ["--update", loop.device]);
+  const partitionMs = performance.now() - t0;
   const part = `${loop.device}p1`;
   try {
-    run("blkid", ["-p", "-o", "export", part]);
+    run("blkid", "blkid", ["-p", "-o", "export", part]);
   } catch {
     // exit 2: nothing found, as expected
   }
-  run("mkfs.ext4", ["-q", part]);
+  run("mkfs.ext4", "mkfs.ext4", ["-q", part]);
   const target = path.join(targets, `t-${seq++}`);
   mkdirSync(target);
-  run("mount", ["--types", "ext4", "--source", part, "--target", target]);
+  run("mount", "mount", ["--types", "ext4", "--source", part, "--target", target]);
   statfsSync(target);
-  run("blockdev", ["--flushbufs", part]);
-  run("umount", [target]);
-  return performance.now() - t0;
+  run("blockdev --flushbufs", "blockdev", ["--flushbufs", part]);
+  run("umount", "umount", [target]);
+  return { flowMs: performance.now() - t0, partitionMs, steps };
 }
 
-const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+/** Median of each step over the runs, one line. */
+function stepMedians(timings: Timing[]): string {
+  const names = Object.keys(timings[0].steps ?? {});
+  return names.map((n) => `${n} ${median(timings.map((t) => t.steps![n])).toFixed(0)}`).join(", ");
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 try {
   // 1. server vs direct, alternating so both see the same machine state.
-  const server: number[] = [];
-  const direct: number[] = [];
+  const server: Timing[] = [];
+  const direct: Timing[] = [];
   await serverFlow(newLoop()); // warm-up (module loading, first connection)
+  directFlow(newLoop());
   for (let i = 0; i < rounds; i++) {
     server.push(await serverFlow(newLoop()));
     direct.push(directFlow(newLoop()));
   }
+  const row = (label: string, xs: number[]) => `${label}: median ${median(xs).toFixed(1)} ms   runs ${xs.map((x) => x.toFixed(0)).join(" ")}`;
+  const partitionRatio = median(server.map((t) => t.partitionMs)) / median(direct.map((t) => t.partitionMs));
+  const flowRatio = median(server.map((t) => t.flowMs)) / median(direct.map((t) => t.flowMs));
   console.log(`stage flow on ${sizeMiB} MiB loop devices, ${rounds} rounds, node ${process.version}`);
-  console.log(`  through csi-proxy (11 RPCs): mean ${mean(server).toFixed(1)} ms   runs ${server.map((x) => x.toFixed(0)).join(" ")}`);
-  console.log(`  tools run directly         : mean ${mean(direct).toFixed(1)} ms   runs ${direct.map((x) => x.toFixed(0)).join(" ")}`);
-  console.log(`  ratio csi-proxy/direct: ${(mean(server) / mean(direct)).toFixed(2)}`);
+  console.log(row("  PartitionDisk through csi-proxy     ", server.map((t) => t.partitionMs)));
+  console.log(row("  sfdisk (label + partition) + partx  ", direct.map((t) => t.partitionMs)));
+  console.log(`  ratio csi-proxy/raw: ${partitionRatio.toFixed(2)}   target ≤ 1.1: ${partitionRatio <= 1.1 ? "met" : "NOT met"}`);
+  console.log(row("  stage flow through csi-proxy (11 RPCs)", server.map((t) => t.flowMs)));
+  console.log(row("  raw tools run directly               ", direct.map((t) => t.flowMs)));
+  console.log(`  ratio csi-proxy/raw: ${flowRatio.toFixed(2)}   target ≤ 1.1: ${flowRatio <= 1.1 ? "met" : "NOT met"}`);
+  console.log(`  per RPC, median ms: ${stepMedians(server)}`);
+  console.log(`  per tool, median ms: ${stepMedians(direct)}`);
 
   // 2. N parallel flows on N devices vs N serial flows.
   let errors = 0;
@@ -127,6 +183,6 @@ try {
   diskC.close();
   volC.close();
   for (const l of loops.reverse()) l.cleanup();
-  await daemon.stop();
+  await stop(server.child);
   rmSync(work, { recursive: true, force: true });
 }

@@ -3,6 +3,7 @@
  * csi-proxy: serves every csi-proxy API group/version on its own endpoint until SIGINT/SIGTERM.
  * Exit codes: 0 clean stop, 1 startup failure, 2 bad command line.
  */
+import "./heap-limits.ts"; // first: evaluated before every other module
 import { parseGoFlags, formatUsage, FlagError } from "./cli/go-flags.ts";
 import { serverFlags, ignoredKlogFlags } from "./cli/server-flags.ts";
 import { createLogger } from "./log/klog.ts";

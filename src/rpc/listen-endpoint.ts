@@ -28,7 +28,7 @@ export async function listenEndpoint(
     socket.on("error", () => {});
     socket.destroy();
   });
-  const previousUmask = isPipe ? undefined : process.umask(0o177);
+  if (!isPipe) holdSocketUmask();
   try {
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
@@ -43,7 +43,7 @@ export async function listenEndpoint(
     if (code === "EACCES" || code === "EPERM") throw new CsiProxyError(Code.PermissionDenied, `cannot listen on ${address}: ${code}`, { cause: err });
     throw CsiProxyError.from(err);
   } finally {
-    if (previousUmask !== undefined) process.umask(previousUmask);
+    if (!isPipe) releaseSocketUmask();
   }
   if (options.secure) {
     try {
@@ -55,6 +55,19 @@ export async function listenEndpoint(
     secured = true;
   }
   return server;
+}
+
+/**
+ * umask 0177 while any endpoint is binding (sockets are created 0600), restored when the last one
+ * is done: endpoints start concurrently, so each must not restore the mask another one set.
+ */
+let umaskHolders = 0;
+let savedUmask = 0;
+function holdSocketUmask(): void {
+  if (umaskHolders++ === 0) savedUmask = process.umask(0o177);
+}
+function releaseSocketUmask(): void {
+  if (--umaskHolders === 0) process.umask(savedUmask);
 }
 
 async function prepareSocketPath(socketPath: string): Promise<void> {

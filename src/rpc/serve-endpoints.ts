@@ -1,10 +1,9 @@
-import * as grpc from "@grpc/grpc-js";
 import type * as net from "node:net";
 import * as fs from "node:fs";
 import type { DescService } from "@bufbuild/protobuf";
 import type { ServiceHandlers } from "../api/handlers.ts";
-import { toGrpcService, type CallObserver } from "./grpc-service.ts";
-import { withAuthorityCompat } from "./authority-shim.ts";
+import { unaryMethods, type CallObserver } from "./grpc-service.ts";
+import { GrpcConnection } from "./grpc-connection.ts";
 import { listenEndpoint } from "./listen-endpoint.ts";
 
 /** One served group/version: its address (socket path or pipe name), service and handlers. */
@@ -23,9 +22,9 @@ export interface ServingEndpoints {
 }
 
 /**
- * Serves each endpoint on its own listener with its own grpc-js server, so an endpoint answers only
- * its own service (other methods get UNIMPLEMENTED). Connections pass through the `:authority`
- * compatibility shim. If any endpoint cannot listen, the ones already started are stopped and the
+ * Serves each endpoint on its own listener; every connection is served by src/rpc/grpc-connection.ts
+ * with that endpoint's methods only (other methods get UNIMPLEMENTED), whatever `:authority` the
+ * client sends. If any endpoint cannot listen, the ones already started are stopped and the
  * error is thrown (nothing half-started is left behind).
  */
 export async function serveEndpoints(
@@ -33,45 +32,47 @@ export async function serveEndpoints(
   options: {
     observer: CallObserver;
     platform?: NodeJS.Platform;
-    grpcOptions?: grpc.ServerOptions;
+    /** Largest request message accepted (default 4 MiB, as grpc-go and grpc-js). */
+    maxMessageBytes?: number;
     /** Windows -pipe-sddl: applied to each pipe once it listens (see listenEndpoint). */
     secure?: (address: string) => Promise<unknown>;
   },
 ): Promise<ServingEndpoints> {
-  const started: { server: grpc.Server; listener: net.Server; sockets: Set<net.Socket>; address: string }[] = [];
+  const started: { listener: net.Server; sockets: Set<net.Socket>; address: string }[] = [];
   const isPipe = (options.platform ?? process.platform) === "win32";
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= Promise.all(
-      started.map(async ({ server, listener, sockets, address }) => {
-        await new Promise<void>((resolve) => listener.close(() => resolve()));
+      started.map(async ({ listener, sockets, address }) => {
+        const closed = new Promise<void>((resolve) => listener.close(() => resolve()));
         for (const socket of sockets) socket.destroy();
-        server.forceShutdown();
+        await closed;
         if (!isPipe) await fs.promises.rm(address, { force: true });
       }),
     ).then(() => undefined));
-  try {
-    for (const endpoint of endpoints) {
-      const server = new grpc.Server({ "grpc.max_receive_message_length": 4 * 1024 * 1024, ...options.grpcOptions });
-      const { definition, implementation } = toGrpcService(endpoint.service, endpoint.handlers, options.observer);
-      server.addService(definition, implementation);
-      const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
+  // All endpoints start listening together; the first failure stops the ones that did start.
+  const results = await Promise.allSettled(
+    endpoints.map(async (endpoint) => {
+      const methods = unaryMethods(endpoint.service, endpoint.handlers, options.observer);
       const sockets = new Set<net.Socket>();
       const listener = await listenEndpoint(
         endpoint.address,
         (socket) => {
           sockets.add(socket);
           socket.once("close", () => sockets.delete(socket));
-          socket.on("error", () => socket.destroy());
-          injector.injectConnection(withAuthorityCompat(socket));
+          new GrpcConnection(socket, methods, { maxMessageBytes: options.maxMessageBytes });
         },
         { platform: options.platform, secure: options.secure },
       );
-      started.push({ server, listener, sockets, address: endpoint.address });
-    }
-  } catch (err) {
+      started.push({ listener, sockets, address: endpoint.address });
+    }),
+  );
+  const failure = results.find((r) => r.status === "rejected");
+  if (failure) {
     await stop();
-    throw err;
+    throw failure.reason;
   }
+  // Addresses in the order endpoints were given.
+  started.sort((a, b) => endpoints.findIndex((e) => e.address === a.address) - endpoints.findIndex((e) => e.address === b.address));
   return { addresses: started.map((s) => s.address), stop };
 }

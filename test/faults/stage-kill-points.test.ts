@@ -25,8 +25,8 @@ interface Case {
   code?: number;
 }
 
-/** sfdisk argv: the label step ends with the device, the append step has --append. */
-const LABEL = "partitions never /dev/loop[0-9]+$";
+/** sfdisk argv: the label step ends with the device (after its flags), the append step has --append. */
+const LABEL = "--no-tell-kernel /dev/loop[0-9]+$";
 const APPEND = "--append";
 
 // A kill before step N leaves what a kill after step N-1 leaves (every step is one tool run), so

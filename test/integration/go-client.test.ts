@@ -3,7 +3,7 @@
  * Go 1.19 and grpc-go 1.33.3 (`golang-go`, `golang-google-grpc-dev`; GOPATH mode, offline, against
  * /usr/share/gocode). It dials like csi-proxy's generated Go clients: grpc.Dial(<raw pipe path>,
  * grpc.WithContextDialer, grpc.WithInsecure), so grpc-go < 1.57 sends `\\.\pipe\csi-proxy-<group>-<version>`
- * as `:authority` — which nghttp2 rejects unless src/rpc/authority-shim.ts rewrites it. Its context
+ * as `:authority` — which nghttp2 rejects; src/rpc/grpc-connection.ts accepts it. Its context
  * dialer opens the group/version's Unix socket. It sends request bytes prepared here (a pass-through
  * codec) and prints the status and the response bytes, plus the dial address and the `:authority`
  * it actually wrote (decoded back from its own bytes), which the tests check too.

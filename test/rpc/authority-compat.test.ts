@@ -1,19 +1,17 @@
 // Old grpc-go clients send the raw pipe path as :authority; these tests speak raw HTTP/2 to a real
-// endpoint served by serveEndpoints (authority shim + grpc-js) and check every framing variant.
+// endpoint served by serveEndpoints (src/rpc/grpc-connection.ts) and check every framing variant.
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import * as net from "node:net";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
-import * as grpc from "@grpc/grpc-js";
+import * as http2 from "node:http2";
 import { create, toBinary, fromBinary } from "@bufbuild/protobuf";
 import { guardedObserver } from "../helpers/internal-guard.ts";
 import { serveEndpoints, type ServingEndpoints } from "../../src/rpc/serve-endpoints.ts";
-import { toGrpcService } from "../../src/rpc/grpc-service.ts";
 import { Filesystem, PathExistsRequestSchema, PathExistsResponseSchema } from "../../src/gen/filesystem/v1/api_pb.ts";
 import { filesystemAdapters } from "../../src/groups/filesystem/adapters.ts";
-import { encodeAuthority } from "../../src/rpc/authority-shim.ts";
 import { RawH2Client, grpcHeaders } from "../helpers/raw-h2-client.ts";
 import type { FilesystemService } from "../../src/groups/filesystem/types.ts";
 
@@ -24,14 +22,6 @@ const noop = { start: () => () => {} };
 const service = { pathExists: async ({ path: p }: { path: string }) => ({ exists: p.endsWith("yes") }) } as unknown as FilesystemService;
 const request = (p: string) => Buffer.from(toBinary(PathExistsRequestSchema, create(PathExistsRequestSchema, { path: p })));
 const exists = (body: Buffer) => fromBinary(PathExistsResponseSchema, body).exists;
-
-describe("encodeAuthority()", () => {
-  it("percent-encodes what nghttp2 rejects, as grpc-go ≥ 1.57 does", () => {
-    assert.equal(encodeAuthority(RAW), ENCODED);
-    assert.equal(encodeAuthority("localhost:50051"), "localhost:50051");
-    assert.equal(encodeAuthority("a b\u00e9"), "a%20b%E9");
-  });
-});
 
 describe("serving old and new Go clients", () => {
   let dir: string, serving: ServingEndpoints, address: string;
@@ -94,22 +84,25 @@ describe("serving old and new Go clients", () => {
   });
 });
 
-describe("without the shim", () => {
-  it("Node's HTTP/2 server resets a raw-authority stream (why the shim exists)", async () => {
-    const dir = mkdtempSync(path.join(tmpdir(), "csi-proxy-noshim-"));
-    const server = new grpc.Server();
-    const { definition, implementation } = toGrpcService(Filesystem, filesystemAdapters.v1(service) as never, noop);
-    server.addService(definition, implementation);
-    const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
-    const listener = net.createServer((s) => injector.injectConnection(s)).listen(path.join(dir, "s"));
+describe("Node's own HTTP/2 server", () => {
+  it("resets a raw-authority stream (why src/rpc speaks HTTP/2 itself)", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "csi-proxy-node-h2-"));
+    const server = http2.createServer();
+    let handled = 0;
+    server.on("stream", (stream) => {
+      handled++;
+      stream.respond({ ":status": 200, "content-type": "application/grpc" }, { endStream: true });
+    });
+    const listener = net.createServer((s) => server.emit("connection", s)).listen(path.join(dir, "s"));
     await new Promise((r) => listener.once("listening", r));
     const client = new RawH2Client(path.join(dir, "s"));
     await client.ready;
     const res = await client.call(grpcHeaders(PATH, RAW), request("/yes"));
     assert.equal(res.reset, 1, "expected RST_STREAM(PROTOCOL_ERROR)");
+    assert.equal(handled, 0);
     client.close();
     listener.close();
-    server.forceShutdown();
+    server.close();
     rmSync(dir, { recursive: true, force: true });
   });
 });

@@ -78,6 +78,8 @@ export function parseBlkidExport(stdout: string): Record<string, string> {
 
 /** sfdisk never wipes signatures on its own: csi-proxy decides what may be overwritten. */
 const SFDISK = ["--quiet", "--wipe", "never", "--wipe-partitions", "never"];
+/** sfdisk neither checks for a busy device (csi-proxy checked) nor re-reads the table: callers sync the kernel with partx. */
+const NO_REREAD = ["--no-reread", "--no-tell-kernel"];
 
 /** Exclusive claims refused with EBUSY are retried this often, this far apart (0.5 s in all). */
 const CLAIM_ATTEMPTS = 10;
@@ -306,12 +308,15 @@ export class LinuxBlockTools implements BlockTools {
   /* ---------------------------------------------------------------- disks */
 
   async createGptTable(devPath: string): Promise<void> {
-    await tool("sfdisk", [...SFDISK, devPath], { stdin: "label: gpt\n" });
+    // Only ever called on a disk without partitions (the kernel shows none), so there is nothing to
+    // tell the kernel: sfdisk's own re-read (BLKRRPART, ~250 ms) is skipped.
+    await tool("sfdisk", [...SFDISK, ...NO_REREAD, devPath], { stdin: "label: gpt\n" });
   }
 
   async appendPartition(devPath: string, typeId: string): Promise<void> {
-    // The type is a constant chosen by the disk host, never request data.
-    await tool("sfdisk", [...SFDISK, "--append", devPath], { stdin: `type=${typeId}\n` });
+    // The type is a constant chosen by the disk host, never request data. The kernel learns about
+    // the new partition once, through partx (BLKPG), instead of sfdisk re-reading the whole table.
+    await tool("sfdisk", [...SFDISK, ...NO_REREAD, "--append", devPath], { stdin: `type=${typeId}\n` });
     await this.syncPartitions(devPath);
   }
 
