@@ -1,48 +1,5 @@
-// Replay of amazon-ecs-agent's copy of the AWS EBS node code (ecs-agent/daemonimages/csidriver)'s Windows node calls against the daemon (Linux sockets, loop device), with
-// the csi-proxy versions it dials. The model and the per-call sequences: block-driver-model.ts and
-// docs/driver-compat.md.
-import { describe, it, before, after } from "node:test";
-import assert from "node:assert/strict";
-import { mkdirSync } from "node:fs";
-import * as path from "node:path";
-import { blockSkipReason, startBlockEnv, type BlockEnv } from "./replay-harness.ts";
-import { AWS_NOT_MOUNTED, BlockDriver, replayBlockDriver, type BlockDriverSpec } from "./block-driver-model.ts";
+// Replay of amazon-ecs-agent's copy of the AWS EBS Windows node code (ecs-agent/daemonimages/csidriver)
+// against the daemon: the same calls, versions and regular expression as AWS EBS (aws-family-replay.ts).
+import { describeAwsFamilyReplay } from "./aws-family-replay.ts";
 
-const skip = blockSkipReason();
-const spec: BlockDriverSpec = {
-  name: "amazon-ecs-agent",
-  versions: { disk: "v1", filesystem: "v1", volume: "v1" },
-  mountCheck: "exists+symlink",
-  stagedCheck: "aws-device-name",
-  setOnline: true,
-  unstage: "aws",
-  publishMountCheck: true,
-  statsLocalStat: true,
-};
-
-describe("ecs-agent replay", { skip: skip ?? false }, () => {
-  let env: BlockEnv;
-  before(async () => {
-    env = await startBlockEnv("ecs-agent");
-  });
-  after(async () => {
-    await env?.stop();
-  });
-
-  it("stage/publish/stats/expand/unpublish/unstage, each twice, and unstage after a stage that failed halfway", async () => {
-    const calls = await replayBlockDriver(env, spec, {});
-    assert.ok(calls.NodeStage.includes("volume.MountVolume"));
-  });
-
-  it("the regexp takes the \"not mounted\" branch for a missing and for a plain staging path, never for a mounted one", async () => {
-    const proxy = env.proxy(spec.versions);
-    const driver = new BlockDriver(spec, proxy, env.loop.diskNumber);
-    const plain = path.join(env.kubelet, "plugins", "plain");
-    mkdirSync(plain, { recursive: true });
-    assert.deepEqual(await driver.awsDeviceName(path.join(env.kubelet, "plugins", "missing")), { device: "", refCount: 0 });
-    assert.deepEqual(await driver.awsDeviceName(plain), { device: "", refCount: 0 });
-    // upstream master's texts for the same situations ("The system cannot find the file specified.",
-    // "not a mounted folder") would not match: the driver then fails NodeStage/NodeUnstage with Internal
-    assert.ok(!AWS_NOT_MOUNTED.test("rpc error: code = Unknown desc = not a mounted folder"));
-  });
-});
+describeAwsFamilyReplay("amazon-ecs-agent", "ecs-agent");
