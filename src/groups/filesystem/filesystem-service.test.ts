@@ -25,6 +25,19 @@ describe("createFilesystemService()", () => {
     assert.deepEqual(await fs.pathExists({ path: `${K}/missing` }), { exists: false });
   });
 
+  it("pathExists: one lstat, of the checked path, when no link lies on the way", async () => {
+    host.addFile(`${K}/f`);
+    host.calls.length = 0;
+    assert.deepEqual(await fs.pathExists({ path: `${K}//f` }), { exists: true });
+    assert.deepEqual(host.calls.filter((c) => c.startsWith("lstat")), [`lstat ${K}/f`]);
+  });
+
+  it("pathExists: answers from the resolved path, not the lexical one, when a link lies on the way", async () => {
+    host.addDir(`${K}/real`).addFile(`${K}/real/x`).addSymlink(`${K}/via`, `${K}/real`);
+    assert.deepEqual(await fs.pathExists({ path: `${K}/via/x` }), { exists: true });
+    assert.deepEqual(await fs.pathExists({ path: `${K}/via/none` }), { exists: false });
+  });
+
   it("refuses paths outside the allowed dirs with PermissionDenied, before touching the host", async () => {
     for (const p of ["/etc/passwd", `${K}-x/a`, `${K}/../../etc`, "/csi2/x"]) {
       host.calls.length = 0;

@@ -1,6 +1,6 @@
 import * as path from "node:path";
 import type { FilesystemService } from "./types.ts";
-import type { FilesystemHostApi } from "./host-api.ts";
+import type { EntryKind, FilesystemHostApi } from "./host-api.ts";
 import type { PathPolicy } from "./path-policy.ts";
 import { alreadyExists, failedPrecondition, invalidArgument, notFound, permissionDenied } from "../../errors.ts";
 import { FragmentError, fragmentError } from "../../compat/driver-fragments.ts";
@@ -27,8 +27,17 @@ export function createFilesystemService(deps: { host: FilesystemHostApi; policy:
 
   return {
     async pathExists({ path: p }) {
-      const checked = await policy.check(p);
-      return { exists: (await host.lstat(checked)) !== null };
+      // The lstat of the lexical path runs concurrently with the policy's resolution of its parent;
+      // it answers when the policy confirms that path unchanged (the common case: no link on the way).
+      let early: { path: string; kind: Promise<EntryKind | null> } | undefined;
+      const checked = await policy.check(p, {
+        alongside: (lexical) => {
+          early = { path: lexical, kind: host.lstat(lexical) };
+          early.kind.catch(() => {}); // its failure matters only when it is used below
+        },
+      });
+      const kind = early !== undefined && early.path === checked ? await early.kind : await host.lstat(checked);
+      return { exists: kind !== null };
     },
 
     async mkdir({ path: p }) {
