@@ -27,13 +27,18 @@ export function createFilesystemService(deps: { host: FilesystemHostApi; policy:
 
   return {
     async pathExists({ path: p }) {
-      // The lstat of the lexical path runs concurrently with the policy's resolution of its parent;
-      // it answers when the policy confirms that path unchanged (the common case: no link on the way).
-      let early: { path: string; kind: Promise<EntryKind | null> } | undefined;
+      // One host call in the common case: a realpath of the lexical path that returns it unchanged
+      // proves it exists with no link on the way, and the policy then needs no resolution of its own.
+      // Otherwise the lstat of the lexical path runs concurrently with the policy's resolution and
+      // answers when the policy confirms that path (the same entry); else the checked path is lstat'ed.
+      let early: { path: string; kind: Promise<EntryKind | "canonical" | null> } | undefined;
       const checked = await policy.check(p, {
         alongside: (lexical) => {
-          early = { path: lexical, kind: host.lstat(lexical) };
-          early.kind.catch(() => {}); // its failure matters only when it is used below
+          const canonical = host.realpath(lexical).then((r) => r === lexical, () => false);
+          const kind = canonical.then((known) => (known ? ("canonical" as const) : host.lstat(lexical)));
+          kind.catch(() => {}); // its failure matters only when it is used below
+          early = { path: lexical, kind };
+          return canonical;
         },
       });
       const kind = early !== undefined && early.path === checked ? await early.kind : await host.lstat(checked);
