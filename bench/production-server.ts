@@ -1,5 +1,5 @@
 // The server as production runs it: `npm run build`, then the command package.json's "start"
-// script runs (today `node dist/main.js`), with this Node binary. Benchmarks never run the .ts sources.
+// script runs (today `node dist/bundle/main.js`), with this Node binary. Benchmarks never run the .ts sources.
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import * as path from "node:path";
@@ -19,7 +19,7 @@ export function buildProduction(): void {
 /** argv (after the node binary) of package.json's "start" script, which must be `[exec] node <args…>`. */
 export function startArgs(): string[] {
   const pkg = JSON.parse(readFileSync(path.join(repoRoot, "package.json"), "utf8"));
-  const words = String(pkg.scripts?.start ?? "node dist/main.js").trim().split(/\s+/);
+  const words = String(pkg.scripts?.start ?? "node dist/bundle/main.js").trim().split(/\s+/);
   if (words[0] === "exec") words.shift();
   if (words[0] !== "node") throw new Error(`package.json "start" is not a node command: ${pkg.scripts.start}`);
   return words.slice(1).map((w) => (w.startsWith("-") || path.isAbsolute(w) ? w : path.join(repoRoot, w)));

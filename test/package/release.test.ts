@@ -57,7 +57,7 @@ describe("release artefacts", () => {
 
   it("packs the build, the systemd unit and the license, not the sources", () => {
     const files = execFileSync("tar", ["-tzf", path.join(runs[0], tarName)], { encoding: "utf8" }).trim().split("\n");
-    for (const f of ["package/package.json", "package/LICENSE", "package/README.md", "package/dist/main.js", "package/dist/index.d.ts", "package/packaging/systemd/csi-proxy.service"]) {
+    for (const f of ["package/package.json", "package/LICENSE", "package/README.md", "package/dist/main.js", "package/dist/bundle/main.js", "package/dist/bundle/ctl.js", "package/dist/index.d.ts", "package/packaging/systemd/csi-proxy.service"]) {
       assert.ok(files.includes(f), `${f} packed`);
     }
     assert.deepEqual(files.filter((f) => /^package\/(src|test|scripts|bench)\//.test(f) || f.includes(".test.")), []);

@@ -61,7 +61,7 @@ describe("stopping on SIGTERM", () => {
     for (const option of ["ProtectSystem", "PrivateTmp", "PrivateDevices", "PrivateMounts", "ProtectHome", "ProtectHostname", "ProtectKernelModules", "ProtectKernelTunables", "ProtectControlGroups", "ReadOnlyPaths", "MemoryDenyWriteExecute", "DevicePolicy"]) {
       assert.doesNotMatch(unit, new RegExp(`^${option}=`, "m"), `${option} would break mounts/devices/V8`);
     }
-    const bin = path.join(repoRoot, "dist/main.js");
+    const bin = path.join(repoRoot, "dist/bundle/main.js");
     const root = mkdtempSync(path.join(tmpdir(), "csi-proxy-unit-"));
     try {
       if (spawnSync("systemd-analyze", ["--version"]).status === 0) {

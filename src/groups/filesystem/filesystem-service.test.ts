@@ -12,8 +12,13 @@ const K = "/var/lib/kubelet";
 describe("createFilesystemService()", () => {
   let host: FakeFilesystemHost;
   let fs: FilesystemService;
+  /** Every realpath asked of the host (by the policy's resolver and by the service). */
+  let resolved: string[];
   beforeEach(() => {
     host = new FakeFilesystemHost().addDir(K).addDir("/etc").addFile("/etc/passwd");
+    resolved = [];
+    const realpath = host.realpath.bind(host);
+    host.realpath = (p) => (resolved.push(p), realpath(p));
     const policy = createPathPolicy({ platform: "linux", allowedDirs: ["/csi", K], resolve: (p) => host.realpath(p) });
     fs = createFilesystemService({ host, policy, platform: "linux" });
   });
@@ -23,6 +28,35 @@ describe("createFilesystemService()", () => {
     assert.deepEqual(await fs.pathExists({ path: `${K}/f` }), { exists: true });
     assert.deepEqual(await fs.pathExists({ path: `${K}/dangling` }), { exists: true });
     assert.deepEqual(await fs.pathExists({ path: `${K}/missing` }), { exists: false });
+  });
+
+  it("pathExists: one realpath and nothing else when the path exists with no link on the way", async () => {
+    host.addFile(`${K}/f`);
+    await fs.pathExists({ path: `${K}/f` }); // the allowed dirs are resolved once, on first use
+    host.calls.length = 0;
+    resolved.length = 0;
+    assert.deepEqual(await fs.pathExists({ path: `${K}//f` }), { exists: true });
+    assert.deepEqual(host.calls, []);
+    // (the missing allowed dir /csi is looked up on every check; K, cached, only as the parent)
+    assert.deepEqual(resolved.filter((p) => p === K || p.startsWith(`${K}/`)), [`${K}/f`]);
+  });
+
+  it("pathExists: a missing path is answered by the lstat started beside the policy's resolution", async () => {
+    host.calls.length = 0;
+    assert.deepEqual(await fs.pathExists({ path: `${K}/none` }), { exists: false });
+    assert.deepEqual(host.calls, [`lstat ${K}/none`]);
+  });
+
+  it("pathExists: a final link is the entry itself (exists, even dangling), not what it points to", async () => {
+    host.addSymlink(`${K}/to-etc`, "/etc/passwd").addSymlink(`${K}/gone`, "/nowhere");
+    assert.deepEqual(await fs.pathExists({ path: `${K}/to-etc` }), { exists: true });
+    assert.deepEqual(await fs.pathExists({ path: `${K}/gone` }), { exists: true });
+  });
+
+  it("pathExists: answers from the resolved path, not the lexical one, when a link lies on the way", async () => {
+    host.addDir(`${K}/real`).addFile(`${K}/real/x`).addSymlink(`${K}/via`, `${K}/real`);
+    assert.deepEqual(await fs.pathExists({ path: `${K}/via/x` }), { exists: true });
+    assert.deepEqual(await fs.pathExists({ path: `${K}/via/none` }), { exists: false });
   });
 
   it("refuses paths outside the allowed dirs with PermissionDenied, before touching the host", async () => {

@@ -1,6 +1,6 @@
 import * as path from "node:path";
 import type { FilesystemService } from "./types.ts";
-import type { FilesystemHostApi } from "./host-api.ts";
+import type { EntryKind, FilesystemHostApi } from "./host-api.ts";
 import type { PathPolicy } from "./path-policy.ts";
 import { alreadyExists, failedPrecondition, invalidArgument, notFound, permissionDenied } from "../../errors.ts";
 import { FragmentError, fragmentError } from "../../compat/driver-fragments.ts";
@@ -27,8 +27,22 @@ export function createFilesystemService(deps: { host: FilesystemHostApi; policy:
 
   return {
     async pathExists({ path: p }) {
-      const checked = await policy.check(p);
-      return { exists: (await host.lstat(checked)) !== null };
+      // One host call in the common case: a realpath of the lexical path that returns it unchanged
+      // proves it exists with no link on the way, and the policy then needs no resolution of its own.
+      // Otherwise the lstat of the lexical path runs concurrently with the policy's resolution and
+      // answers when the policy confirms that path (the same entry); else the checked path is lstat'ed.
+      let early: { path: string; kind: Promise<EntryKind | "canonical" | null> } | undefined;
+      const checked = await policy.check(p, {
+        alongside: (lexical) => {
+          const canonical = host.realpath(lexical).then((r) => r === lexical, () => false);
+          const kind = canonical.then((known) => (known ? ("canonical" as const) : host.lstat(lexical)));
+          kind.catch(() => {}); // its failure matters only when it is used below
+          early = { path: lexical, kind };
+          return canonical;
+        },
+      });
+      const kind = early !== undefined && early.path === checked ? await early.kind : await host.lstat(checked);
+      return { exists: kind !== null };
     },
 
     async mkdir({ path: p }) {

@@ -77,6 +77,19 @@ export interface CheckOptions {
    * is right for PathExists, Rmdir (removes the link) and the link location of CreateSymlink.
    */
   followFinal?: boolean;
+  /**
+   * Called at most once, synchronously, with the lexically normalised path once it passed the syntax
+   * checks and the lexical pre-filter, before any symlink is resolved: lets the caller start a
+   * read-only host call concurrently with the resolution. The caller may use that call's result only
+   * when `check` then returns exactly the path it was given (no link or bind on the way: the same
+   * entry); otherwise it must discard it and act on the returned path. Not called for paths refused
+   * without touching the filesystem.
+   * When it returns a promise that resolves `true`, the caller asserts that `lexical` exists and is
+   * already canonical (a realpath of it returned it unchanged, so no component, the final one
+   * included, is a link): the policy then takes it as resolved instead of resolving its parent
+   * (the allowed-dir and bind-mount checks still apply). `false` or a rejection: resolved as usual.
+   */
+  alongside?: (lexical: string) => Promise<boolean> | void;
 }
 
 export interface PathPolicy {
@@ -378,7 +391,7 @@ export function createPathPolicy(options: PathPolicyOptions): PathPolicy {
   return {
     platform,
     allowedDirs,
-    async check(input, { followFinal = false } = {}) {
+    async check(input, { followFinal = false, alongside } = {}) {
       if (platform === "win32") validateWindowsPathSyntax(input);
       else validateLinuxPathSyntax(input);
       const lexical = normalise(input, platform);
@@ -388,7 +401,9 @@ export function createPathPolicy(options: PathPolicyOptions): PathPolicy {
         lexicalRoots.some((r) => within(lexical, r, platform)) ||
         roots.some((r) => within(lexical, r.real, platform) || within(lexical, r.entry, platform));
       if (!plausible) throw denied(input, lexical);
-      const checked = (await canonicalise(lexical, followFinal)).path;
+      const canonical = alongside?.(lexical);
+      const known = canonical ? await canonical.catch(() => false) : false;
+      const checked = known === true ? lexical : (await canonicalise(lexical, followFinal)).path;
       if (!roots.some((r) => within(checked, r.real, platform) || samePath(checked, r.entry, platform))) {
         throw denied(input, checked);
       }

@@ -5,7 +5,7 @@
  */
 import * as path from "node:path";
 import type { MountEntry } from "./mountinfo.ts";
-import { readMountTable } from "./mountinfo.ts";
+import type { MountTableCache } from "./mount-table-cache.ts";
 
 const isWithin = (child: string, parent: string) => parent === "/" || child === parent || child.startsWith(parent + "/");
 const rest = (child: string, parent: string) => (child === parent ? "" : parent === "/" ? child.slice(1) : child.slice(parent.length + 1));
@@ -35,7 +35,10 @@ export function bindSources(paths: readonly string[], mounts: readonly MountEntr
   });
 }
 
-/** {@link bindSources} on this process's mount table, read now. */
-export async function readBindSources(paths: readonly string[]): Promise<(string | null)[]> {
-  return bindSources(paths, await readMountTable());
+/**
+ * {@link bindSources} on this process's mount table as `cache` gives it: as fresh as reading the
+ * table now (mount-table-cache.ts), without reading it when no mount changed since the last call.
+ */
+export function cachedBindSources(cache: MountTableCache): (paths: readonly string[]) => Promise<(string | null)[]> {
+  return async (paths) => bindSources(paths, await cache.table());
 }

@@ -21,7 +21,8 @@ import { createIscsiService } from "../../groups/iscsi/iscsi-service.ts";
 import { createSystemService } from "../../groups/system/system-service.ts";
 import { createKeyedMutex } from "../../util/keyed-mutex.ts";
 import { LinuxFilesystemHost } from "./filesystem.ts";
-import { readBindSources } from "./bind-mount-source.ts";
+import { cachedBindSources } from "./bind-mount-source.ts";
+import { createMountTableCache } from "./mount-table-cache.ts";
 import { LinuxBlockTools } from "./linux-block-tools.ts";
 import { LinuxDiskHost } from "./disk.ts";
 import { LinuxVolumeHost } from "./volume.ts";
@@ -35,7 +36,7 @@ export async function createLinuxServices(config: ProxyConfig): Promise<Services
     platform: "linux",
     allowedDirs: [...config.workingDirs, config.kubeletPath],
     resolve: createFsResolver(fsPromises, "linux"),
-    bindSources: readBindSources,
+    bindSources: cachedBindSources(createMountTableCache()),
   });
   const locks = createKeyedMutex();
   const smbHost = new LinuxSmbHost(config);

@@ -1,0 +1,86 @@
+/**
+ * This process's mount table, parsed once and re-read only after the kernel says it changed.
+ *
+ * How a change is seen: the kernel keeps a per-namespace event counter, raised inside every mount,
+ * unmount, move or propagation that changes the namespace, before that system call returns. An open
+ * /proc/self/mountinfo remembers the counter's value (set at open, updated by each poll(2)); poll
+ * reports POLLPRI|POLLERR when they differ (proc(5), "/proc/pid/mountinfo": "a process can use
+ * poll to learn of mount events"). poll with a zero timeout never sleeps and touches no filesystem,
+ * so it is made synchronously on the event loop (koffi, ~1 µs) before each use of the cache.
+ *
+ * Contract of {@link createMountTableCache}'s `table()`:
+ * - resolves with a table at least as new as every mount change that completed before the call
+ *   (the probe is consumed first, then a new read is started, so a change between the probe and the
+ *   read only makes the read newer); i.e. exactly as fresh as reading the file on every call;
+ * - concurrent callers share one read; a failed read is not cached (the next call reads again, the
+ *   failure reaches the callers of that read);
+ * - without a probe (koffi or poll unavailable, open failed) every call reads the file.
+ */
+import * as fs from "node:fs/promises";
+import type { MountEntry } from "./mountinfo.ts";
+import { readMountTable } from "./mountinfo.ts";
+import { loadKoffi } from "../../win32/native.ts";
+
+/** Says whether the table may have changed since its previous call (or since it was opened). */
+export interface MountChangeProbe {
+  changed(): boolean;
+}
+
+export interface MountTableCache {
+  table(): Promise<readonly MountEntry[]>;
+}
+
+const POLLPRI = 0x2;
+const POLLERR = 0x8;
+const POLLHUP = 0x10;
+const POLLNVAL = 0x20;
+
+/**
+ * A probe on a descriptor of /proc/self/mountinfo held for the life of the process (O_CLOEXEC).
+ * Rejects when koffi or the file cannot be opened. Any poll failure counts as "changed".
+ */
+export async function openMountChangeProbe(file = "/proc/self/mountinfo"): Promise<MountChangeProbe> {
+  const koffi = await loadKoffi();
+  const poll = koffi.load("libc.so.6").func("int poll(void *fds, unsigned long nfds, int timeout)") as unknown as (fds: Buffer, n: number, timeout: number) => number;
+  const handle = await fs.open(file, "r");
+  // struct pollfd { int fd; short events; short revents; }
+  const pfd = Buffer.alloc(8);
+  pfd.writeInt32LE(handle.fd, 0);
+  pfd.writeInt16LE(POLLPRI, 4);
+  return {
+    changed() {
+      pfd.writeInt16LE(0, 6);
+      const n = poll(pfd, 1, 0);
+      void handle; // held open: the probe's state lives in this open file
+      return n < 0 || (pfd.readInt16LE(6) & (POLLPRI | POLLERR | POLLHUP | POLLNVAL)) !== 0;
+    },
+  };
+}
+
+export function createMountTableCache(deps: { openProbe?: () => Promise<MountChangeProbe>; read?: () => Promise<MountEntry[]> } = {}): MountTableCache {
+  const read = deps.read ?? readMountTable;
+  const openProbe = deps.openProbe ?? (() => openMountChangeProbe());
+  let probe: MountChangeProbe | null | undefined;
+  let opening: Promise<void> | undefined;
+  let current: Promise<MountEntry[]> | undefined;
+  return {
+    async table() {
+      if (probe === undefined) {
+        opening ??= openProbe().then(
+          (p) => void (probe = p),
+          () => void (probe = null),
+        );
+        await opening;
+      }
+      // The probe must be consumed before the read starts (never the other way round).
+      if (probe === null || probe!.changed() || current === undefined) {
+        const reading = read();
+        current = reading;
+        reading.catch(() => {
+          if (current === reading) current = undefined;
+        });
+      }
+      return current;
+    },
+  };
+}
