@@ -2,16 +2,15 @@
 // copy of its Windows node code (ecs-agent/daemonimages/csidriver): the same calls, versions and
 // regular expression. The model and the per-call sequences: block-driver-model.ts and
 // docs/driver-compat.md.
-import { describe, it, before, after } from "node:test";
+import { it } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
 import * as path from "node:path";
-import { blockSkipReason, startBlockEnv, type BlockEnv } from "./replay-harness.ts";
-import { AWS_NOT_MOUNTED, BlockDriver, replayBlockDriver, type BlockDriverSpec } from "./block-driver-model.ts";
+import { AWS_NOT_MOUNTED, BlockDriver, type BlockDriverSpec } from "./block-driver-model.ts";
+import { describeBlockReplay } from "./block-replay-suite.ts";
 
 /** Registers the replay suite of one AWS-family driver (`label` names its loop device and directories). */
 export function describeAwsFamilyReplay(name: string, label: string): void {
-  const skip = blockSkipReason();
   const spec: BlockDriverSpec = {
     name,
     versions: { disk: "v1", filesystem: "v1", volume: "v1" },
@@ -22,26 +21,13 @@ export function describeAwsFamilyReplay(name: string, label: string): void {
     publishMountCheck: true,
     statsLocalStat: true,
   };
-  describe(`${name} replay`, { skip: skip ?? false }, () => {
-    let env: BlockEnv;
-    before(async () => {
-      env = await startBlockEnv(label);
-    });
-    after(async () => {
-      await env?.stop();
-    });
-
-    it("stage/publish/stats/expand/unpublish/unstage, each twice, and unstage after a stage that failed halfway", async () => {
-      const calls = await replayBlockDriver(env, spec, {});
-      assert.ok(calls.NodeStage.includes("volume.MountVolume"));
-    });
-
+  describeBlockReplay(spec, label, {}, (env) => {
     it("the regexp takes the \"not mounted\" branch for a missing and for a plain staging path, never for a mounted one", async () => {
-      const proxy = env.proxy(spec.versions);
-      const driver = new BlockDriver(spec, proxy, env.loop.diskNumber);
-      const plain = path.join(env.kubelet, "plugins", "plain");
+      const proxy = env().proxy(spec.versions);
+      const driver = new BlockDriver(spec, proxy, env().loop.diskNumber);
+      const plain = path.join(env().kubelet, "plugins", "plain");
       mkdirSync(plain, { recursive: true });
-      assert.deepEqual(await driver.awsDeviceName(path.join(env.kubelet, "plugins", "missing")), { device: "", refCount: 0 });
+      assert.deepEqual(await driver.awsDeviceName(path.join(env().kubelet, "plugins", "missing")), { device: "", refCount: 0 });
       assert.deepEqual(await driver.awsDeviceName(plain), { device: "", refCount: 0 });
       // upstream master's texts for the same situations ("The system cannot find the file specified.",
       // "not a mounted folder") would not match: the driver then fails NodeStage/NodeUnstage with Internal
