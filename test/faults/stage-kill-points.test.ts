@@ -7,9 +7,8 @@
 // loop devices only. docs/reliability.md reports these figures.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { createFaultRig, HANG_TIMEOUT_S, codeOf, driverStage, fsUuid, kernelPartitions, sha256, writeMarkerOffline, type FaultRig } from "../helpers/fault-rig.ts";
+import { createFaultRig, createNeighbour, HANG_TIMEOUT_S, codeOf, driverStage, fsUuid, kernelPartitions, writeMarkerOffline, type FaultRig, type Neighbour } from "../helpers/fault-rig.ts";
 import type { FaultAction, FaultTool } from "../helpers/fault-tools.ts";
 import { loopDeviceSkipReason, type LoopDevice } from "../helpers/loop-device.ts";
 
@@ -51,15 +50,11 @@ export const rows: string[] = [];
 
 describe("stage flow: kill points and tool faults", { skip: skip ?? false }, () => {
   let rig: FaultRig;
-  let neighbour: LoopDevice;
-  let neighbourSum: string;
+  let neighbour: Neighbour;
   before(async () => {
     rig = await createFaultRig("stage-faults");
     // A disk the calls do not name: a filesystem with data, checked byte for byte after every case.
-    neighbour = rig.newLoop(16, "neighbour");
-    execFileSync("mkfs.ext4", ["-q", neighbour.device]);
-    writeMarkerOffline(neighbour.device, "neighbour data", rig.dir);
-    neighbourSum = sha256(neighbour.device);
+    neighbour = createNeighbour(rig);
     await rig.start();
   });
   after(async () => {
@@ -90,7 +85,7 @@ describe("stage flow: kill points and tool faults", { skip: skip ?? false }, () 
     assert.deepEqual(kernelPartitions(loop), [`${loop.name}p1`], "exactly one partition");
     if (uuid) assert.equal(fsUuid(part), uuid, "no second format: the filesystem UUID is the first format's");
     if (marker !== null) assert.equal(readFileSync(rig.inNs(`${target}/marker.txt`), "utf8"), marker, "the file written after the first format survives");
-    assert.equal(sha256(neighbour.device), neighbourSum, "the neighbouring disk is byte-for-byte intact");
+    neighbour.assertIntact();
   }
 
   for (const k of killCases) {
@@ -181,7 +176,7 @@ describe("stage flow: kill points and tool faults", { skip: skip ?? false }, () 
     // The retry finds no disk with this serial; the disk number answers NotFound.
     await assert.rejects(driverStage(c, loop.file, target), /no disk with serial/);
     await assert.rejects(c.disk.getDiskStats({ diskNumber: loop.diskNumber }), (e) => codeOf(e) === Code.NotFound || codeOf(e) === undefined);
-    assert.equal(sha256(neighbour.device), neighbourSum);
+    neighbour.assertIntact();
     rows.push(`mkfs.ext4 detach | first answer ${codeOf(first)} | retry: disk gone (no serial) | neighbour intact yes`);
   });
 });

@@ -7,7 +7,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { createFaultRig, codeOf, driverStage, fsUuid, MiB, sha256, writeMarkerOffline, type Clients, type FaultRig } from "../helpers/fault-rig.ts";
+import { createFaultRig, createNeighbour, codeOf, driverStage, fsUuid, MiB, type Clients, type FaultRig, type Neighbour } from "../helpers/fault-rig.ts";
 import type { FaultAction, FaultTool } from "../helpers/fault-tools.ts";
 import { loopDeviceSkipReason, type LoopDevice } from "../helpers/loop-device.ts";
 
@@ -32,8 +32,7 @@ const partitionBytes = (loop: LoopDevice) => Number(readFileSync(`/sys/block/${l
 
 describe("unstage, resize and disk state: kill points and tool faults", { skip: skip ?? false }, () => {
   let rig: FaultRig;
-  let neighbour: LoopDevice;
-  let neighbourSum: string;
+  let neighbour: Neighbour;
   let vol: LoopDevice;
   let volumeId: string;
   let target: string;
@@ -41,10 +40,7 @@ describe("unstage, resize and disk state: kill points and tool faults", { skip: 
   const marker = "written while staged";
   before(async () => {
     rig = await createFaultRig("volume-faults");
-    neighbour = rig.newLoop(16, "neighbour");
-    execFileSync("mkfs.ext4", ["-q", neighbour.device]);
-    writeMarkerOffline(neighbour.device, "neighbour data", rig.dir);
-    neighbourSum = sha256(neighbour.device);
+    neighbour = createNeighbour(rig);
     await rig.start();
     vol = rig.newLoop(48, "vol");
     target = rig.target("staged");
@@ -60,7 +56,7 @@ describe("unstage, resize and disk state: kill points and tool faults", { skip: 
   const mounted = () => rig.mounts().some((m) => m.mountPoint === target);
   function assertIntact(): void {
     assert.equal(fsUuid(`${vol.device}p1`), uuid, "same filesystem (no format)");
-    assert.equal(sha256(neighbour.device), neighbourSum, "neighbour intact");
+    neighbour.assertIntact("neighbour intact");
   }
   /** First attempt with the fault armed; returns its error (null: it succeeded) and whether the daemon was restarted. */
   async function firstAttempt(k: Case, call: (c: Clients) => Promise<unknown>): Promise<{ first: unknown; restartMs: number | null }> {
@@ -146,7 +142,7 @@ describe("unstage, resize and disk state: kill points and tool faults", { skip: 
       // and back: the other direction restores the read-only flag as it was (writable)
       await c.disk.setDiskState({ diskNumber: d.diskNumber, isOnline: true });
       assert.equal(ro(), "0", "online again: writable again");
-      assert.equal(sha256(neighbour.device), neighbourSum);
+      neighbour.assertIntact();
       rows.push(`SetDiskState(${k.online ? "online" : "offline"}) blockdev ${k.action} ${k.pattern} | first answer ${codeOf(first) ?? "OK"} | restart ${restartMs} ms | retry OK, state ${k.online ? "online" : "offline"}, then online and writable`);
     });
   }

@@ -202,3 +202,24 @@ export function sha256(file: string): string {
 export function kernelPartitions(loop: LoopDevice): string[] {
   return execFileSync("ls", [`/sys/block/${loop.name}`], { encoding: "utf8" }).split("\n").filter((e) => e.startsWith(`${loop.name}p`));
 }
+
+/** A disk no call names: ext4 with a file, whose bytes every case checks are unchanged. */
+export interface Neighbour {
+  readonly device: string;
+  /** Fails unless the disk is byte-for-byte as it was made. */
+  assertIntact(message?: string): void;
+}
+
+/** Makes the rig's neighbour disk (before `rig.start()`, so the daemon sees it from the start). */
+export function createNeighbour(rig: FaultRig): Neighbour {
+  const loop = rig.newLoop(16, "neighbour");
+  execFileSync("mkfs.ext4", ["-q", loop.device]);
+  writeMarkerOffline(loop.device, "neighbour data", rig.dir);
+  const sum = sha256(loop.device);
+  return {
+    device: loop.device,
+    assertIntact: (message = "the neighbouring disk is byte-for-byte intact") => {
+      if (sha256(loop.device) !== sum) throw new Error(message);
+    },
+  };
+}
