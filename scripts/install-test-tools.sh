@@ -5,6 +5,8 @@
 #   util-linux  unshare, nsenter: private mount namespaces for the recording stand-ins
 #   exfatprogs, btrfs-progs, dosfstools  mkfs.exfat, mkfs.btrfs, mkfs.vfat: the foreign filesystems of the block red-team suite
 #   golang-go, golang-google-grpc-dev  Go 1.19 + grpc-go 1.33: the old Go client of test/integration/go-client.test.ts
+#   bindfs      a FUSE filesystem whose daemon test/redteam/hung-mount.test.ts stops (SIGSTOP): a path on
+#               it must not block the event loop or other endpoints
 #   prometheus  prometheus + promtool: test/deploy/dashboard.test.ts scrapes the live daemon on 127.0.0.1 with
 #               its own config and storage (a distribution-started prometheus service is not used)
 #   g++-mingw-w64-x86-64, mingw-w64-x86-64-dev  MinGW-w64 and windows.h: the Win32 prototype and layout
@@ -14,4 +16,4 @@
 # docs/smb-iscsi-system.md). Idempotent and quiet: does nothing when all are installed. Without
 # root it only reports what is missing (the affected tests then skip with that reason).
 set -euo pipefail
-exec bash "$(dirname "$0")/apt-install.sh" install-test-tools tgt open-iscsi util-linux exfatprogs btrfs-progs dosfstools golang-go golang-google-grpc-dev g++-mingw-w64-x86-64 gcc-mingw-w64-x86-64 mingw-w64-x86-64-dev prometheus
+exec bash "$(dirname "$0")/apt-install.sh" install-test-tools tgt open-iscsi util-linux exfatprogs btrfs-progs dosfstools golang-go golang-google-grpc-dev g++-mingw-w64-x86-64 gcc-mingw-w64-x86-64 mingw-w64-x86-64-dev prometheus bindfs

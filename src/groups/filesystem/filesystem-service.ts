@@ -27,13 +27,21 @@ export function createFilesystemService(deps: { host: FilesystemHostApi; policy:
 
   return {
     async pathExists({ path: p }) {
-      // One host call in the common case: a realpath of the lexical path that returns it unchanged
-      // proves it exists with no link on the way, and the policy then needs no resolution of its own.
-      // Otherwise the lstat of the lexical path runs concurrently with the policy's resolution and
-      // answers when the policy confirms that path (the same entry); else the checked path is lstat'ed.
+      // No host round trip in the common case: the kernel's caches answer synchronously (bounded, see
+      // host-api.ts lookupCached) whether the lexical path exists with no link before its final
+      // component, which also makes it its own canonical form, so the policy needs no resolution.
+      // Otherwise one host call when possible: a realpath of the lexical path that returns it unchanged
+      // proves the same. Else the lstat of the lexical path runs concurrently with the policy's
+      // resolution and answers when the policy confirms that path (the same entry); else the checked
+      // path is lstat'ed.
       let early: { path: string; kind: Promise<EntryKind | "canonical" | null> } | undefined;
       const checked = await policy.check(p, {
         alongside: (lexical) => {
+          const cached = host.lookupCached?.(lexical);
+          if (cached !== undefined) {
+            early = { path: lexical, kind: Promise.resolve(cached === "present" ? "canonical" : null) };
+            return Promise.resolve(true);
+          }
           const canonical = host.realpath(lexical).then((r) => r === lexical, () => false);
           const kind = canonical.then((known) => (known ? ("canonical" as const) : host.lstat(lexical)));
           kind.catch(() => {}); // its failure matters only when it is used below

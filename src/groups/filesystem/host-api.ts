@@ -10,6 +10,14 @@ export type EntryKind = "file" | "directory" | "symlink" | "other";
 export interface FilesystemHostApi {
   /** Kind of the entry at `path`, or null when nothing is there. */
   lstat(path: string): Promise<EntryKind | null>;
+  /**
+   * Optional, synchronous and bounded: answers from the kernel's caches alone, never waiting for
+   * I/O, a network or FUSE filesystem or a lock (Linux: openat2 RESOLVE_CACHED, cached-lookup.ts).
+   * For an absolute, lexically normalised `path`: "present" = it exists and no component before the
+   * final one is a link; "absent" = a component is missing and none before it is a link; undefined
+   * = the caches cannot tell now (ask `lstat`/`realpath`). Never throws.
+   */
+  lookupCached?(path: string): "present" | "absent" | undefined;
   /** Real path (all symlinks resolved) of an existing path, or null when it does not exist. */
   realpath(path: string): Promise<string | null>;
   /** Creates the directory and its parents (0755); an existing directory is fine. */

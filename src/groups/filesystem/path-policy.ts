@@ -84,10 +84,12 @@ export interface CheckOptions {
    * when `check` then returns exactly the path it was given (no link or bind on the way: the same
    * entry); otherwise it must discard it and act on the returned path. Not called for paths refused
    * without touching the filesystem.
-   * When it returns a promise that resolves `true`, the caller asserts that `lexical` exists and is
-   * already canonical (a realpath of it returned it unchanged, so no component, the final one
-   * included, is a link): the policy then takes it as resolved instead of resolving its parent
-   * (the allowed-dir and bind-mount checks still apply). `false` or a rejection: resolved as usual.
+   * When it returns a promise that resolves `true`, the caller asserts that `lexical` is already
+   * its own canonical form: no component before the final one is a link (with `followFinal`, the
+   * final one neither), and every missing component comes after the existing ones (so nothing is
+   * left to resolve, e.g. a realpath of it returned it unchanged, or a link-free walk ended in a
+   * missing component): the policy then takes it as resolved instead of resolving its parent (the
+   * allowed-dir and bind-mount checks still apply). `false` or a rejection: resolved as usual.
    */
   alongside?: (lexical: string) => Promise<boolean> | void;
 }

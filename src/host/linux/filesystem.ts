@@ -5,9 +5,24 @@ import { readMountTable } from "./mountinfo.ts";
 import { mkdirAllNoFollow, withParent } from "./dir-handle.ts";
 import { removeContents, removeTree } from "./remove-tree.ts";
 import { symlinkAt } from "./symlink-at.ts";
+import { openCachedLookup, type CachedLookup } from "./cached-lookup.ts";
 
 /** Filesystem host operations on Linux: direct fs calls, no processes. */
 export class LinuxFilesystemHost implements FilesystemHostApi {
+  #cached: CachedLookup | null | undefined;
+
+  /** Starts loading the cached lookup; until it is ready (or where it cannot work) lookupCached answers undefined. */
+  constructor(deps: { cachedLookup?: Promise<CachedLookup | null> } = {}) {
+    void (deps.cachedLookup ?? openCachedLookup()).then(
+      (l) => void (this.#cached = l),
+      () => void (this.#cached = null),
+    );
+  }
+
+  lookupCached(path: string): "present" | "absent" | undefined {
+    return this.#cached ? this.#cached(path) : undefined;
+  }
+
   async lstat(path: string): Promise<EntryKind | null> {
     try {
       const st = await fs.lstat(path);
