@@ -4,6 +4,7 @@
  * Exit codes: 0 clean stop, 1 startup failure, 2 bad command line.
  */
 import "./heap-limits.ts"; // first: evaluated before every other module
+import "./thread-pool-size.ts"; // before anything uses libuv's thread pool
 import { parseGoFlags, formatUsage, FlagError } from "./cli/go-flags.ts";
 import { serverFlags, ignoredKlogFlags } from "./cli/server-flags.ts";
 import { createLogger } from "./log/klog.ts";

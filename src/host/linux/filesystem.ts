@@ -10,17 +10,24 @@ import { openCachedLookup, type CachedLookup } from "./cached-lookup.ts";
 /** Filesystem host operations on Linux: direct fs calls, no processes. */
 export class LinuxFilesystemHost implements FilesystemHostApi {
   #cached: CachedLookup | null | undefined;
+  readonly #openCachedLookup: () => Promise<CachedLookup | null>;
 
-  /** Starts loading the cached lookup; until it is ready (or where it cannot work) lookupCached answers undefined. */
-  constructor(deps: { cachedLookup?: Promise<CachedLookup | null> } = {}) {
-    void (deps.cachedLookup ?? openCachedLookup()).then(
-      (l) => void (this.#cached = l),
-      () => void (this.#cached = null),
-    );
+  /** The cached lookup is loaded on the first lookupCached call (koffi stays out of an idle daemon). */
+  constructor(deps: { openCachedLookup?: () => Promise<CachedLookup | null> } = {}) {
+    this.#openCachedLookup = deps.openCachedLookup ?? openCachedLookup;
   }
 
+  /** Undefined until the lookup is loaded (the first call starts loading it) and where it cannot work. */
   lookupCached(path: string): "present" | "absent" | undefined {
-    return this.#cached ? this.#cached(path) : undefined;
+    if (this.#cached) return this.#cached(path);
+    if (this.#cached === undefined) {
+      this.#cached = null; // loading: answer undefined meanwhile
+      void this.#openCachedLookup().then(
+        (l) => void (this.#cached = l),
+        () => {},
+      );
+    }
+    return undefined;
   }
 
   async lstat(path: string): Promise<EntryKind | null> {
