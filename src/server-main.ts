@@ -1,0 +1,118 @@
+/**
+ * The csi-proxy server program (loaded by src/main.ts once the process is set up): serves every
+ * csi-proxy API group/version on its own endpoint until SIGINT/SIGTERM.
+ * `runServer` resolves with the exit code: 0 clean stop, 1 startup failure, 2 bad command line.
+ */
+
+export interface RunHooks {
+  /** Runs once every endpoint listens (each start of a Windows service too); its summary is logged at V(2). */
+  afterStart?: () => Promise<{ summary: string }>;
+}
+import { parseGoFlags, formatUsage, FlagError } from "./cli/go-flags.ts";
+import { serverFlags, ignoredKlogFlags } from "./cli/server-flags.ts";
+import { createLogger } from "./log/klog.ts";
+import { defaultSocketDir } from "./api/endpoint.ts";
+import { startDaemon } from "./daemon.ts";
+import { setHostCommandTimeoutCap } from "./host/exec/run-command.ts";
+import { version } from "./version.ts";
+
+export async function runServer(argv: string[], hooks: RunHooks = {}): Promise<number> {
+  const specs = serverFlags(process.platform, defaultSocketDir());
+  let flags: Record<string, unknown>;
+  try {
+    flags = parseGoFlags(argv, specs).values;
+  } catch (err) {
+    if (!(err instanceof FlagError)) throw err;
+    if (!err.help) process.stderr.write(`${err.message}\n`);
+    process.stderr.write(formatUsage(specs, "csi-proxy"));
+    return err.help ? 0 : 2;
+  }
+  const logger = createLogger({
+    verbosity: flags["v"] as number,
+    logToStderr: flags["logtostderr"] as boolean,
+    alsoToStderr: flags["alsologtostderr"] as boolean,
+    logFile: (flags["log_file"] as string) || undefined,
+  });
+  try {
+    for (const spec of ignoredKlogFlags) {
+      if (argv.some((a) => new RegExp(`^--?${spec.name}(=|$)`).test(a))) logger.warning(`flag -${spec.name} is accepted for compatibility and has no effect`);
+    }
+    if (flags["windows-service"] && process.platform !== "win32") {
+      logger.error("-windows-service is only supported on Windows");
+      return 1;
+    }
+    if (flags["pipe-sddl"] && process.platform !== "win32") {
+      logger.error("-pipe-sddl is only supported on Windows");
+      return 2;
+    }
+    const config = {
+      platform: process.platform === "win32" ? ("win32" as const) : ("linux" as const),
+      kubeletPath: flags["kubelet-path"] as string,
+      workingDirs: flags["working-dir"] as string[],
+      socketDir: flags["socket-dir"] as string,
+      requirePrivacy: flags["require-privacy"] as boolean,
+      defaultFsType: flags["default-fs-type"] as "ext4" | "xfs",
+      pipeSddl: (flags["pipe-sddl"] as string) || undefined,
+      stateDir: flags["state-dir"] as string,
+      allowedServices: flags["allowed-service"] as string[],
+      logger,
+    };
+    const commandTimeout = flags["host-command-timeout"] as number;
+    if (commandTimeout < 0) {
+      logger.error(`-host-command-timeout must be 0 or a number of seconds, not ${commandTimeout}`);
+      return 2;
+    }
+    setHostCommandTimeoutCap(commandTimeout * 1000);
+    if (config.defaultFsType !== "ext4" && config.defaultFsType !== "xfs") {
+      logger.error(`-default-fs-type must be ext4 or xfs, not ${JSON.stringify(config.defaultFsType)}`);
+      return 2;
+    }
+    const start = async () => {
+      logger.info("Starting CSI-Proxy Server ...");
+      logger.info(`Version: ${version}`);
+      logger.info(`Working directories: [${[...config.workingDirs, config.kubeletPath].join(" ")}]`);
+      logger.info(`Require privacy: ${config.requirePrivacy}`);
+      const daemon = await startDaemon(config, { logger, metricsBindAddress: (flags["metrics-bind-address"] as string) || undefined });
+      if (daemon.metricsAddress) logger.info(`Serving metrics on http://${daemon.metricsAddress}/metrics`);
+      logger.info(`Serving ${daemon.addresses.length} endpoints${config.platform === "linux" ? ` in ${config.socketDir}` : ""}`);
+      for (const address of daemon.addresses) logger.v(1).info(`Serving ${address}`);
+      if (hooks.afterStart) logger.v(2).info(`After start: ${(await hooks.afterStart()).summary}`);
+      return daemon;
+    };
+    if (flags["windows-service"]) {
+      // Windows service: the SCM starts and stops serving (src/win32/service.ts).
+      const { runService } = await import("./win32/service.ts");
+      let daemon: Awaited<ReturnType<typeof startDaemon>> | undefined;
+      return await runService({
+        start: async () => {
+          daemon = await start();
+        },
+        stop: async (reason) => {
+          logger.info(`Service ${reason} requested, stopping`);
+          await daemon?.stop();
+          logger.info("Stopped");
+          await logger.flush();
+        },
+        log: (msg) => logger.v(2).info(msg),
+      });
+    }
+    // Listen before serving: a signal that arrives as soon as "Serving …" is logged must stop the
+    // daemon cleanly, not meet the default disposition (immediate death, sockets left behind).
+    const signalled = new Promise<NodeJS.Signals>((resolve) => {
+      process.once("SIGINT", resolve);
+      process.once("SIGTERM", resolve);
+      if (process.platform === "win32") process.once("SIGBREAK", resolve);
+    });
+    const daemon = await start();
+    const signal = await signalled;
+    logger.info(`Received ${signal}, stopping`);
+    await daemon.stop();
+    logger.info("Stopped");
+    return 0;
+  } catch (err) {
+    logger.error(`csi-proxy failed: ${err instanceof Error ? err.message : String(err)}`);
+    return 1;
+  } finally {
+    await logger.close();
+  }
+}
