@@ -9,7 +9,7 @@
 import * as fs from "node:fs/promises";
 import { constants as fsConstants } from "node:fs";
 import * as path from "node:path";
-import { randomBytes } from "node:crypto";
+import { nodeCrypto } from "../util/node-crypto.ts";
 import { failedPrecondition } from "../errors.ts";
 
 /**
@@ -21,7 +21,7 @@ export async function writeFileAtomic(file: string, data: string | Buffer, optio
   const dir = path.dirname(file);
   await fs.mkdir(dir, { recursive: true, mode: 0o700 });
   // `tmpDir` (same filesystem) keeps the temporary file out of directories other programs scan.
-  const tmp = path.join(options.tmpDir ?? dir, `.${path.basename(file)}.tmp-${process.pid}-${randomBytes(6).toString("hex")}`);
+  const tmp = path.join(options.tmpDir ?? dir, `.${path.basename(file)}.tmp-${process.pid}-${nodeCrypto().randomBytes(6).toString("hex")}`);
   const handle = await fs.open(tmp, "wx", mode);
   try {
     try {

@@ -1,4 +1,4 @@
-import { randomUUID } from "node:crypto";
+import { nodeCrypto } from "../../util/node-crypto.ts";
 import type { SmbService } from "./types.ts";
 import type { SmbHostApi } from "./host-api.ts";
 import type { PathPolicy } from "../filesystem/path-policy.ts";
@@ -254,7 +254,7 @@ export async function createSmbService(deps: SmbServiceDeps): Promise<RefCounted
         }
         const rs: SmbRootState = state.roots[rp.root] ?? (state.roots[rp.root] = { users: [] });
         const wasRemoving = rs.removing === true;
-        const id = link !== undefined ? `link:${fold(link)}` : `call:${randomUUID()}`;
+        const id = link !== undefined ? `link:${fold(link)}` : `call:${nodeCrypto().randomUUID()}`;
         let user = rs.users.find((u) => u.id === id);
         const added = user === undefined;
         if (user === undefined) {

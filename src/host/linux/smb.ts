@@ -13,7 +13,7 @@
  */
 import * as fs from "node:fs/promises";
 import * as path from "node:path";
-import { createHash, randomBytes } from "node:crypto";
+import { nodeCrypto } from "../../util/node-crypto.ts";
 import type { SmbHostApi } from "../../groups/smb/host-api.ts";
 import { CsiProxyError, Code } from "../../errors.ts";
 import { HostCommandError, runCommand } from "../exec/run-command.ts";
@@ -54,7 +54,7 @@ export class LinuxSmbHost implements SmbHostApi {
 
   /** The private mount directory of a share root: readable label plus a hash (roots may hold any Unicode). */
   mountDirFor(root: string): string {
-    const hash = createHash("sha256").update(root).digest("hex").slice(0, 16);
+    const hash = nodeCrypto().createHash("sha256").update(root).digest("hex").slice(0, 16);
     const label = root.replace(/^\\\\/, "").replace(/[^a-z0-9.-]+/g, "_").slice(0, 64);
     return path.join(this.#mountsDir, `${label}-${hash}`);
   }
@@ -120,7 +120,7 @@ export class LinuxSmbHost implements SmbHostApi {
   async #writeCredentials(username: string, password: string): Promise<string> {
     await fs.mkdir(this.#credentialsDir, { recursive: true, mode: 0o700 });
     await fs.chmod(this.#credentialsDir, 0o700);
-    const file = path.join(this.#credentialsDir, `cred-${randomBytes(12).toString("hex")}`);
+    const file = path.join(this.#credentialsDir, `cred-${nodeCrypto().randomBytes(12).toString("hex")}`);
     const slash = username.indexOf("\\");
     const lines =
       slash > 0 ? [`username=${username.slice(slash + 1)}`, `password=${password}`, `domain=${username.slice(0, slash)}`] : [`username=${username}`, `password=${password}`];
