@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { spawn } from "node:child_process";
 import { allEndpoints } from "../src/api/catalog.ts";
-import { buildProduction, rssMB, spawnServer, stop } from "./production-server.ts";
+import { buildProduction, formatResident, residentMB, spawnServer, stop } from "./production-server.ts";
 import { buildGoBench, goBenchBinary, runLoad, type LoadResult } from "./go-bench.ts";
 import { summariseCpuProfile, summariseHeapProfile } from "./profile-summary.ts";
 
@@ -130,15 +130,17 @@ try {
   // 3. RSS of a fresh server: idle after start, after the load, after idle.
   const fresh = await startOurs(path.join(work, "rss"));
   await new Promise((r) => setTimeout(r, 1000));
-  const rssIdle = rssMB(fresh.child.pid!);
+  const idle = residentMB(fresh.child.pid!);
   const load = runLoad(path.join(work, "rss", "csi-proxy-filesystem-v1.sock"), requestPath, loadCalls, 32, 0);
-  const rssLoaded = rssMB(fresh.child.pid!);
+  const loaded = residentMB(fresh.child.pid!);
   await new Promise((r) => setTimeout(r, idleSeconds * 1000));
-  const rssRested = rssMB(fresh.child.pid!);
+  const rested = residentMB(fresh.child.pid!);
+  const [rssIdle, rssLoaded] = [idle.rss, loaded.rss];
   await stop(fresh.child);
 
   console.log(`start → all 23 endpoints accept: median ${f0(median(starts))} ms   runs ${starts.map(f0).join(" ")}`);
-  console.log(`RSS: idle after start ${rssIdle.toFixed(1)} MB; after ${loadCalls} calls (c=32, ${f0(load.rps)} rps) ${rssLoaded.toFixed(1)} MB; after ${idleSeconds} s idle ${rssRested.toFixed(1)} MB`);
+  console.log(`RSS: idle after start ${formatResident(idle)}; after ${loadCalls} calls (c=32, ${f0(load.rps)} rps) ${formatResident(loaded)}; after ${idleSeconds} s idle ${formatResident(rested)}`);
+  console.log("  (anon: heap, stacks, malloc; file: pages of the node binary and libraries, shared with other processes mapping them)");
   console.log("targets:");
   console.log(`  PathExists c=32 throughput ≥ ${TARGETS.c32Throughput}× grpc-go: ${ratio.c32Rps.toFixed(2)}× ${verdict(ratio.c32Rps >= TARGETS.c32Throughput)}`);
   console.log(`  PathExists c=1 p50 ≤ ${TARGETS.c1P50}× grpc-go: ${ratio.c1P50.toFixed(2)}× ${verdict(ratio.c1P50 <= TARGETS.c1P50)}`);

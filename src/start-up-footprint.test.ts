@@ -39,12 +39,15 @@ const status = () => %GetOptimizationStatus(hot);
 describe("start-up footprint", () => {
   it("holds Sparkplug, Maglev and Turbofan until settleAfterStart, which releases them", () => {
     const out = runChild(`${HOT}
+      const { cachedDataVersionTag } = await import("node:v8");
+      const flagsBefore = cachedDataVersionTag(); // a hash of every V8 flag's value
       const held = m.holdOptimizingCompilers();
       await warm();
       const during = status();
       const report = await m.settleAfterStart();
       await warm();
-      console.log(JSON.stringify({ held, during, after: status(), report, again: (await m.settleAfterStart()) === report }));`);
+      const flagsRestored = cachedDataVersionTag() === flagsBefore;
+      console.log(JSON.stringify({ held, during, after: status(), report, again: (await m.settleAfterStart()) === report, flagsRestored }));`);
     assert.equal(out.held, true);
     const during = out.during as number, after = out.after as number;
     assert.equal(during & (BASELINE | MAGLEVVED | TURBOFANNED), 0, `compiled while held: status ${during.toString(2)}`);
@@ -54,6 +57,7 @@ describe("start-up footprint", () => {
     assert.equal(report.collected, true);
     assert.match(String(report.summary), /^RSS [\d.]+ → [\d.]+ MB in [\d.]+ ms \(compilers resumed, full GC done\)$/);
     assert.equal(out.again, true, "settleAfterStart is idempotent (the same report)");
+    assert.equal(out.flagsRestored, true, "every V8 flag (implied ones included) is back to its value before the hold");
   });
 
   it("runs a full garbage collection: an object reachable only weakly is gone right after", () => {
