@@ -15,7 +15,7 @@ import { clientReport, startWine, wineSuite, type Background } from "./wine-harn
 let server: Background | undefined;
 const { w, skip } = await wineSuite("e2e", {
   async before(w) {
-    server = startWine(w, [w.exeWin, `-kubelet-path=${w.work.win}\\kubelet`, "-v=1"]);
+    server = startWine(w, [w.exeWin, `-kubelet-path=${w.work.win}\\kubelet`, "-v=2"]);
     await server.waitFor(/Serving 23 endpoints/, 90_000);
   },
   after: () => server?.kill(),
@@ -28,6 +28,11 @@ test("csi-proxy.exe serves all 23 group/version pipes", { skip }, async () => {
   assert.deepEqual(Object.keys(report.results).sort(), [...expected].sort());
   for (const pipe of expected) assert.equal(report.results[pipe], true, `${pipe} is served`);
   for (const pipe of expected) assert.match(server!.output(), new RegExp(`Serving ${pipe.replace(/\\/g, "\\\\")}\\n`));
+});
+
+test("csi-proxy.exe settles its start-up memory once serving (compilers released, full GC); the calls below run after it", { skip }, async () => {
+  const line = await server!.waitFor(/After start: .*/, 30_000);
+  assert.match(line, /After start: RSS [\d.]+ → [\d.]+ MB in [\d.]+ ms \(compilers resumed, full GC done\)/);
 });
 
 test("typed client under Wine: filesystem RPCs over the pipes", { skip }, async () => {
