@@ -5,15 +5,14 @@
  * Pass-through: no decisions here.
  */
 import { mkdir, mkdtemp, open, readFile, readdir, realpath, rename, rmdir, stat, statfs, writeFile } from "node:fs/promises";
-import { constants } from "node:fs";
-import { existsSync } from "node:fs";
+import { constants, existsSync, readFileSync, readdirSync } from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import type { BlockDisk, BlockMount, BlockTools, DevNumber, DeviceClaim, FilesystemUsage, LoopDevice, ManagedFsType, OfflineMark, PartitionTable, ProbeResult, Signature } from "./block-tools.ts";
 import { HostCommandError, runCommand, type RunOptions } from "../exec/run-command.ts";
 import { fsError } from "../fs-error.ts";
 import { inspectDirectory } from "../inspect-directory.ts";
-import { readMountTable } from "./mountinfo.ts";
+import { createMountTableCache, type MountTableCache } from "./mount-table-cache.ts";
 import { mountOnDir, unmountDir } from "./anchored-mount.ts";
 import { loadLibc } from "./libc.ts";
 import { listBlockDisks, readBlockDisk, SYS_BLOCK } from "./sysfs-block.ts";
@@ -106,8 +105,19 @@ export interface LinuxBlockToolsOptions {
   stateFile: string;
 }
 
+/** A sysfs or procfs file's text, "" when it cannot be read (generated in memory: read synchronously, as sysfs-block.ts explains). */
+function kernelText(file: string): string {
+  try {
+    return readFileSync(file, "utf8");
+  } catch {
+    return "";
+  }
+}
+
 export class LinuxBlockTools implements BlockTools {
   readonly #stateFile: string;
+  /** As fresh as reading /proc/self/mountinfo on every call (mount-table-cache.ts), parsed only after a change. */
+  readonly #mountTable: MountTableCache = createMountTableCache();
   constructor(options: LinuxBlockToolsOptions) {
     this.#stateFile = options.stateFile;
   }
@@ -122,7 +132,7 @@ export class LinuxBlockTools implements BlockTools {
   }
 
   listDisks(): Promise<BlockDisk[]> {
-    return listBlockDisks();
+    return listBlockDisks({ withMedium: true });
   }
 
   async findDisk(dev: DevNumber): Promise<BlockDisk | null> {
@@ -143,7 +153,7 @@ export class LinuxBlockTools implements BlockTools {
   async readMounts(): Promise<BlockMount[]> {
     const sources = new Map<string, DevNumber | null>();
     const out: BlockMount[] = [];
-    for (const m of await readMountTable()) {
+    for (const m of await this.#mountTable.table()) {
       let [major, minor] = m.device.split(":").map(Number);
       if (major === 0 && m.source.startsWith("/dev/")) {
         if (!sources.has(m.source)) {
@@ -159,19 +169,16 @@ export class LinuxBlockTools implements BlockTools {
   }
 
   async readSwapDevices(): Promise<DevNumber[]> {
-    const text = await readFile("/proc/swaps", "utf8").catch(() => "");
-    const out: DevNumber[] = [];
-    for (const line of text.split("\n").slice(1)) {
-      const file = line.split(/\s+/)[0];
-      if (!file) continue;
-      try {
-        const st = await stat(unescape(file), { bigint: true });
-        out.push(decodeDev(st.isBlockDevice() ? st.rdev : st.dev));
-      } catch {
-        // a swap file that vanished: nothing to protect
-      }
-    }
-    return out;
+    const files = kernelText("/proc/swaps").split("\n").slice(1).map((line) => line.split(/\s+/)[0]).filter(Boolean);
+    const devs = await Promise.all(
+      files.map((file) =>
+        stat(unescape(file), { bigint: true }).then(
+          (st) => decodeDev(st.isBlockDevice() ? st.rdev : st.dev),
+          () => null, // a swap file that vanished: nothing to protect
+        ),
+      ),
+    );
+    return devs.filter((d): d is DevNumber => d !== null);
   }
 
   async probe(devPath: string): Promise<ProbeResult> {
@@ -191,22 +198,30 @@ export class LinuxBlockTools implements BlockTools {
     return (parsed.signatures ?? []).map((s) => ({ type: s.type ?? "unknown", offset: BigInt(s.offset ?? "0") }));
   }
 
+  /** sysfs read synchronously; the backing files are stat'ed concurrently (a backing file may sit on a slow filesystem). */
   async listLoops(): Promise<LoopDevice[]> {
-    const names = (await readdir(SYS_BLOCK).catch(() => [] as string[])).filter((n) => n.startsWith("loop"));
+    let names: string[];
+    try {
+      names = readdirSync(SYS_BLOCK).filter((n) => n.startsWith("loop"));
+    } catch {
+      names = [];
+    }
     const loops = await Promise.all(
       names.map(async (name): Promise<LoopDevice | null> => {
         const dir = path.join(SYS_BLOCK, name);
-        const backingFile = (await readFile(path.join(dir, "loop/backing_file"), "utf8").catch(() => "")).replace(/\n$/, "");
+        const backingFile = kernelText(path.join(dir, "loop/backing_file")).replace(/\n$/, "");
         if (!backingFile) return null; // not attached
-        const [major, minor] = (await readFile(path.join(dir, "dev"), "utf8")).trim().split(":").map(Number);
-        const num = async (f: string) => BigInt((await readFile(path.join(dir, f), "utf8").catch(() => "0")).trim() || "0");
+        const [major, minor] = kernelText(path.join(dir, "dev")).trim().split(":").map(Number);
+        const num = (f: string) => BigInt(kernelText(path.join(dir, f)).trim() || "0");
+        const sizeBytes = num("size") * 512n;
+        const offsetBytes = num("loop/offset");
         let backing: LoopDevice["backing"] = null;
         if (!backingFile.endsWith(" (deleted)")) {
           const st = await stat(backingFile, { bigint: true }).catch(() => null);
           if (st?.isBlockDevice()) backing = { kind: "block", dev: decodeDev(st.rdev) };
           else if (st) backing = { kind: "file", dev: decodeDev(st.dev), ino: st.ino };
         }
-        return { name, devPath: `/dev/${name}`, major, minor, sizeBytes: (await num("size")) * 512n, offsetBytes: await num("loop/offset"), backingFile, backing };
+        return { name, devPath: `/dev/${name}`, major, minor, sizeBytes, offsetBytes, backingFile, backing };
       }),
     );
     return loops.filter((l): l is LoopDevice => l !== null);
