@@ -88,6 +88,11 @@ export interface VolumeHostApi {
   listVolumes(diskNumber: number, partitionNumber: number): Promise<string[]>;
   locateVolume(volumeId: string): Promise<VolumeLocation>;
   getVolumeContent(volumeId: string): Promise<VolumeContent>;
+  /**
+   * {@link VolumeContent.fileSystem} alone, where the host can tell it with less work than the whole
+   * content (Linux: blkid's verdict without wipefs's list of every signature). Same answer.
+   */
+  getVolumeFilesystem?(volumeId: string): Promise<string | null>;
   /** Filesystem sizes (MSFT_Volume Size/SizeRemaining; Linux statfs or the superblock). FailedPrecondition when the host cannot measure what the volume holds. */
   getVolumeUsage(volumeId: string): Promise<VolumeUsage>;
   /** Creates {@link defaultFileSystem} on the volume. */

@@ -69,6 +69,9 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
   /** The target path to operate on: the policy's checked path, or the request's when there is no policy. */
   const checkTarget = (targetPath: string) => (policy ? policy.check(targetPath, { followFinal: true }) : Promise.resolve(targetPath));
 
+  /** The volume's filesystem, null when it holds none. */
+  const fileSystemOf = async (volumeId: string) => (host.getVolumeFilesystem ? host.getVolumeFilesystem(volumeId) : (await host.getVolumeContent(volumeId)).fileSystem);
+
   /** Locates the volume, then runs `fn` holding its disk's lock with a fresh location. */
   async function withVolume<T>(volumeId: string, fn: (vol: VolumeLocation) => Promise<T>): Promise<T> {
     const first = await host.locateVolume(volumeId);
@@ -111,9 +114,8 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
       if (!dir.empty) throw failedPrecondition(`cannot ${what}: directory ${targetPath} is not empty`);
       let fileSystem: string | null = null;
       if (host.mountRequiresFilesystem) {
-        const content = await host.getVolumeContent(volumeId);
-        if (!content.fileSystem) throw failedPrecondition(`cannot ${what}: the volume holds ${content.description}, not a filesystem; format it first`);
-        fileSystem = content.fileSystem;
+        fileSystem = await fileSystemOf(volumeId);
+        if (!fileSystem) throw failedPrecondition(`cannot ${what}: the volume holds ${(await host.getVolumeContent(volumeId)).description}, not a filesystem; format it first`);
       }
       await reverify(volumeId, vol, what);
       await withContext(`error mount volume (${volumeId}) to path ${targetPath}`, host.mountVolume(volumeId, target, fileSystem, vol.identity));
@@ -258,7 +260,7 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
     async isVolumeFormatted({ volumeId }) {
       guard("IsVolumeFormatted");
       requireId(volumeId);
-      return { formatted: (await host.getVolumeContent(volumeId)).fileSystem !== null };
+      return { formatted: (await fileSystemOf(volumeId)) !== null };
     },
 
     async formatVolume({ volumeId }) {

@@ -132,6 +132,13 @@ export class LinuxVolumeHost implements VolumeHostApi {
     return { fileSystem, empty: probe.kind === "empty", description: describeProbe(probe) };
   }
 
+  /** blkid's verdict alone (no wipefs): the filesystem, as {@link getVolumeContent} reports it. */
+  async getVolumeFilesystem(volumeId: string): Promise<string | null> {
+    const { snap, vol } = await this.#volume(volumeId);
+    const probe = await this.#probe(snap, vol);
+    return isFilesystem(probe) ? probe.type : null;
+  }
+
   /** Mounted: statfs. Unmounted ext* or xfs: the superblock. Anything else cannot be measured: FailedPrecondition. */
   async getVolumeUsage(volumeId: string): Promise<VolumeUsage> {
     const { snap, vol } = await this.#volume(volumeId);
