@@ -17,6 +17,7 @@ import { mountOnDir, unmountDir } from "./anchored-mount.ts";
 import { loadLibc } from "./libc.ts";
 import { listBlockDisks, readBlockDisk, SYS_BLOCK } from "./sysfs-block.ts";
 import { readPartitionTable } from "./partition-table.ts";
+import { loadBlkid, type Blkid } from "./libblkid.ts";
 import { Code, CsiProxyError, failedPrecondition, internal } from "../../errors.ts";
 import { readStateFile, writeFileAtomic } from "../../state/atomic-file.ts";
 
@@ -100,6 +101,31 @@ function field(text: string, re: RegExp, what: string): bigint {
   return BigInt(m[1]);
 }
 
+/** `blkid -p -o export`: what {@link LinuxBlockTools.probe} runs where libblkid cannot be loaded. */
+export async function probeWithBlkidProgram(devPath: string): Promise<ProbeResult> {
+  const { stdout, exitCode } = await tool("blkid", ["-p", "-o", "export", devPath], { okExitCodes: [0, 2, 8], timeoutMs: 30_000 });
+  if (exitCode === 2) return { kind: "empty" };
+  if (exitCode === 8) return { kind: "ambivalent", detail: "blkid: ambivalent result, several signatures (see wipefs -n)" };
+  const v = parseBlkidExport(stdout);
+  // On a partition blkid also prints PART_ENTRY_* (the partition's own entry): not a signature.
+  if (!v.TYPE && !v.PTTYPE) return { kind: "empty" };
+  return { kind: "found", type: v.TYPE ?? null, usage: v.USAGE ?? null, ptType: v.PTTYPE ?? null };
+}
+
+/** `wipefs --no-act --json`: what {@link LinuxBlockTools.listSignatures} runs where libblkid cannot be loaded. */
+export async function signaturesWithWipefs(devPath: string): Promise<Signature[]> {
+  const { stdout } = await tool("wipefs", ["--no-act", "--json", devPath], { timeoutMs: 30_000 });
+  if (!stdout.trim()) return [];
+  const parsed = JSON.parse(stdout) as { signatures?: { type?: string; offset?: string }[] };
+  return (parsed.signatures ?? []).map((s) => ({ type: s.type ?? "unknown", offset: BigInt(s.offset ?? "0") }));
+}
+
+/** libblkid in process, null where koffi or libblkid.so.1 is missing (then the programs run). */
+const blkidOrNull = (() => {
+  let loaded: Promise<Blkid | null> | undefined;
+  return () => (loaded ??= loadBlkid().catch(() => null));
+})();
+
 export interface LinuxBlockToolsOptions {
   /** Where offline marks persist (JSON). Kept on a tmpfs (/run) they vanish at reboot, with the device numbers they name. */
   stateFile: string;
@@ -181,21 +207,16 @@ export class LinuxBlockTools implements BlockTools {
     return devs.filter((d): d is DevNumber => d !== null);
   }
 
+  /** libblkid in process (libblkid.ts), or `blkid -p` where libblkid cannot be loaded. */
   async probe(devPath: string): Promise<ProbeResult> {
-    const { stdout, exitCode } = await tool("blkid", ["-p", "-o", "export", devPath], { okExitCodes: [0, 2, 8], timeoutMs: 30_000 });
-    if (exitCode === 2) return { kind: "empty" };
-    if (exitCode === 8) return { kind: "ambivalent", detail: "blkid: ambivalent result, several signatures (see wipefs -n)" };
-    const v = parseBlkidExport(stdout);
-    // On a partition blkid also prints PART_ENTRY_* (the partition's own entry): not a signature.
-    if (!v.TYPE && !v.PTTYPE) return { kind: "empty" };
-    return { kind: "found", type: v.TYPE ?? null, usage: v.USAGE ?? null, ptType: v.PTTYPE ?? null };
+    const blkid = await blkidOrNull();
+    return blkid ? blkid.probe(devPath) : probeWithBlkidProgram(devPath);
   }
 
+  /** libblkid in process (libblkid.ts), or `wipefs --no-act` where libblkid cannot be loaded. */
   async listSignatures(devPath: string): Promise<Signature[]> {
-    const { stdout } = await tool("wipefs", ["--no-act", "--json", devPath], { timeoutMs: 30_000 });
-    if (!stdout.trim()) return [];
-    const parsed = JSON.parse(stdout) as { signatures?: { type?: string; offset?: string }[] };
-    return (parsed.signatures ?? []).map((s) => ({ type: s.type ?? "unknown", offset: BigInt(s.offset ?? "0") }));
+    const blkid = await blkidOrNull();
+    return blkid ? blkid.signatures(devPath) : signaturesWithWipefs(devPath);
   }
 
   /** sysfs read synchronously; the backing files are stat'ed concurrently (a backing file may sit on a slow filesystem). */
