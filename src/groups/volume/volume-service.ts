@@ -1,5 +1,5 @@
 import type { VolumeService } from "./types.ts";
-import type { MountedVolume, VolumeHostApi, VolumeLocation } from "./host-api.ts";
+import type { MountedVolume, VolumeHostApi, VolumeLocation, WriteCheck } from "./host-api.ts";
 import type { KeyedMutex } from "../../util/keyed-mutex.ts";
 import { createKeyedMutex } from "../../util/keyed-mutex.ts";
 import { Code, CsiProxyError, failedPrecondition, invalidArgument, notFound } from "../../errors.ts";
@@ -87,13 +87,19 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
   /**
    * Right before a write: the volume read again must be the one looked up (same host identity: on
    * Linux device, medium and extent; on Windows disk, partition, offset and size) and must still pass
-   * every refusal. Hosts without identities skip this.
+   * every refusal. Hosts without identities skip this. A host that checks at write time gets the check
+   * to run on its own reading right before writing (returned, to pass to the write); others are
+   * checked here, on the volume located once more.
    */
-  async function reverify(volumeId: string, vol: VolumeLocation, what: string): Promise<void> {
-    if (vol.identity === undefined) return;
-    const now = await host.locateVolume(volumeId);
-    if (now.identity !== vol.identity) throw failedPrecondition(`refusing to ${what}: the volume changed since it was looked up (${vol.identity} → ${now.identity})`);
-    await refuseChange(now, what);
+  async function reverify(volumeId: string, vol: VolumeLocation, what: string): Promise<WriteCheck | undefined> {
+    if (vol.identity === undefined) return undefined;
+    const check: WriteCheck = async (now) => {
+      if (now.identity !== vol.identity) throw failedPrecondition(`refusing to ${what}: the volume changed since it was looked up (${vol.identity} → ${now.identity})`);
+      await refuseChange(now, what);
+    };
+    if (host.checksAtWrite) return check;
+    await check(await host.locateVolume(volumeId));
+    return undefined;
   }
 
   async function mountVolume(volumeId: string, targetPath: string): Promise<void> {
@@ -117,8 +123,8 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
         fileSystem = await fileSystemOf(volumeId);
         if (!fileSystem) throw failedPrecondition(`cannot ${what}: the volume holds ${(await host.getVolumeContent(volumeId)).description}, not a filesystem; format it first`);
       }
-      await reverify(volumeId, vol, what);
-      await withContext(`error mount volume (${volumeId}) to path ${targetPath}`, host.mountVolume(volumeId, target, fileSystem, vol.identity));
+      const check = await reverify(volumeId, vol, what);
+      await withContext(`error mount volume (${volumeId}) to path ${targetPath}`, host.mountVolume(volumeId, target, fileSystem, vol.identity, check));
     });
   }
 
@@ -146,8 +152,8 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
       await refuseChange(vol, what);
       const content = await host.getVolumeContent(volumeId);
       if (content.empty) {
-        await reverify(volumeId, vol, what);
-        await withContext(`${what} as ${fs}`, host.formatVolume(volumeId, vol.identity));
+        const check = await reverify(volumeId, vol, what);
+        await withContext(`${what} as ${fs}`, host.formatVolume(volumeId, vol.identity, check));
         return;
       }
       if (content.fileSystem?.toLowerCase() === fs.toLowerCase()) return; // already formatted as asked: keep the data
@@ -183,9 +189,9 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
       if (growth.kind === "unsupported") throw failedPrecondition(`cannot ${what}: ${growth.reason}`);
       if (growth.kind === "needs-privilege") throw new CsiProxyError(Code.PermissionDenied, `cannot ${what}: ${growth.reason}`);
 
-      await reverify(volumeId, vol, what);
+      const check = await reverify(volumeId, vol, what);
       // The id may name the volume differently afterwards (a Linux dev- id: the partition got a new minor).
-      const grown = await withContext(`grow partition ${vol.partitionNumber} of disk ${vol.diskNumber}`, host.resizePartition(volumeId, target, vol.identity));
+      const grown = await withContext(`grow partition ${vol.partitionNumber} of disk ${vol.diskNumber}`, host.resizePartition(volumeId, target, vol.identity, check));
       if (growth.kind === "separate") {
         await withContext(`${what}: the partition was grown but growing the filesystem failed`, host.growFilesystem(grown || volumeId));
       }

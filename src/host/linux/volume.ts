@@ -4,7 +4,7 @@
  * the mount table or blkid; changes are tool steps through {@link BlockTools}. Decisions are
  * volume-service.ts's; docs/linux-concept-map.md says what each concept means here.
  */
-import type { FilesystemGrowth, MountedVolume, VolumeContent, VolumeHostApi, VolumeLocation, VolumeUsage } from "../../groups/volume/host-api.ts";
+import type { FilesystemGrowth, MountedVolume, VolumeContent, VolumeHostApi, VolumeLocation, VolumeUsage, WriteCheck } from "../../groups/volume/host-api.ts";
 import { Code, CsiProxyError, failedPrecondition } from "../../errors.ts";
 import type { BlockMount, BlockTools, ManagedFsType, ProbeResult } from "./block-tools.ts";
 import {
@@ -45,6 +45,8 @@ export class LinuxVolumeHost implements VolumeHostApi {
   readonly defaultFileSystem: ManagedFsType;
   /** mount(8) needs a filesystem type. */
   readonly mountRequiresFilesystem = true;
+  /** Writes run the service's refusals on the snapshot they verify against (#verifyWrite). */
+  readonly checksAtWrite = true;
 
   constructor(tools: BlockTools, options: LinuxVolumeHostOptions) {
     this.#tools = tools;
@@ -81,6 +83,10 @@ export class LinuxVolumeHost implements VolumeHostApi {
 
   async locateVolume(volumeId: string): Promise<VolumeLocation> {
     const { snap, vol } = await this.#volume(volumeId);
+    return this.#location(snap, vol);
+  }
+
+  #location(snap: BlockSnapshot, vol: VolumeRef): VolumeLocation {
     const p = vol.partition;
     return {
       id: vol.id,
@@ -99,10 +105,12 @@ export class LinuxVolumeHost implements VolumeHostApi {
    * Re-reads the volume at the moment of a write and refuses (FailedPrecondition, saying what) when it
    * is not the volume looked up (`expect`: {@link VolumeLocation.identity}), when it or its disk is used
    * (holders, swap, stacked loop devices, kernel partitions out of step with the table, the root
-   * filesystem), or — with `unmounted` — when it is mounted.
+   * filesystem), or — with `unmounted` — when it is mounted. The service's `check` runs first, on
+   * the location read from the same snapshot.
    */
-  async #verifyWrite(volumeId: string, what: string, expect: string | undefined, unmounted: boolean): Promise<{ snap: BlockSnapshot; vol: VolumeRef }> {
+  async #verifyWrite(volumeId: string, what: string, expect: string | undefined, unmounted: boolean, check?: WriteCheck): Promise<{ snap: BlockSnapshot; vol: VolumeRef }> {
     const { snap, vol } = await this.#volume(volumeId);
+    if (check) await check(this.#location(snap, vol));
     const refuse = (why: string) => failedPrecondition(`refusing to ${what} ${vol.devPath}: ${why}`);
     if (expect !== undefined && expect !== identityOf(vol)) throw refuse(`the volume changed since it was looked up (${expect} → ${identityOf(vol)})`);
     const reasons: string[] = [];
@@ -151,8 +159,8 @@ export class LinuxVolumeHost implements VolumeHostApi {
   }
 
   /** Verified unmounted, unused and without any signature right before mkfs, which then takes the kernel's exclusive claim itself. */
-  async formatVolume(volumeId: string, expect?: string): Promise<void> {
-    const { vol } = await this.#verifyWrite(volumeId, "format", expect, true);
+  async formatVolume(volumeId: string, expect?: string, check?: WriteCheck): Promise<void> {
+    const { vol } = await this.#verifyWrite(volumeId, "format", expect, true, check);
     const sigs = await this.#tools.listSignatures(vol.devPath);
     if (sigs.length) throw failedPrecondition(`refusing to format ${vol.devPath}: it holds ${describeSignatures(sigs)}`);
     await this.#checkUnclaimed(vol);
@@ -209,8 +217,8 @@ export class LinuxVolumeHost implements VolumeHostApi {
    * kernel; verified unused right before. Returns the volume's id afterwards: the kernel re-creates
    * the partition (a new minor), so a `dev-` id changes while a PARTUUID id stays.
    */
-  async resizePartition(volumeId: string, sizeBytes: bigint, expect?: string): Promise<string> {
-    const { snap, vol } = await this.#verifyWrite(volumeId, "resize", expect, false);
+  async resizePartition(volumeId: string, sizeBytes: bigint, expect?: string, check?: WriteCheck): Promise<string> {
+    const { snap, vol } = await this.#verifyWrite(volumeId, "resize", expect, false, check);
     const p = vol.partition;
     if (!p) throw failedPrecondition(`${vol.devPath} is a whole-disk filesystem, not a partition`);
     if (mountsOf(snap, vol.dev).length === 0) await this.#checkUnclaimed(vol);
@@ -300,8 +308,8 @@ export class LinuxVolumeHost implements VolumeHostApi {
    * Verified unused right before; an unmounted volume also unclaimed. A failure because the kernel
    * lacks the filesystem is FailedPrecondition naming the module to load.
    */
-  async mountVolume(volumeId: string, path: string, fileSystem: string | null, expect?: string): Promise<void> {
-    const { snap, vol } = await this.#verifyWrite(volumeId, "mount", expect, false);
+  async mountVolume(volumeId: string, path: string, fileSystem: string | null, expect?: string, check?: WriteCheck): Promise<void> {
+    const { snap, vol } = await this.#verifyWrite(volumeId, "mount", expect, false, check);
     let type = fileSystem;
     if (!type) {
       const probe = await this.#probe(snap, vol);
