@@ -41,9 +41,12 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
 
   const inDiskLock = <T>(diskNumber: number, fn: () => Promise<T>) => locks.run(diskLockKey(checkDiskNumber(diskNumber)), fn);
 
-  /** Right before a write: the disk read again must be the one looked up (same host identity). Hosts without identities skip this. */
+  /**
+   * Right before a write: the disk read again must be the one looked up (same host identity). Hosts
+   * without identities skip this; hosts that compare the identity themselves as they write do it there.
+   */
   async function reverify(n: number, disk: HostDisk, what: string): Promise<void> {
-    if (disk.identity === undefined) return;
+    if (disk.identity === undefined || host.checksIdentityAtWrite) return;
     const now = await host.getDisk(n);
     if (now.identity !== disk.identity) throw failedPrecondition(`refusing to ${what}: the disk changed since it was looked up (${disk.identity} → ${now.identity})`);
   }

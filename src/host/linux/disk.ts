@@ -42,6 +42,8 @@ function signature(type: string | null, usage: string | null): string {
 
 export class LinuxDiskHost implements DiskHostApi {
   readonly #tools: BlockTools;
+  /** initializeDisk, createDataPartition and setDiskOnline compare `expect` on the snapshot they act on. */
+  readonly checksIdentityAtWrite = true;
 
   constructor(tools: BlockTools) {
     this.#tools = tools;
