@@ -27,6 +27,7 @@ import {
   requireDisk,
   rootRequirement,
   takeSnapshot,
+  visibleDisks,
   type BlockSnapshot,
 } from "./block-model.ts";
 
@@ -97,9 +98,10 @@ export class LinuxDiskHost implements DiskHostApi {
     return snap.disks.map((d) => this.#hostDisk(snap, d));
   }
 
+  /** From sysfs alone: identifiers need no partition table, mount or loop list. */
   async listDiskIds(): Promise<Map<number, DiskIds>> {
     const out = new Map<number, DiskIds>();
-    for (const disk of (await takeSnapshot(this.#tools)).disks) out.set(diskNumberOf(disk), diskIds(disk));
+    for (const disk of visibleDisks(await this.#tools.listDisks({ tables: false }))) out.set(diskNumberOf(disk), diskIds(disk));
     return out;
   }
 

@@ -157,8 +157,8 @@ export class LinuxBlockTools implements BlockTools {
     return capabilityNames(/^CapEff:\s*([0-9a-fA-F]+)/m.exec(status)?.[1] ?? "0");
   }
 
-  listDisks(): Promise<BlockDisk[]> {
-    return listBlockDisks({ withMedium: true });
+  listDisks(options: { tables?: boolean } = {}): Promise<BlockDisk[]> {
+    return listBlockDisks({ withMedium: true, ...(options.tables === false ? { readTable: async () => null } : {}) });
   }
 
   async findDisk(dev: DevNumber): Promise<BlockDisk | null> {
