@@ -39,7 +39,9 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
   const guard = privilegeGuard(host, "disk");
   const isAllowed = allowedMountPoint(deps.policy);
 
-  const inDiskLock = <T>(diskNumber: number, fn: () => Promise<T>) => locks.run(diskLockKey(checkDiskNumber(diskNumber)), fn);
+  /** Runs `fn` holding the disk's lock, as one host session (when the host has them). */
+  const inDiskLock = <T>(diskNumber: number, fn: () => Promise<T>) =>
+    locks.run(diskLockKey(checkDiskNumber(diskNumber)), () => (host.session ? host.session(fn) : fn()));
 
   /**
    * Right before a write: the disk read again must be the one looked up (same host identity). Hosts

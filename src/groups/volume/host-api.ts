@@ -86,6 +86,12 @@ export type WriteCheck = (now: VolumeLocation) => Promise<void>;
 export interface VolumeHostApi {
   /** Why this daemon cannot manage volumes at all (Linux: it is not root), or null. Synchronous: read once. */
   missingPrivilege(): string | null;
+  /**
+   * Runs one operation of the service (called holding the volume's disk lock): the host's reads inside
+   * it may share one reading of the host, taken at the first read after the start or after a write;
+   * every write verifies on a reading of its own, taken right before it acts (Linux: snapshot-session.ts).
+   */
+  session?<T>(fn: () => Promise<T>): Promise<T>;
   /** The filesystem FormatVolume creates: NTFS on Windows, ext4 or xfs (-default-fs-type) on Linux. */
   readonly defaultFileSystem: string;
   /** Whether a volume must hold a filesystem to be mounted (Linux: yes; Windows mounts RAW volumes too). */

@@ -72,10 +72,13 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
   /** The volume's filesystem, null when it holds none. */
   const fileSystemOf = async (volumeId: string) => (host.getVolumeFilesystem ? host.getVolumeFilesystem(volumeId) : (await host.getVolumeContent(volumeId)).fileSystem);
 
-  /** Locates the volume, then runs `fn` holding its disk's lock with a fresh location. */
+  /** One operation of the host (its session, when it has them), started holding the disk's lock. */
+  const session = <T>(fn: () => Promise<T>): Promise<T> => (host.session ? host.session(fn) : fn());
+
+  /** Locates the volume, then runs `fn` holding its disk's lock with a fresh location, as one host session. */
   async function withVolume<T>(volumeId: string, fn: (vol: VolumeLocation) => Promise<T>): Promise<T> {
     const first = await host.locateVolume(volumeId);
-    return locks.run(diskLockKey(first.diskNumber), async () => fn(await host.locateVolume(volumeId)));
+    return locks.run(diskLockKey(first.diskNumber), () => session(async () => fn(await host.locateVolume(volumeId))));
   }
 
   /** Every refusal that guards a change of the volume: its disk offline, or it (or its disk) in use. */
