@@ -17,7 +17,8 @@
  *
  * Calls that touch the device (open, probe, close) run on koffi worker threads, each bounded by
  * `timeoutMs` (DeadlineExceeded, as a hung tool was); calls that only read the probe's memory are made
- * directly. A probe whose call timed out is never freed (the hung call may still use it).
+ * directly. The probe is freed (its descriptor closed) after the answer, without waiting; a probe whose
+ * call timed out is never freed (the hung call may still use it).
  */
 import { Code, CsiProxyError, failedPrecondition } from "../../errors.ts";
 import { loadKoffi } from "../../win32/native.ts";
@@ -102,7 +103,8 @@ export function loadBlkid(): Promise<Blkid> {
       try {
         return await body(pr, call);
       } finally {
-        if (!hung) await call(freeProbe, pr);
+        // Not waited for (the answer is read; the close of a read-only descriptor cannot change it), never while a call hangs.
+        if (!hung) call(freeProbe, pr).catch(() => {});
       }
     }
 

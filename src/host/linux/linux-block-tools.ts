@@ -5,7 +5,7 @@
  * Pass-through: no decisions here.
  */
 import { mkdir, mkdtemp, open, readFile, readdir, realpath, rename, rmdir, stat, statfs, writeFile } from "node:fs/promises";
-import { constants, existsSync, readFileSync, readdirSync } from "node:fs";
+import { constants, existsSync, readFileSync, readdirSync, realpathSync } from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import type { BlockDisk, BlockMount, BlockTools, DevNumber, DeviceClaim, FilesystemUsage, LoopDevice, ManagedFsType, OfflineMark, PartitionTable, ProbeResult, Signature } from "./block-tools.ts";
@@ -161,10 +161,11 @@ export class LinuxBlockTools implements BlockTools {
     return listBlockDisks({ withMedium: true, ...(options.tables === false ? { readTable: async () => null } : {}) });
   }
 
+  /** The sysfs link is resolved synchronously (sysfs is generated in memory, as sysfs-block.ts explains). */
   async findDisk(dev: DevNumber): Promise<BlockDisk | null> {
     let name: string;
     try {
-      name = path.basename(await realpath(`/sys/dev/block/${dev.major}:${dev.minor}`));
+      name = path.basename(realpathSync(`/sys/dev/block/${dev.major}:${dev.minor}`));
     } catch {
       return null;
     }

@@ -155,7 +155,8 @@ export async function readPartitionTable(devPath: string, lbs: number, sizeBytes
       sizeBytes,
     );
   } finally {
-    await fh.close();
+    // Not waited for: the table is parsed, and a read-only descriptor's close cannot change it.
+    fh.close().catch(() => {});
   }
 }
 
