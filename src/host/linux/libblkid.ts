@@ -16,12 +16,14 @@
  * blkid exits 2 ("nothing found") and wipefs lists what it found before the error. Never empty by mistake.
  *
  * Calls that touch the device (open, probe, close) run on koffi worker threads, each bounded by
- * `timeoutMs` (DeadlineExceeded, as a hung tool was); calls that only read the probe's memory are made
+ * `timeoutMs` (default 30 s as the programs had, under the daemon's -host-command-timeout cap;
+ * DeadlineExceeded, as a hung tool was); calls that only read the probe's memory are made
  * directly. The probe is freed (its descriptor closed) after the answer, without waiting; a probe whose
  * call timed out is never freed (the hung call may still use it).
  */
 import { Code, CsiProxyError, failedPrecondition } from "../../errors.ts";
 import { loadKoffi } from "../../win32/native.ts";
+import { cappedTimeoutMs } from "../exec/run-command.ts";
 import type { ProbeResult, Signature } from "./block-tools.ts";
 
 export interface Blkid {
@@ -111,7 +113,7 @@ export function loadBlkid(): Promise<Blkid> {
     const ioError = (devPath: string) => failedPrecondition(`cannot probe ${devPath}: libblkid failed to read it`);
 
     return {
-      probe: (devPath, timeoutMs = DEFAULT_TIMEOUT_MS) =>
+      probe: (devPath, timeoutMs = cappedTimeoutMs(DEFAULT_TIMEOUT_MS)) =>
         withProbe(devPath, timeoutMs, async (pr, call): Promise<ProbeResult> => {
           superblocksFlags(pr, SUBLKS_LABEL | SUBLKS_UUID | SUBLKS_TYPE | SUBLKS_SECTYPE | SUBLKS_USAGE | SUBLKS_VERSION);
           enablePartitions(pr, 1);
@@ -137,7 +139,7 @@ export function loadBlkid(): Promise<Blkid> {
           return { kind: "found", type, usage: text(pr, "USAGE"), ptType };
         }),
 
-      signatures: (devPath, timeoutMs = DEFAULT_TIMEOUT_MS) =>
+      signatures: (devPath, timeoutMs = cappedTimeoutMs(DEFAULT_TIMEOUT_MS)) =>
         withProbe(devPath, timeoutMs, async (pr, call) => {
           enableSuperblocks(pr, 1);
           superblocksFlags(pr, SUBLKS_MAGIC | SUBLKS_TYPE | SUBLKS_USAGE | SUBLKS_LABEL | SUBLKS_UUID | SUBLKS_BADCSUM);
