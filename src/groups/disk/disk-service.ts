@@ -39,11 +39,16 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
   const guard = privilegeGuard(host, "disk");
   const isAllowed = allowedMountPoint(deps.policy);
 
-  const inDiskLock = <T>(diskNumber: number, fn: () => Promise<T>) => locks.run(diskLockKey(checkDiskNumber(diskNumber)), fn);
+  /** Runs `fn` holding the disk's lock, as one host session (when the host has them). */
+  const inDiskLock = <T>(diskNumber: number, fn: () => Promise<T>) =>
+    locks.run(diskLockKey(checkDiskNumber(diskNumber)), () => (host.session ? host.session(fn) : fn()));
 
-  /** Right before a write: the disk read again must be the one looked up (same host identity). Hosts without identities skip this. */
+  /**
+   * Right before a write: the disk read again must be the one looked up (same host identity). Hosts
+   * without identities skip this; hosts that compare the identity themselves as they write do it there.
+   */
   async function reverify(n: number, disk: HostDisk, what: string): Promise<void> {
-    if (disk.identity === undefined) return;
+    if (disk.identity === undefined || host.checksIdentityAtWrite) return;
     const now = await host.getDisk(n);
     if (now.identity !== disk.identity) throw failedPrecondition(`refusing to ${what}: the disk changed since it was looked up (${disk.identity} → ${now.identity})`);
   }

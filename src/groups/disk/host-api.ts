@@ -93,6 +93,17 @@ export interface DiskLayout {
 export interface DiskHostApi {
   /** Why this daemon cannot manage disks at all (Linux: it is not root), or null. Synchronous: read once when a service is built. */
   missingPrivilege(): string | null;
+  /**
+   * Whether the writes compare `expect` with the disk's identity as they read it right before writing
+   * (Linux); the service then does not look the disk up once more just before the call to compare it.
+   */
+  readonly checksIdentityAtWrite?: boolean;
+  /**
+   * Runs one operation of the service (called holding the disk's lock): the host's reads inside it
+   * may share one reading of the host, taken at the first read after the start or after a write; every
+   * write verifies on a reading of its own, taken right before it acts (Linux: snapshot-session.ts).
+   */
+  session?<T>(fn: () => Promise<T>): Promise<T>;
   /** Every disk, sorted by disk number. */
   listDisks(): Promise<HostDisk[]>;
   /** Identifiers by disk number. May open every disk; a disk that cannot be queried fails the call (upstream). */

@@ -70,6 +70,13 @@ export interface MountedVolume {
 }
 
 /**
+ * A service's refusals of a write, which a host that {@link VolumeHostApi.checksAtWrite} runs on the
+ * volume as it reads it right before writing (the same reading as its own refusals), rejecting to
+ * stop the write.
+ */
+export type WriteCheck = (now: VolumeLocation) => Promise<void>;
+
+/**
  * Writes (formatVolume, resizePartition, growFilesystem, mountVolume) take `expect`, the volume's
  * {@link VolumeLocation.identity} when it was looked up, and re-verify the volume at the moment of
  * writing: FailedPrecondition when it changed or is in use (the Linux host re-reads every fact it
@@ -79,26 +86,43 @@ export interface MountedVolume {
 export interface VolumeHostApi {
   /** Why this daemon cannot manage volumes at all (Linux: it is not root), or null. Synchronous: read once. */
   missingPrivilege(): string | null;
+  /**
+   * Runs one operation of the service (called holding the volume's disk lock): the host's reads inside
+   * it may share one reading of the host, taken at the first read after the start or after a write;
+   * every write verifies on a reading of its own, taken right before it acts (Linux: snapshot-session.ts).
+   */
+  session?<T>(fn: () => Promise<T>): Promise<T>;
   /** The filesystem FormatVolume creates: NTFS on Windows, ext4 or xfs (-default-fs-type) on Linux. */
   readonly defaultFileSystem: string;
   /** Whether a volume must hold a filesystem to be mounted (Linux: yes; Windows mounts RAW volumes too). */
   readonly mountRequiresFilesystem: boolean;
+  /**
+   * Whether formatVolume, resizePartition and mountVolume run a {@link WriteCheck} on their own reading
+   * of the volume right before writing (Linux); the service then passes its refusals there instead of
+   * locating the volume once more just before the call.
+   */
+  readonly checksAtWrite?: boolean;
 
   /** Ids of the volumes on a disk; partitionNumber 0 = every partition. Unknown disk: empty list. */
   listVolumes(diskNumber: number, partitionNumber: number): Promise<string[]>;
   locateVolume(volumeId: string): Promise<VolumeLocation>;
   getVolumeContent(volumeId: string): Promise<VolumeContent>;
+  /**
+   * {@link VolumeContent.fileSystem} alone, where the host can tell it with less work than the whole
+   * content (Linux: blkid's verdict without wipefs's list of every signature). Same answer.
+   */
+  getVolumeFilesystem?(volumeId: string): Promise<string | null>;
   /** Filesystem sizes (MSFT_Volume Size/SizeRemaining; Linux statfs or the superblock). FailedPrecondition when the host cannot measure what the volume holds. */
   getVolumeUsage(volumeId: string): Promise<VolumeUsage>;
   /** Creates {@link defaultFileSystem} on the volume. */
-  formatVolume(volumeId: string, expect?: string): Promise<void>;
+  formatVolume(volumeId: string, expect?: string, check?: WriteCheck): Promise<void>;
   /** Writes the volume's cached data to stable storage. */
   flushVolume(volumeId: string): Promise<void>;
   /** The largest size the volume's partition can have (MSFT_Partition.GetSupportedSize SizeMax), and the unit partition sizes are rounded down to. */
   getPartitionSupportedSize(volumeId: string): Promise<{ maxBytes: bigint; alignBytes: bigint }>;
   getFilesystemGrowth(volumeId: string): Promise<FilesystemGrowth>;
   /** Sets the size of the volume's partition (bytes, a multiple of alignBytes; start unchanged). */
-  resizePartition(volumeId: string, sizeBytes: bigint, expect?: string): Promise<string | void>;
+  resizePartition(volumeId: string, sizeBytes: bigint, expect?: string, check?: WriteCheck): Promise<string | void>;
   /** Grows the volume's filesystem to fill its partition (only for {@link FilesystemGrowth} "separate"). */
   growFilesystem(volumeId: string, expect?: string): Promise<void>;
   /**
@@ -121,7 +145,7 @@ export interface VolumeHostApi {
   /** Whether `path` is a directory and whether it has entries; null when nothing is there. Follows links. */
   inspectDirectory(path: string): Promise<{ isDirectory: boolean; empty: boolean } | null>;
   /** Mounts the volume at `path` (an existing empty directory). `fileSystem`: its filesystem when the caller has read it. */
-  mountVolume(volumeId: string, path: string, fileSystem: string | null, expect?: string): Promise<void>;
+  mountVolume(volumeId: string, path: string, fileSystem: string | null, expect?: string, check?: WriteCheck): Promise<void>;
   /** Removes the mount at `path`; the directory stays. */
   unmountVolume(path: string): Promise<void>;
 }

@@ -1,5 +1,5 @@
 import type { VolumeService } from "./types.ts";
-import type { MountedVolume, VolumeHostApi, VolumeLocation } from "./host-api.ts";
+import type { MountedVolume, VolumeHostApi, VolumeLocation, WriteCheck } from "./host-api.ts";
 import type { KeyedMutex } from "../../util/keyed-mutex.ts";
 import { createKeyedMutex } from "../../util/keyed-mutex.ts";
 import { Code, CsiProxyError, failedPrecondition, invalidArgument, notFound } from "../../errors.ts";
@@ -69,10 +69,16 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
   /** The target path to operate on: the policy's checked path, or the request's when there is no policy. */
   const checkTarget = (targetPath: string) => (policy ? policy.check(targetPath, { followFinal: true }) : Promise.resolve(targetPath));
 
-  /** Locates the volume, then runs `fn` holding its disk's lock with a fresh location. */
+  /** The volume's filesystem, null when it holds none. */
+  const fileSystemOf = async (volumeId: string) => (host.getVolumeFilesystem ? host.getVolumeFilesystem(volumeId) : (await host.getVolumeContent(volumeId)).fileSystem);
+
+  /** One operation of the host (its session, when it has them), started holding the disk's lock. */
+  const session = <T>(fn: () => Promise<T>): Promise<T> => (host.session ? host.session(fn) : fn());
+
+  /** Locates the volume, then runs `fn` holding its disk's lock with a fresh location, as one host session. */
   async function withVolume<T>(volumeId: string, fn: (vol: VolumeLocation) => Promise<T>): Promise<T> {
     const first = await host.locateVolume(volumeId);
-    return locks.run(diskLockKey(first.diskNumber), async () => fn(await host.locateVolume(volumeId)));
+    return locks.run(diskLockKey(first.diskNumber), () => session(async () => fn(await host.locateVolume(volumeId))));
   }
 
   /** Every refusal that guards a change of the volume: its disk offline, or it (or its disk) in use. */
@@ -84,13 +90,19 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
   /**
    * Right before a write: the volume read again must be the one looked up (same host identity: on
    * Linux device, medium and extent; on Windows disk, partition, offset and size) and must still pass
-   * every refusal. Hosts without identities skip this.
+   * every refusal. Hosts without identities skip this. A host that checks at write time gets the check
+   * to run on its own reading right before writing (returned, to pass to the write); others are
+   * checked here, on the volume located once more.
    */
-  async function reverify(volumeId: string, vol: VolumeLocation, what: string): Promise<void> {
-    if (vol.identity === undefined) return;
-    const now = await host.locateVolume(volumeId);
-    if (now.identity !== vol.identity) throw failedPrecondition(`refusing to ${what}: the volume changed since it was looked up (${vol.identity} → ${now.identity})`);
-    await refuseChange(now, what);
+  async function reverify(volumeId: string, vol: VolumeLocation, what: string): Promise<WriteCheck | undefined> {
+    if (vol.identity === undefined) return undefined;
+    const check: WriteCheck = async (now) => {
+      if (now.identity !== vol.identity) throw failedPrecondition(`refusing to ${what}: the volume changed since it was looked up (${vol.identity} → ${now.identity})`);
+      await refuseChange(now, what);
+    };
+    if (host.checksAtWrite) return check;
+    await check(await host.locateVolume(volumeId));
+    return undefined;
   }
 
   async function mountVolume(volumeId: string, targetPath: string): Promise<void> {
@@ -111,12 +123,11 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
       if (!dir.empty) throw failedPrecondition(`cannot ${what}: directory ${targetPath} is not empty`);
       let fileSystem: string | null = null;
       if (host.mountRequiresFilesystem) {
-        const content = await host.getVolumeContent(volumeId);
-        if (!content.fileSystem) throw failedPrecondition(`cannot ${what}: the volume holds ${content.description}, not a filesystem; format it first`);
-        fileSystem = content.fileSystem;
+        fileSystem = await fileSystemOf(volumeId);
+        if (!fileSystem) throw failedPrecondition(`cannot ${what}: the volume holds ${(await host.getVolumeContent(volumeId)).description}, not a filesystem; format it first`);
       }
-      await reverify(volumeId, vol, what);
-      await withContext(`error mount volume (${volumeId}) to path ${targetPath}`, host.mountVolume(volumeId, target, fileSystem, vol.identity));
+      const check = await reverify(volumeId, vol, what);
+      await withContext(`error mount volume (${volumeId}) to path ${targetPath}`, host.mountVolume(volumeId, target, fileSystem, vol.identity, check));
     });
   }
 
@@ -144,8 +155,8 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
       await refuseChange(vol, what);
       const content = await host.getVolumeContent(volumeId);
       if (content.empty) {
-        await reverify(volumeId, vol, what);
-        await withContext(`${what} as ${fs}`, host.formatVolume(volumeId, vol.identity));
+        const check = await reverify(volumeId, vol, what);
+        await withContext(`${what} as ${fs}`, host.formatVolume(volumeId, vol.identity, check));
         return;
       }
       if (content.fileSystem?.toLowerCase() === fs.toLowerCase()) return; // already formatted as asked: keep the data
@@ -181,9 +192,9 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
       if (growth.kind === "unsupported") throw failedPrecondition(`cannot ${what}: ${growth.reason}`);
       if (growth.kind === "needs-privilege") throw new CsiProxyError(Code.PermissionDenied, `cannot ${what}: ${growth.reason}`);
 
-      await reverify(volumeId, vol, what);
+      const check = await reverify(volumeId, vol, what);
       // The id may name the volume differently afterwards (a Linux dev- id: the partition got a new minor).
-      const grown = await withContext(`grow partition ${vol.partitionNumber} of disk ${vol.diskNumber}`, host.resizePartition(volumeId, target, vol.identity));
+      const grown = await withContext(`grow partition ${vol.partitionNumber} of disk ${vol.diskNumber}`, host.resizePartition(volumeId, target, vol.identity, check));
       if (growth.kind === "separate") {
         await withContext(`${what}: the partition was grown but growing the filesystem failed`, host.growFilesystem(grown || volumeId));
       }
@@ -258,7 +269,7 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
     async isVolumeFormatted({ volumeId }) {
       guard("IsVolumeFormatted");
       requireId(volumeId);
-      return { formatted: (await host.getVolumeContent(volumeId)).fileSystem !== null };
+      return { formatted: (await fileSystemOf(volumeId)) !== null };
     },
 
     async formatVolume({ volumeId }) {

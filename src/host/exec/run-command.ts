@@ -57,6 +57,11 @@ export function setHostCommandTimeoutCap(ms: number): void {
   timeoutCapMs = ms > 0 ? ms : Infinity;
 }
 
+/** A host step's bound under that cap: `stepTimeoutMs`, or the cap when it is lower (for host calls made in process, such as libblkid's). */
+export function cappedTimeoutMs(stepTimeoutMs: number): number {
+  return Math.min(stepTimeoutMs, timeoutCapMs);
+}
+
 /** The environment children get: enough to find tools and print untranslated messages. */
 const baseEnv: Record<string, string> = {
   PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",

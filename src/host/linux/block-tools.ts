@@ -168,8 +168,12 @@ export interface BlockTools {
   effectiveUid(): number;
   /** Capabilities in the effective set, by name ("CAP_SYS_RESOURCE"…), read from /proc/self/status. */
   effectiveCapabilities(): Promise<Set<string>>;
-  /** Every whole block device (/sys/block), with its partitions. */
-  listDisks(): Promise<BlockDisk[]>;
+  /**
+   * Every whole block device (/sys/block) with a medium (size > 0), with its partitions. With
+   * `tables: false` no partition table is read off a device (partitionTable, and the partitions'
+   * uuid and typeId, are null): for answers that need only sysfs (identifiers, locations).
+   */
+  listDisks(options?: { tables?: boolean }): Promise<BlockDisk[]>;
   /** The whole block device with this number (via /sys/dev/block), null when there is none (or it is a partition). */
   findDisk(dev: DevNumber): Promise<BlockDisk | null>;
   readMounts(): Promise<BlockMount[]>;

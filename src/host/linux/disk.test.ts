@@ -364,3 +364,35 @@ describe("not root", () => {
     });
   }
 });
+
+describe("writes compare the disk's identity on the snapshot they act on (checksIdentityAtWrite)", () => {
+  test("an identity that differs from the disk's now: FailedPrecondition, nothing written", async () => {
+    const { world, host, num } = setup((w) => w.partition("loop3", [16]));
+    const n = num("loop3");
+    const wrong = (await host.getDisk(n)).identity!.replace(/diskseq \S+/, "diskseq 99");
+    await rejectsWithCode(host.initializeDisk(n, wrong), Code.FailedPrecondition, /changed since it was looked up/);
+    await rejectsWithCode(host.createDataPartition(n, "gpt", wrong), Code.FailedPrecondition, /changed since it was looked up/);
+    await rejectsWithCode(host.setDiskOnline(n, false, wrong), Code.FailedPrecondition, /changed since it was looked up/);
+    assert.deepEqual(world.calls, []);
+  });
+
+  test("a new medium behind the disk number between the service's look and the write: PartitionDisk refused, nothing written", async () => {
+    const { world, num } = setup();
+    assert.equal(new LinuxDiskHost(new FakeBlockTools(world)).checksIdentityAtWrite, true);
+    let fired = false;
+    class Racing extends FakeBlockTools {
+      override async listSignatures(devPath: string) {
+        if (!fired) {
+          fired = true;
+          world.disk("loop3").diskSeq = "77"; // the loop device re-attached to another image meanwhile
+        }
+        return super.listSignatures(devPath);
+      }
+    }
+    const policy = createPathPolicy({ platform: "linux", allowedDirs: [KUBELET], resolve: async (p) => p });
+    const disk = createDiskService({ host: new LinuxDiskHost(new Racing(world)), policy });
+    await rejectsWithCode(disk.partitionDisk({ diskNumber: num("loop3") }), Code.FailedPrecondition, /changed since it was looked up/);
+    assert.ok(fired);
+    assert.deepEqual(world.calls, []);
+  });
+});

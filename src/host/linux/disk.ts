@@ -8,6 +8,7 @@ import type { DiskHostApi, DiskLayout, HostDisk, HostPartition } from "../../gro
 import type { DiskIds } from "../../groups/disk/types.ts";
 import { failedPrecondition, internal, notFound } from "../../errors.ts";
 import type { BlockDisk, BlockTools, PartitionTable } from "./block-tools.ts";
+import { SnapshotSessions } from "./snapshot-session.ts";
 import {
   deviceUse,
   devOfDiskNumber,
@@ -27,6 +28,7 @@ import {
   requireDisk,
   rootRequirement,
   takeSnapshot,
+  visibleDisks,
   type BlockSnapshot,
 } from "./block-model.ts";
 
@@ -42,9 +44,19 @@ function signature(type: string | null, usage: string | null): string {
 
 export class LinuxDiskHost implements DiskHostApi {
   readonly #tools: BlockTools;
+  /** initializeDisk, createDataPartition and setDiskOnline compare `expect` on the snapshot they act on. */
+  readonly checksIdentityAtWrite = true;
+
+  readonly #sessions: SnapshotSessions;
 
   constructor(tools: BlockTools) {
     this.#tools = tools;
+    this.#sessions = new SnapshotSessions((dev) => takeSnapshot(tools, dev));
+  }
+
+  /** Runs one operation of the service (under the disk's lock): its reads share one snapshot, its writes verify on their own (snapshot-session.ts). */
+  session<T>(fn: () => Promise<T>): Promise<T> {
+    return this.#sessions.run(fn);
   }
 
   missingPrivilege(): string | null {
@@ -53,7 +65,7 @@ export class LinuxDiskHost implements DiskHostApi {
 
   /** A snapshot holding just disk `n`, and that disk (NotFound when it is not a disk with a medium). */
   async #disk(n: number): Promise<{ snap: BlockSnapshot; disk: BlockDisk }> {
-    const snap = await takeSnapshot(this.#tools, devOfDiskNumber(n));
+    const snap = await this.#sessions.read(devOfDiskNumber(n));
     return { snap, disk: requireDisk(snap, n) };
   }
 
@@ -91,13 +103,14 @@ export class LinuxDiskHost implements DiskHostApi {
   }
 
   async listDisks(): Promise<HostDisk[]> {
-    const snap = await takeSnapshot(this.#tools);
+    const snap = await this.#sessions.read();
     return snap.disks.map((d) => this.#hostDisk(snap, d));
   }
 
+  /** From sysfs alone: identifiers need no partition table, mount or loop list. */
   async listDiskIds(): Promise<Map<number, DiskIds>> {
     const out = new Map<number, DiskIds>();
-    for (const disk of (await takeSnapshot(this.#tools)).disks) out.set(diskNumberOf(disk), diskIds(disk));
+    for (const disk of visibleDisks(await this.#tools.listDisks({ tables: false }))) out.set(diskNumberOf(disk), diskIds(disk));
     return out;
   }
 
@@ -156,7 +169,8 @@ export class LinuxDiskHost implements DiskHostApi {
    * The write itself (sfdisk) takes the claim again and refuses on its own if anything took it since.
    */
   async #verifyWrite(n: number, what: string, expect: string | undefined, empty: boolean): Promise<BlockDisk> {
-    const { snap, disk } = await this.#disk(n);
+    const snap = await this.#sessions.fresh(devOfDiskNumber(n));
+    const disk = requireDisk(snap, n);
     const refuse = (why: string) => failedPrecondition(`refusing to ${what} ${disk.devPath}: ${why}`);
     if (expect !== undefined && expect !== identityOf(disk)) throw refuse(`the disk changed since it was looked up (${expect} → ${identityOf(disk)})`);
     const reasons: string[] = [];
@@ -175,12 +189,12 @@ export class LinuxDiskHost implements DiskHostApi {
     return disk;
   }
 
-  async initializeDisk(n: number, expect?: string): Promise<void> {
+  async #initializeDisk(n: number, expect?: string): Promise<void> {
     const disk = await this.#verifyWrite(n, "write a partition table to", expect, true);
     await this.#tools.createGptTable(disk.devPath);
   }
 
-  async createDataPartition(n: number, style: "gpt" | "mbr", expect?: string): Promise<void> {
+  async #createDataPartition(n: number, style: "gpt" | "mbr", expect?: string): Promise<void> {
     const disk = await this.#verifyWrite(n, "add a partition to", expect, false);
     // Linux types, so that Linux tools and udev treat the partition normally. appendPartition also
     // synchronises the kernel's partitions.
@@ -191,22 +205,24 @@ export class LinuxDiskHost implements DiskHostApi {
     // Nothing to do: partition tables csi-proxy writes are synchronised with the kernel as they are written.
   }
 
-  async onlinePartition(n: number, partitionNumber: number): Promise<void> {
+  async #onlinePartition(n: number, partitionNumber: number): Promise<void> {
     const { disk } = await this.#disk(n);
     await this.#tools.syncPartitions(disk.devPath);
+    this.#sessions.changed();
     if (!(await this.#disk(n)).disk.partitions.some((p) => p.number === partitionNumber)) {
       throw internal(`disk ${n} (${disk.devPath}) has partition ${partitionNumber} in its table, but the kernel does not show it`);
     }
   }
 
-  async scanForDisks(): Promise<number[]> {
+  async #scanForDisks(): Promise<number[]> {
     for (const host of await this.#tools.listScsiHosts()) await this.#tools.scanScsiHost(host);
     // SCSI disks re-read their capacity, loop devices their backing file's size, one by one.
-    return (await takeSnapshot(this.#tools)).disks.filter((d) => d.scsiAddress || d.loopBackingFile).map(diskNumberOf);
+    this.#sessions.changed();
+    return (await this.#sessions.read()).disks.filter((d) => d.scsiAddress || d.loopBackingFile).map(diskNumberOf);
   }
 
   /** A disk that disappears before or while its size is refreshed needs no refresh: success. */
-  async refreshDiskSize(n: number): Promise<void> {
+  async #refreshDiskSize(n: number): Promise<void> {
     const disk = await this.#tools.findDisk(devOfDiskNumber(n));
     if (!disk) return;
     try {
@@ -226,8 +242,8 @@ export class LinuxDiskHost implements DiskHostApi {
    * test/faults/volume-kill-points.test.ts). Marks of devices that
    * are gone or hold another medium are dropped on the way.
    */
-  async setDiskOnline(n: number, online: boolean, expect?: string): Promise<void> {
-    const snap = await takeSnapshot(this.#tools);
+  async #setDiskOnline(n: number, online: boolean, expect?: string): Promise<void> {
+    const snap = await this.#sessions.fresh();
     const disk = requireDisk(snap, n);
     if (expect !== undefined && expect !== identityOf(disk)) {
       throw failedPrecondition(`refusing to set ${disk.devPath} ${online ? "online" : "offline"}: the disk changed since it was looked up (${expect} → ${identityOf(disk)})`);
@@ -265,5 +281,40 @@ export class LinuxDiskHost implements DiskHostApi {
       await this.#tools.writeOfflineMarks(others).catch(() => {});
       throw e;
     }
+  }
+
+  /* ---------------------------------------------------------------- writes: each ends the session's sharing (snapshot-session.ts) */
+
+  async #writing<T>(write: () => Promise<T>): Promise<T> {
+    this.#sessions.changed();
+    try {
+      return await write();
+    } finally {
+      this.#sessions.changed();
+    }
+  }
+
+  initializeDisk(n: number, expect?: string): Promise<void> {
+    return this.#writing(() => this.#initializeDisk(n, expect));
+  }
+
+  createDataPartition(n: number, style: "gpt" | "mbr", expect?: string): Promise<void> {
+    return this.#writing(() => this.#createDataPartition(n, style, expect));
+  }
+
+  onlinePartition(n: number, partitionNumber: number): Promise<void> {
+    return this.#writing(() => this.#onlinePartition(n, partitionNumber));
+  }
+
+  scanForDisks(): Promise<number[]> {
+    return this.#writing(() => this.#scanForDisks());
+  }
+
+  refreshDiskSize(n: number): Promise<void> {
+    return this.#writing(() => this.#refreshDiskSize(n));
+  }
+
+  setDiskOnline(n: number, online: boolean, expect?: string): Promise<void> {
+    return this.#writing(() => this.#setDiskOnline(n, online, expect));
   }
 }

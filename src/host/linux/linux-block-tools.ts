@@ -5,19 +5,19 @@
  * Pass-through: no decisions here.
  */
 import { mkdir, mkdtemp, open, readFile, readdir, realpath, rename, rmdir, stat, statfs, writeFile } from "node:fs/promises";
-import { constants } from "node:fs";
-import { existsSync } from "node:fs";
+import { constants, existsSync, readFileSync, readdirSync, realpathSync } from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import type { BlockDisk, BlockMount, BlockTools, DevNumber, DeviceClaim, FilesystemUsage, LoopDevice, ManagedFsType, OfflineMark, PartitionTable, ProbeResult, Signature } from "./block-tools.ts";
 import { HostCommandError, runCommand, type RunOptions } from "../exec/run-command.ts";
 import { fsError } from "../fs-error.ts";
 import { inspectDirectory } from "../inspect-directory.ts";
-import { readMountTable } from "./mountinfo.ts";
+import { createMountTableCache, type MountTableCache } from "./mount-table-cache.ts";
 import { mountOnDir, unmountDir } from "./anchored-mount.ts";
 import { loadLibc } from "./libc.ts";
 import { listBlockDisks, readBlockDisk, SYS_BLOCK } from "./sysfs-block.ts";
 import { readPartitionTable } from "./partition-table.ts";
+import { loadBlkid, type Blkid } from "./libblkid.ts";
 import { Code, CsiProxyError, failedPrecondition, internal } from "../../errors.ts";
 import { readStateFile, writeFileAtomic } from "../../state/atomic-file.ts";
 
@@ -101,13 +101,49 @@ function field(text: string, re: RegExp, what: string): bigint {
   return BigInt(m[1]);
 }
 
+/** `blkid -p -o export`: what {@link LinuxBlockTools.probe} runs where libblkid cannot be loaded. */
+export async function probeWithBlkidProgram(devPath: string): Promise<ProbeResult> {
+  const { stdout, exitCode } = await tool("blkid", ["-p", "-o", "export", devPath], { okExitCodes: [0, 2, 8], timeoutMs: 30_000 });
+  if (exitCode === 2) return { kind: "empty" };
+  if (exitCode === 8) return { kind: "ambivalent", detail: "blkid: ambivalent result, several signatures (see wipefs -n)" };
+  const v = parseBlkidExport(stdout);
+  // On a partition blkid also prints PART_ENTRY_* (the partition's own entry): not a signature.
+  if (!v.TYPE && !v.PTTYPE) return { kind: "empty" };
+  return { kind: "found", type: v.TYPE ?? null, usage: v.USAGE ?? null, ptType: v.PTTYPE ?? null };
+}
+
+/** `wipefs --no-act --json`: what {@link LinuxBlockTools.listSignatures} runs where libblkid cannot be loaded. */
+export async function signaturesWithWipefs(devPath: string): Promise<Signature[]> {
+  const { stdout } = await tool("wipefs", ["--no-act", "--json", devPath], { timeoutMs: 30_000 });
+  if (!stdout.trim()) return [];
+  const parsed = JSON.parse(stdout) as { signatures?: { type?: string; offset?: string }[] };
+  return (parsed.signatures ?? []).map((s) => ({ type: s.type ?? "unknown", offset: BigInt(s.offset ?? "0") }));
+}
+
+/** libblkid in process, null where koffi or libblkid.so.1 is missing (then the programs run). */
+const blkidOrNull = (() => {
+  let loaded: Promise<Blkid | null> | undefined;
+  return () => (loaded ??= loadBlkid().catch(() => null));
+})();
+
 export interface LinuxBlockToolsOptions {
   /** Where offline marks persist (JSON). Kept on a tmpfs (/run) they vanish at reboot, with the device numbers they name. */
   stateFile: string;
 }
 
+/** A sysfs or procfs file's text, "" when it cannot be read (generated in memory: read synchronously, as sysfs-block.ts explains). */
+function kernelText(file: string): string {
+  try {
+    return readFileSync(file, "utf8");
+  } catch {
+    return "";
+  }
+}
+
 export class LinuxBlockTools implements BlockTools {
   readonly #stateFile: string;
+  /** As fresh as reading /proc/self/mountinfo on every call (mount-table-cache.ts), parsed only after a change. */
+  readonly #mountTable: MountTableCache = createMountTableCache();
   constructor(options: LinuxBlockToolsOptions) {
     this.#stateFile = options.stateFile;
   }
@@ -121,14 +157,15 @@ export class LinuxBlockTools implements BlockTools {
     return capabilityNames(/^CapEff:\s*([0-9a-fA-F]+)/m.exec(status)?.[1] ?? "0");
   }
 
-  listDisks(): Promise<BlockDisk[]> {
-    return listBlockDisks();
+  listDisks(options: { tables?: boolean } = {}): Promise<BlockDisk[]> {
+    return listBlockDisks({ withMedium: true, ...(options.tables === false ? { readTable: async () => null } : {}) });
   }
 
+  /** The sysfs link is resolved synchronously (sysfs is generated in memory, as sysfs-block.ts explains). */
   async findDisk(dev: DevNumber): Promise<BlockDisk | null> {
     let name: string;
     try {
-      name = path.basename(await realpath(`/sys/dev/block/${dev.major}:${dev.minor}`));
+      name = path.basename(realpathSync(`/sys/dev/block/${dev.major}:${dev.minor}`));
     } catch {
       return null;
     }
@@ -143,7 +180,7 @@ export class LinuxBlockTools implements BlockTools {
   async readMounts(): Promise<BlockMount[]> {
     const sources = new Map<string, DevNumber | null>();
     const out: BlockMount[] = [];
-    for (const m of await readMountTable()) {
+    for (const m of await this.#mountTable.table()) {
       let [major, minor] = m.device.split(":").map(Number);
       if (major === 0 && m.source.startsWith("/dev/")) {
         if (!sources.has(m.source)) {
@@ -159,54 +196,54 @@ export class LinuxBlockTools implements BlockTools {
   }
 
   async readSwapDevices(): Promise<DevNumber[]> {
-    const text = await readFile("/proc/swaps", "utf8").catch(() => "");
-    const out: DevNumber[] = [];
-    for (const line of text.split("\n").slice(1)) {
-      const file = line.split(/\s+/)[0];
-      if (!file) continue;
-      try {
-        const st = await stat(unescape(file), { bigint: true });
-        out.push(decodeDev(st.isBlockDevice() ? st.rdev : st.dev));
-      } catch {
-        // a swap file that vanished: nothing to protect
-      }
-    }
-    return out;
+    const files = kernelText("/proc/swaps").split("\n").slice(1).map((line) => line.split(/\s+/)[0]).filter(Boolean);
+    const devs = await Promise.all(
+      files.map((file) =>
+        stat(unescape(file), { bigint: true }).then(
+          (st) => decodeDev(st.isBlockDevice() ? st.rdev : st.dev),
+          () => null, // a swap file that vanished: nothing to protect
+        ),
+      ),
+    );
+    return devs.filter((d): d is DevNumber => d !== null);
   }
 
+  /** libblkid in process (libblkid.ts), or `blkid -p` where libblkid cannot be loaded. */
   async probe(devPath: string): Promise<ProbeResult> {
-    const { stdout, exitCode } = await tool("blkid", ["-p", "-o", "export", devPath], { okExitCodes: [0, 2, 8], timeoutMs: 30_000 });
-    if (exitCode === 2) return { kind: "empty" };
-    if (exitCode === 8) return { kind: "ambivalent", detail: "blkid: ambivalent result, several signatures (see wipefs -n)" };
-    const v = parseBlkidExport(stdout);
-    // On a partition blkid also prints PART_ENTRY_* (the partition's own entry): not a signature.
-    if (!v.TYPE && !v.PTTYPE) return { kind: "empty" };
-    return { kind: "found", type: v.TYPE ?? null, usage: v.USAGE ?? null, ptType: v.PTTYPE ?? null };
+    const blkid = await blkidOrNull();
+    return blkid ? blkid.probe(devPath) : probeWithBlkidProgram(devPath);
   }
 
+  /** libblkid in process (libblkid.ts), or `wipefs --no-act` where libblkid cannot be loaded. */
   async listSignatures(devPath: string): Promise<Signature[]> {
-    const { stdout } = await tool("wipefs", ["--no-act", "--json", devPath], { timeoutMs: 30_000 });
-    if (!stdout.trim()) return [];
-    const parsed = JSON.parse(stdout) as { signatures?: { type?: string; offset?: string }[] };
-    return (parsed.signatures ?? []).map((s) => ({ type: s.type ?? "unknown", offset: BigInt(s.offset ?? "0") }));
+    const blkid = await blkidOrNull();
+    return blkid ? blkid.signatures(devPath) : signaturesWithWipefs(devPath);
   }
 
+  /** sysfs read synchronously; the backing files are stat'ed concurrently (a backing file may sit on a slow filesystem). */
   async listLoops(): Promise<LoopDevice[]> {
-    const names = (await readdir(SYS_BLOCK).catch(() => [] as string[])).filter((n) => n.startsWith("loop"));
+    let names: string[];
+    try {
+      names = readdirSync(SYS_BLOCK).filter((n) => n.startsWith("loop"));
+    } catch {
+      names = [];
+    }
     const loops = await Promise.all(
       names.map(async (name): Promise<LoopDevice | null> => {
         const dir = path.join(SYS_BLOCK, name);
-        const backingFile = (await readFile(path.join(dir, "loop/backing_file"), "utf8").catch(() => "")).replace(/\n$/, "");
+        const backingFile = kernelText(path.join(dir, "loop/backing_file")).replace(/\n$/, "");
         if (!backingFile) return null; // not attached
-        const [major, minor] = (await readFile(path.join(dir, "dev"), "utf8")).trim().split(":").map(Number);
-        const num = async (f: string) => BigInt((await readFile(path.join(dir, f), "utf8").catch(() => "0")).trim() || "0");
+        const [major, minor] = kernelText(path.join(dir, "dev")).trim().split(":").map(Number);
+        const num = (f: string) => BigInt(kernelText(path.join(dir, f)).trim() || "0");
+        const sizeBytes = num("size") * 512n;
+        const offsetBytes = num("loop/offset");
         let backing: LoopDevice["backing"] = null;
         if (!backingFile.endsWith(" (deleted)")) {
           const st = await stat(backingFile, { bigint: true }).catch(() => null);
           if (st?.isBlockDevice()) backing = { kind: "block", dev: decodeDev(st.rdev) };
           else if (st) backing = { kind: "file", dev: decodeDev(st.dev), ino: st.ino };
         }
-        return { name, devPath: `/dev/${name}`, major, minor, sizeBytes: (await num("size")) * 512n, offsetBytes: await num("loop/offset"), backingFile, backing };
+        return { name, devPath: `/dev/${name}`, major, minor, sizeBytes, offsetBytes, backingFile, backing };
       }),
     );
     return loops.filter((l): l is LoopDevice => l !== null);

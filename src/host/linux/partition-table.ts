@@ -126,21 +126,37 @@ async function readLogical(read: ReadAt, lbs: number, extStart: bigint, extSize:
   return out;
 }
 
-/** Opens the device read-only and parses its table. */
+/** Logical blocks read at once from the start of the device: the MBR, the GPT header and a standard 128-entry GPT array (LBA 2–33). */
+const HEAD_BLOCKS = 34;
+
+/**
+ * Opens the device read-only and parses its table. The first {@link HEAD_BLOCKS} logical blocks are
+ * read in one go (one read for the usual GPT or MBR disk instead of two or three); anything beyond
+ * them (entries elsewhere, logical partitions' EBRs) is read on demand.
+ */
 export async function readPartitionTable(devPath: string, lbs: number, sizeBytes: bigint): Promise<PartitionTable | null> {
   const fh = await open(devPath, "r");
   try {
+    const readAt: ReadAt = async (offset, length) => {
+      const buf = Buffer.alloc(length);
+      const { bytesRead } = await fh.read(buf, 0, length, offset);
+      return buf.subarray(0, bytesRead);
+    };
+    const head = await readAt(0n, HEAD_BLOCKS * lbs);
     return await parsePartitionTable(
-      async (offset, length) => {
-        const buf = Buffer.alloc(length);
-        const { bytesRead } = await fh.read(buf, 0, length, offset);
-        return buf.subarray(0, bytesRead);
+      (offset, length) => {
+        const end = offset + BigInt(length);
+        if (end <= BigInt(head.length)) return Promise.resolve(head.subarray(Number(offset), Number(end)));
+        // At the end of a device shorter than the head, a short read like the device's own.
+        if (BigInt(head.length) < BigInt(HEAD_BLOCKS * lbs) && offset <= BigInt(head.length)) return Promise.resolve(head.subarray(Number(offset)));
+        return readAt(offset, length);
       },
       lbs,
       sizeBytes,
     );
   } finally {
-    await fh.close();
+    // Not waited for: the table is parsed, and a read-only descriptor's close cannot change it.
+    fh.close().catch(() => {});
   }
 }
 

@@ -93,3 +93,10 @@ test("every entry is listed, including devices without medium (the service filte
   const names = (await listBlockDisks({ sysBlock: sys, readTable: async () => null })).map((d) => `${d.name}:${d.sizeBytes}`).sort();
   assert.deepEqual(names, ["loop3:1048576", "loop7:0", "sdb:1073741824"]);
 });
+
+test("withMedium: devices of size 0 are skipped after reading their size (nothing else of them is read)", async () => {
+  const read: string[] = [];
+  const names = (await listBlockDisks({ sysBlock: sys, withMedium: true, readTable: async (dev) => (read.push(dev), null) })).map((d) => d.name).sort();
+  assert.deepEqual(names, ["loop3", "sdb"]);
+  assert.ok(!read.some((d) => d.includes("loop7")));
+});

@@ -164,7 +164,13 @@ export async function readBlockDisk(
   };
 }
 
-/** Every /sys/block entry. */
-export async function listBlockDisks(options: Parameters<typeof readBlockDisk>[1] = {}): Promise<BlockDisk[]> {
-  return Promise.all(list(options.sysBlock ?? SYS_BLOCK).map((n) => readBlockDisk(n, options)));
+/**
+ * Every /sys/block entry; with `withMedium`, only those whose size is not 0 (the rest — unattached loop
+ * devices, empty card readers — is skipped after one read).
+ */
+export async function listBlockDisks(options: Parameters<typeof readBlockDisk>[1] & { withMedium?: boolean } = {}): Promise<BlockDisk[]> {
+  const sysBlock = options.sysBlock ?? SYS_BLOCK;
+  let names = list(sysBlock);
+  if (options.withMedium) names = names.filter((n) => big(attr(path.join(sysBlock, n, "size"))) > 0n);
+  return Promise.all(names.map((n) => readBlockDisk(n, options)));
 }

@@ -614,3 +614,41 @@ describe("writes re-verify the volume at the moment of acting", () => {
     assert.deepEqual(world.calls, ["makeFilesystem /dev/loop3p1 ext4"]);
   });
 });
+
+describe("the service's refusals run on the host's reading right before the write (checksAtWrite)", () => {
+  /** setup() whose tools run `change` once, when the service reads the volume's content (after its first refusals, before the write). */
+  function racing(change: (w: FakeBlockWorld) => void, options: { formatted: boolean }) {
+    const s = setup({ tweak: options.formatted ? (w) => formatted(w) : undefined });
+    let fired = false;
+    class Racing extends FakeBlockTools {
+      override async probe(devPath: string) {
+        if (!fired) {
+          fired = true;
+          change(s.world);
+        }
+        return super.probe(devPath);
+      }
+    }
+    const host = new LinuxVolumeHost(new Racing(s.world), { defaultFileSystem: "ext4" });
+    const policy = createPathPolicy({ platform: "linux", allowedDirs: [KUBELET], resolve: async (p) => p });
+    return { ...s, host, volume: createVolumeService({ host, policy }), fired: () => fired };
+  }
+
+  test("mounted outside the kubelet dir meanwhile: MountVolume refused, nothing mounted", async () => {
+    const s = racing((w) => w.mountDirect("/dev/loop3p1", "/mnt/admin"), { formatted: true });
+    assert.equal(s.host.checksAtWrite, true);
+    await rejectsWithCode(s.volume.mountVolume({ volumeId: s.id, targetPath: STAGE }), Code.FailedPrecondition, /mounted at \/mnt\/admin, outside the kubelet/);
+    assert.ok(s.fired());
+    assert.deepEqual(s.world.calls, []);
+  });
+
+  test("its disk taken offline meanwhile: FormatVolume refused, nothing written", async () => {
+    const s = racing((w) => {
+      const d = w.disk("loop3");
+      w.marks.push({ major: d.major, minor: d.minor, diskSeq: d.diskSeq, setReadOnly: false });
+    }, { formatted: false });
+    await rejectsWithCode(s.volume.formatVolume({ volumeId: s.id }), Code.FailedPrecondition, /is offline/);
+    assert.ok(s.fired());
+    assert.deepEqual(s.world.calls, []);
+  });
+});

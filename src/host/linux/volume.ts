@@ -4,9 +4,10 @@
  * the mount table or blkid; changes are tool steps through {@link BlockTools}. Decisions are
  * volume-service.ts's; docs/linux-concept-map.md says what each concept means here.
  */
-import type { FilesystemGrowth, MountedVolume, VolumeContent, VolumeHostApi, VolumeLocation, VolumeUsage } from "../../groups/volume/host-api.ts";
+import type { FilesystemGrowth, MountedVolume, VolumeContent, VolumeHostApi, VolumeLocation, VolumeUsage, WriteCheck } from "../../groups/volume/host-api.ts";
 import { Code, CsiProxyError, failedPrecondition } from "../../errors.ts";
 import type { BlockMount, BlockTools, ManagedFsType, ProbeResult } from "./block-tools.ts";
+import { SnapshotSessions } from "./snapshot-session.ts";
 import {
   describeSignatures,
   describeProbe,
@@ -45,18 +46,29 @@ export class LinuxVolumeHost implements VolumeHostApi {
   readonly defaultFileSystem: ManagedFsType;
   /** mount(8) needs a filesystem type. */
   readonly mountRequiresFilesystem = true;
+  /** Writes run the service's refusals on the snapshot they verify against (#verifyWrite). */
+  readonly checksAtWrite = true;
+
+  readonly #sessions: SnapshotSessions;
 
   constructor(tools: BlockTools, options: LinuxVolumeHostOptions) {
     this.#tools = tools;
+    this.#sessions = new SnapshotSessions((dev) => takeSnapshot(tools, dev));
     this.defaultFileSystem = options.defaultFileSystem;
+  }
+
+  /** Runs one operation of the service (under its disk's lock): its reads share one snapshot, its writes verify on their own (snapshot-session.ts). */
+  session<T>(fn: () => Promise<T>): Promise<T> {
+    return this.#sessions.run(fn);
   }
 
   missingPrivilege(): string | null {
     return rootRequirement(this.#tools.effectiveUid());
   }
 
+  /** The volume in the session's snapshot (snapshot-session.ts): for answers and decisions, never for a write's refusals. */
   async #volume(volumeId: string): Promise<{ snap: BlockSnapshot; vol: VolumeRef }> {
-    const snap = await takeSnapshot(this.#tools);
+    const snap = await this.#sessions.read();
     return { snap, vol: findVolume(snap, volumeId) };
   }
 
@@ -68,7 +80,7 @@ export class LinuxVolumeHost implements VolumeHostApi {
   }
 
   async listVolumes(diskNumber: number, partitionNumber: number): Promise<string[]> {
-    const snap = await takeSnapshot(this.#tools);
+    const snap = await this.#sessions.read();
     const disk = snap.disks.find((d) => diskNumberOf(d) === diskNumber);
     if (!disk) return []; // upstream (WMI era): unknown disk → empty list
     const parts = disk.partitions.filter((p) => isVolumePartition(p) && (partitionNumber === 0 || p.number === partitionNumber));
@@ -81,6 +93,10 @@ export class LinuxVolumeHost implements VolumeHostApi {
 
   async locateVolume(volumeId: string): Promise<VolumeLocation> {
     const { snap, vol } = await this.#volume(volumeId);
+    return this.#location(snap, vol);
+  }
+
+  #location(snap: BlockSnapshot, vol: VolumeRef): VolumeLocation {
     const p = vol.partition;
     return {
       id: vol.id,
@@ -99,10 +115,13 @@ export class LinuxVolumeHost implements VolumeHostApi {
    * Re-reads the volume at the moment of a write and refuses (FailedPrecondition, saying what) when it
    * is not the volume looked up (`expect`: {@link VolumeLocation.identity}), when it or its disk is used
    * (holders, swap, stacked loop devices, kernel partitions out of step with the table, the root
-   * filesystem), or — with `unmounted` — when it is mounted.
+   * filesystem), or — with `unmounted` — when it is mounted. The service's `check` runs first, on
+   * the location read from the same snapshot.
    */
-  async #verifyWrite(volumeId: string, what: string, expect: string | undefined, unmounted: boolean): Promise<{ snap: BlockSnapshot; vol: VolumeRef }> {
-    const { snap, vol } = await this.#volume(volumeId);
+  async #verifyWrite(volumeId: string, what: string, expect: string | undefined, unmounted: boolean, check?: WriteCheck): Promise<{ snap: BlockSnapshot; vol: VolumeRef }> {
+    const snap = await this.#sessions.fresh();
+    const vol = findVolume(snap, volumeId);
+    if (check) await check(this.#location(snap, vol));
     const refuse = (why: string) => failedPrecondition(`refusing to ${what} ${vol.devPath}: ${why}`);
     if (expect !== undefined && expect !== identityOf(vol)) throw refuse(`the volume changed since it was looked up (${expect} → ${identityOf(vol)})`);
     const reasons: string[] = [];
@@ -132,6 +151,13 @@ export class LinuxVolumeHost implements VolumeHostApi {
     return { fileSystem, empty: probe.kind === "empty", description: describeProbe(probe) };
   }
 
+  /** blkid's verdict alone (no wipefs): the filesystem, as {@link getVolumeContent} reports it. */
+  async getVolumeFilesystem(volumeId: string): Promise<string | null> {
+    const { snap, vol } = await this.#volume(volumeId);
+    const probe = await this.#probe(snap, vol);
+    return isFilesystem(probe) ? probe.type : null;
+  }
+
   /** Mounted: statfs. Unmounted ext* or xfs: the superblock. Anything else cannot be measured: FailedPrecondition. */
   async getVolumeUsage(volumeId: string): Promise<VolumeUsage> {
     const { snap, vol } = await this.#volume(volumeId);
@@ -144,8 +170,8 @@ export class LinuxVolumeHost implements VolumeHostApi {
   }
 
   /** Verified unmounted, unused and without any signature right before mkfs, which then takes the kernel's exclusive claim itself. */
-  async formatVolume(volumeId: string, expect?: string): Promise<void> {
-    const { vol } = await this.#verifyWrite(volumeId, "format", expect, true);
+  async #formatVolume(volumeId: string, expect?: string, check?: WriteCheck): Promise<void> {
+    const { vol } = await this.#verifyWrite(volumeId, "format", expect, true, check);
     const sigs = await this.#tools.listSignatures(vol.devPath);
     if (sigs.length) throw failedPrecondition(`refusing to format ${vol.devPath}: it holds ${describeSignatures(sigs)}`);
     await this.#checkUnclaimed(vol);
@@ -202,8 +228,8 @@ export class LinuxVolumeHost implements VolumeHostApi {
    * kernel; verified unused right before. Returns the volume's id afterwards: the kernel re-creates
    * the partition (a new minor), so a `dev-` id changes while a PARTUUID id stays.
    */
-  async resizePartition(volumeId: string, sizeBytes: bigint, expect?: string): Promise<string> {
-    const { snap, vol } = await this.#verifyWrite(volumeId, "resize", expect, false);
+  async #resizePartition(volumeId: string, sizeBytes: bigint, expect?: string, check?: WriteCheck): Promise<string> {
+    const { snap, vol } = await this.#verifyWrite(volumeId, "resize", expect, false, check);
     const p = vol.partition;
     if (!p) throw failedPrecondition(`${vol.devPath} is a whole-disk filesystem, not a partition`);
     if (mountsOf(snap, vol.dev).length === 0) await this.#checkUnclaimed(vol);
@@ -211,12 +237,12 @@ export class LinuxVolumeHost implements VolumeHostApi {
     if (table?.type === "gpt" && table.backupAtEnd === false) await this.#tools.relocateGptBackup(vol.disk.devPath);
     await this.#tools.resizePartition(vol.disk.devPath, p.number, sizeBytes / 512n);
     if (p.uuid) return volumeOfPartition(vol.disk, p).id;
-    const disk = (await takeSnapshot(this.#tools, vol.disk)).disks[0];
+    const disk = (await this.#sessions.fresh(vol.disk)).disks[0];
     const now = disk?.partitions.find((q) => q.number === p.number);
     return now ? volumeOfPartition(disk, now).id : volumeId;
   }
 
-  async syncInterruptedResize(volumeId: string): Promise<boolean> {
+  async #syncInterruptedResize(volumeId: string): Promise<boolean> {
     const { vol } = await this.#volume(volumeId);
     const p = vol.partition;
     const e = p && vol.disk.partitionTable?.entries.find((x) => x.number === p.number);
@@ -239,7 +265,7 @@ export class LinuxVolumeHost implements VolumeHostApi {
   }
 
   /** resize2fs online when mounted, offline after e2fsck -f -p; xfs_growfs on its mount, or on a private temporary one. Verified unused right before. */
-  async growFilesystem(volumeId: string, expect?: string): Promise<void> {
+  async #growFilesystem(volumeId: string, expect?: string): Promise<void> {
     const { snap, vol } = await this.#verifyWrite(volumeId, "grow the filesystem on", expect, false);
     const probe = await this.#probe(snap, vol);
     const family = isFilesystem(probe) ? growableFamily(probe.type) : null;
@@ -270,14 +296,14 @@ export class LinuxVolumeHost implements VolumeHostApi {
   }
 
   async mountedAt(path: string): Promise<MountedVolume | null> {
-    const snap = await takeSnapshot(this.#tools);
+    const snap = await this.#sessions.read();
     const m = mountAt(snap, path);
     return m ? this.#mounted(snap, m) : null;
   }
 
   /** The longest mount point containing `path` (the service passes a path with its links resolved). */
   async volumeHolding(path: string): Promise<MountedVolume | null> {
-    const snap = await takeSnapshot(this.#tools);
+    const snap = await this.#sessions.read();
     const holder = snap.mounts
       .filter((m) => isWithinPath(path, m.mountPoint))
       .reduce<string | null>((best, m) => (best === null || m.mountPoint.length > best.length ? m.mountPoint : best), null);
@@ -293,8 +319,8 @@ export class LinuxVolumeHost implements VolumeHostApi {
    * Verified unused right before; an unmounted volume also unclaimed. A failure because the kernel
    * lacks the filesystem is FailedPrecondition naming the module to load.
    */
-  async mountVolume(volumeId: string, path: string, fileSystem: string | null, expect?: string): Promise<void> {
-    const { snap, vol } = await this.#verifyWrite(volumeId, "mount", expect, false);
+  async #mountVolume(volumeId: string, path: string, fileSystem: string | null, expect?: string, check?: WriteCheck): Promise<void> {
+    const { snap, vol } = await this.#verifyWrite(volumeId, "mount", expect, false, check);
     let type = fileSystem;
     if (!type) {
       const probe = await this.#probe(snap, vol);
@@ -314,7 +340,38 @@ export class LinuxVolumeHost implements VolumeHostApi {
     }
   }
 
+  /* ---------------------------------------------------------------- writes: each ends the session's sharing (snapshot-session.ts) */
+
+  async #writing<T>(write: () => Promise<T>): Promise<T> {
+    this.#sessions.changed();
+    try {
+      return await write();
+    } finally {
+      this.#sessions.changed();
+    }
+  }
+
+  formatVolume(volumeId: string, expect?: string, check?: WriteCheck): Promise<void> {
+    return this.#writing(() => this.#formatVolume(volumeId, expect, check));
+  }
+
+  resizePartition(volumeId: string, sizeBytes: bigint, expect?: string, check?: WriteCheck): Promise<string> {
+    return this.#writing(() => this.#resizePartition(volumeId, sizeBytes, expect, check));
+  }
+
+  syncInterruptedResize(volumeId: string): Promise<boolean> {
+    return this.#writing(() => this.#syncInterruptedResize(volumeId));
+  }
+
+  growFilesystem(volumeId: string, expect?: string): Promise<void> {
+    return this.#writing(() => this.#growFilesystem(volumeId, expect));
+  }
+
+  mountVolume(volumeId: string, path: string, fileSystem: string | null, expect?: string, check?: WriteCheck): Promise<void> {
+    return this.#writing(() => this.#mountVolume(volumeId, path, fileSystem, expect, check));
+  }
+
   unmountVolume(path: string): Promise<void> {
-    return this.#tools.unmount(path);
+    return this.#writing(() => this.#tools.unmount(path));
   }
 }

@@ -1,0 +1,59 @@
+/**
+ * One block snapshot shared by the reads of one operation, never by a write's verification.
+ *
+ * A service runs each operation on a disk (under that disk's lock) in a session
+ * ({@link SnapshotSessions.run}); inside it the host's reads ({@link SnapshotSessions.read}) share the
+ * snapshot taken at the first read — per kind: every disk, or one disk by number — so one call reads
+ * the host once instead of once per question. Writes never use it: each verifies on a snapshot of its
+ * own ({@link SnapshotSessions.fresh}), taken right before it acts, and every write (and every other
+ * change a host makes) ends the sharing ({@link SnapshotSessions.changed}), so reads after it see the
+ * change. Outside a session every read takes a new snapshot. A failed snapshot is not reused.
+ */
+import { AsyncLocalStorage } from "node:async_hooks";
+import type { DevNumber } from "./block-tools.ts";
+import type { BlockSnapshot } from "./block-model.ts";
+
+type Store = Map<string, Promise<BlockSnapshot>>;
+
+export class SnapshotSessions {
+  readonly #als = new AsyncLocalStorage<Store>();
+  readonly #take: (dev?: DevNumber) => Promise<BlockSnapshot>;
+
+  /** `take` reads the host: every disk, or (with `dev`) only that disk. */
+  constructor(take: (dev?: DevNumber) => Promise<BlockSnapshot>) {
+    this.#take = take;
+  }
+
+  /** Runs `fn` as one session (a nested call starts a session of its own). */
+  run<T>(fn: () => Promise<T>): Promise<T> {
+    return this.#als.run(new Map(), fn);
+  }
+
+  /** For answers and decisions that a write re-verifies: the session's snapshot of this kind, else a new one. */
+  read(dev?: DevNumber): Promise<BlockSnapshot> {
+    const store = this.#als.getStore();
+    if (!store) return this.#take(dev);
+    const key = dev ? `${dev.major}:${dev.minor}` : "all";
+    let snap = store.get(key);
+    if (!snap) {
+      const taken = this.#take(dev);
+      snap = taken;
+      store.set(key, taken);
+      taken.catch(() => {
+        if (store.get(key) === taken) store.delete(key);
+      });
+    }
+    return snap;
+  }
+
+  /** For a write's verification: always a new snapshot, never shared; the session's reads after it are new too. */
+  fresh(dev?: DevNumber): Promise<BlockSnapshot> {
+    this.changed();
+    return this.#take(dev);
+  }
+
+  /** The host changed (or is about to): the session's next read takes a new snapshot. */
+  changed(): void {
+    this.#als.getStore()?.clear();
+  }
+}
