@@ -31,6 +31,10 @@ const RESOLVE_NO_SYMLINKS = 0x04;
 const RESOLVE_CACHED = 0x20;
 const ENOENT = 2;
 
+/**
+ * syscall(2) is variadic in C; it is declared here with fixed integer/pointer parameters, which are
+ * passed in the same registers on x86-64 and arm64 Linux (glibc's syscall is assembly reading them).
+ */
 type Syscall = (nr: number, dirfd: number, path: string, how: Buffer, size: number) => number;
 
 /**
