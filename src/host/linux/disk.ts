@@ -285,36 +285,27 @@ export class LinuxDiskHost implements DiskHostApi {
 
   /* ---------------------------------------------------------------- writes: each ends the session's sharing (snapshot-session.ts) */
 
-  async #writing<T>(write: () => Promise<T>): Promise<T> {
-    this.#sessions.changed();
-    try {
-      return await write();
-    } finally {
-      this.#sessions.changed();
-    }
-  }
-
   initializeDisk(n: number, expect?: string): Promise<void> {
-    return this.#writing(() => this.#initializeDisk(n, expect));
+    return this.#sessions.write(() => this.#initializeDisk(n, expect));
   }
 
   createDataPartition(n: number, style: "gpt" | "mbr", expect?: string): Promise<void> {
-    return this.#writing(() => this.#createDataPartition(n, style, expect));
+    return this.#sessions.write(() => this.#createDataPartition(n, style, expect));
   }
 
   onlinePartition(n: number, partitionNumber: number): Promise<void> {
-    return this.#writing(() => this.#onlinePartition(n, partitionNumber));
+    return this.#sessions.write(() => this.#onlinePartition(n, partitionNumber));
   }
 
   scanForDisks(): Promise<number[]> {
-    return this.#writing(() => this.#scanForDisks());
+    return this.#sessions.write(() => this.#scanForDisks());
   }
 
   refreshDiskSize(n: number): Promise<void> {
-    return this.#writing(() => this.#refreshDiskSize(n));
+    return this.#sessions.write(() => this.#refreshDiskSize(n));
   }
 
   setDiskOnline(n: number, online: boolean, expect?: string): Promise<void> {
-    return this.#writing(() => this.#setDiskOnline(n, online, expect));
+    return this.#sessions.write(() => this.#setDiskOnline(n, online, expect));
   }
 }

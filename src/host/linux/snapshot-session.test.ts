@@ -59,3 +59,18 @@ test("a failed snapshot is not reused", async () => {
     assert.equal(await tag(sessions.read()), "2 all");
   });
 });
+
+test("a write ends the sharing before it starts and after it ends, failed or not", async () => {
+  const { sessions, tag } = counting();
+  await sessions.run(async () => {
+    assert.equal(await tag(sessions.read()), "1 all");
+    const inside = await sessions.write(() => tag(sessions.read()));
+    assert.equal(inside, "2 all", "a read inside the write does not see the snapshot from before it");
+    assert.equal(await tag(sessions.read()), "3 all", "nor does a read after it");
+    await assert.rejects(sessions.write(async () => {
+      await sessions.read();
+      throw new Error("write failed");
+    }), /write failed/);
+    assert.equal(await tag(sessions.read()), "5 all", "a failed write ends the sharing too");
+  });
+});

@@ -52,6 +52,16 @@ export class SnapshotSessions {
     return this.#take(dev);
   }
 
+  /** Runs a write: the sharing ends before it starts and again after it ends (whether it succeeded or not). */
+  async write<T>(fn: () => Promise<T>): Promise<T> {
+    this.changed();
+    try {
+      return await fn();
+    } finally {
+      this.changed();
+    }
+  }
+
   /** The host changed (or is about to): the session's next read takes a new snapshot. */
   changed(): void {
     this.#als.getStore()?.clear();

@@ -342,36 +342,27 @@ export class LinuxVolumeHost implements VolumeHostApi {
 
   /* ---------------------------------------------------------------- writes: each ends the session's sharing (snapshot-session.ts) */
 
-  async #writing<T>(write: () => Promise<T>): Promise<T> {
-    this.#sessions.changed();
-    try {
-      return await write();
-    } finally {
-      this.#sessions.changed();
-    }
-  }
-
   formatVolume(volumeId: string, expect?: string, check?: WriteCheck): Promise<void> {
-    return this.#writing(() => this.#formatVolume(volumeId, expect, check));
+    return this.#sessions.write(() => this.#formatVolume(volumeId, expect, check));
   }
 
   resizePartition(volumeId: string, sizeBytes: bigint, expect?: string, check?: WriteCheck): Promise<string> {
-    return this.#writing(() => this.#resizePartition(volumeId, sizeBytes, expect, check));
+    return this.#sessions.write(() => this.#resizePartition(volumeId, sizeBytes, expect, check));
   }
 
   syncInterruptedResize(volumeId: string): Promise<boolean> {
-    return this.#writing(() => this.#syncInterruptedResize(volumeId));
+    return this.#sessions.write(() => this.#syncInterruptedResize(volumeId));
   }
 
   growFilesystem(volumeId: string, expect?: string): Promise<void> {
-    return this.#writing(() => this.#growFilesystem(volumeId, expect));
+    return this.#sessions.write(() => this.#growFilesystem(volumeId, expect));
   }
 
   mountVolume(volumeId: string, path: string, fileSystem: string | null, expect?: string, check?: WriteCheck): Promise<void> {
-    return this.#writing(() => this.#mountVolume(volumeId, path, fileSystem, expect, check));
+    return this.#sessions.write(() => this.#mountVolume(volumeId, path, fileSystem, expect, check));
   }
 
   unmountVolume(path: string): Promise<void> {
-    return this.#writing(() => this.#tools.unmount(path));
+    return this.#sessions.write(() => this.#tools.unmount(path));
   }
 }
