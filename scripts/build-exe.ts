@@ -26,6 +26,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
+import { addLogSitesToFile } from "./log-sites.ts";
 import { build } from "./build.ts";
 import { fetchPackage } from "./npm-package-cache.ts";
 
@@ -118,6 +119,7 @@ export async function buildExe(options: { outDir?: string; quiet?: boolean; vers
   const bundle = path.join(work, "csi-proxy.cjs");
   // import.meta.url: only read by version.ts when CSI_PROXY_VERSION is not defined, which it is here.
   await esbuild.build(esbuildOptions(path.join(root, "dist", "main.js"), bundle, { "globalThis.CSI_PROXY_VERSION": JSON.stringify(version), "import.meta.url": "undefined" }));
+  addLogSitesToFile(bundle, "*"); // log lines cite source files (the embedded script's frames carry the exe's name)
   const kv = koffiVersion();
   const hash = createHash("sha256")
     .update(fs.readFileSync(bundle))

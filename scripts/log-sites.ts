@@ -79,18 +79,29 @@ export function logSites(code: string, map: { sources: string[]; mappings: strin
   return sites;
 }
 
-/** Adds the log-site table to every `.js` bundle file in `dir` (recursively) that has a source map and logging lines. */
+/** Adds the log-site table to every `.js` bundle file in `dir` (recursively) that has a linked source map and logging lines. */
 export function addLogSites(dir: string): void {
   for (const entry of fs.readdirSync(dir, { recursive: true, withFileTypes: true })) {
     if (!entry.isFile() || !entry.name.endsWith(".js")) continue;
     const file = path.join(entry.parentPath, entry.name);
-    if (!fs.existsSync(`${file}.map`)) continue;
-    const code = fs.readFileSync(file, "utf8");
-    const sites = logSites(code, JSON.parse(fs.readFileSync(`${file}.map`, "utf8")));
-    if (Object.keys(sites).length === 0) continue;
-    const comment = code.lastIndexOf("\n//# sourceMappingURL=");
-    if (comment < 0) throw new Error(`${file}: no sourceMappingURL comment to insert the log sites before`);
-    const statement = `(globalThis.${LOG_SITES_GLOBAL} ??= {})[${JSON.stringify(entry.name)}] = ${JSON.stringify(sites)};`;
-    fs.writeFileSync(file, `${code.slice(0, comment)}\n${statement}${code.slice(comment)}`);
+    if (fs.existsSync(`${file}.map`)) addLogSitesToFile(file, entry.name);
   }
+}
+
+/**
+ * Adds the log-site table to one bundle file, its source map linked (`<file>.map`) or inline (a
+ * data URL). `key` is the file name the program's stack frames show for it; `"*"` for a program
+ * that is one file whose frames may carry any name (the exe's embedded script is named after the exe).
+ */
+export function addLogSitesToFile(file: string, key: string): void {
+  const code = fs.readFileSync(file, "utf8");
+  const comment = code.lastIndexOf("\n//# sourceMappingURL=");
+  if (comment < 0) throw new Error(`${file}: no sourceMappingURL comment`);
+  const url = code.slice(comment + "\n//# sourceMappingURL=".length).trim();
+  const inline = /^data:application\/json;(?:charset=utf-8;)?base64,(.*)$/.exec(url);
+  const map = JSON.parse(inline ? Buffer.from(inline[1], "base64").toString("utf8") : fs.readFileSync(`${file}.map`, "utf8"));
+  const sites = logSites(code, map);
+  if (Object.keys(sites).length === 0) return;
+  const statement = `(globalThis.${LOG_SITES_GLOBAL} ??= {})[${JSON.stringify(key)}] = ${JSON.stringify(sites)};`;
+  fs.writeFileSync(file, `${code.slice(0, comment)}\n${statement}${code.slice(comment)}`);
 }

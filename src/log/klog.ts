@@ -183,8 +183,9 @@ const CALLER_FRAME = 3;
 const FRAME_LOCATION = /([^/\\\s(]+):(\d+):\d+\)?\s*$/;
 
 /**
- * Where the bundles' logging lines came from: bundle file basename → bundle line → `source.ts:line`,
- * written into each bundle file when it is built (scripts/log-sites.ts). Absent when running the
+ * Where the bundles' logging lines came from: bundle file basename (`*`: the exe's one script,
+ * whatever the exe is named) → bundle line → `source.ts:line`, written into each bundle file when it
+ * is built (scripts/log-sites.ts). Absent when running the
  * TypeScript sources, whose frames already name the source file.
  */
 declare global {
@@ -200,7 +201,8 @@ function callerLocation(): string {
   const frame = stack?.split("\n")[CALLER_FRAME + 1];
   const m = frame === undefined ? null : FRAME_LOCATION.exec(frame);
   if (m === null) return "???:1";
-  return globalThis.__csiProxyLogSites?.[m[1]]?.[Number(m[2])] ?? `${m[1]}:${m[2]}`;
+  const sites = globalThis.__csiProxyLogSites;
+  return sites?.[m[1]]?.[Number(m[2])] ?? sites?.["*"]?.[Number(m[2])] ?? `${m[1]}:${m[2]}`;
 }
 
 /** Field names whose non-empty string values are replaced by {@link REDACTED}. */

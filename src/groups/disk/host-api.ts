@@ -6,7 +6,7 @@
  * - Windows: host/windows/disk.ts (MSFT_Disk / MSFT_Partition through CIM);
  * - fake: host/fake/disk.ts (stateful, Windows-shaped).
  *
- * Implementations are pass-through (style-anchors §5.4): they report what the host shows, as facts,
+ * Implementations are pass-through: they report what the host shows, as facts,
  * and carry out one operation each. Every decision — initialise only a raw disk that holds nothing,
  * add a data partition only when there is none, refuse disks that are offline or in use, when to
  * bring a partition online — is made in disk-service.ts from these facts.
