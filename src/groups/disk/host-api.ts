@@ -4,7 +4,7 @@
  * concepts (MSFT_Disk numbers, RAW/GPT/MBR partition styles, partitions with types):
  * - Linux: host/linux/disk.ts (block devices; docs/linux-concept-map.md maps every concept);
  * - Windows: host/windows/disk.ts (MSFT_Disk / MSFT_Partition through CIM);
- * - fake: host/fake/disk.ts (stateful, Windows-shaped).
+ * - fake: test/doubles/fake-disk-host.ts (stateful, Windows-shaped).
  *
  * Implementations are pass-through (style-anchors §5.4): they report what the host shows, as facts,
  * and carry out one operation each. Every decision — initialise only a raw disk that holds nothing,

@@ -4,7 +4,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { describe, it } from "node:test";
 import { Code, CsiProxyError, internal } from "../../errors.ts";
-import { FakeSmbHost } from "../../host/fake/smb.ts";
+import { FakeSmbHost } from "../../../test/doubles/fake-smb-host.ts";
 import { createJsonStateFile, type JsonStateFile } from "../../state/atomic-file.ts";
 import { guardStateFile, StateDirRefusal } from "../../state/state-dir.ts";
 import { createPathPolicy } from "../filesystem/path-policy.ts";
