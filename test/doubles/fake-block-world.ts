@@ -8,7 +8,7 @@
  * while mounted, disks grow only after a rescan. Every mutating host call is logged in `calls`;
  * `failNext(method, error)` injects a failure.
  */
-import type { BlockDisk, BlockMount, BlockPartition, DevNumber, FilesystemUsage, ManagedFsType, OfflineMark, PartitionTable, ProbeResult } from "../../src/host/linux/block-tools.ts";
+import type { BlockDisk, BlockMount, BlockPartition, DevNumber, FilesystemUsage, ManagedFsType, OfflineMark, PartitionTable, ProbeResult } from "../../src/host/linux/block-tools-api.ts";
 import { internal, notFound, failedPrecondition } from "../../src/errors.ts";
 import { FakeCallLog } from "./fake-call-log.ts";
 

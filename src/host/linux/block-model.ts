@@ -7,7 +7,7 @@
 import { failedPrecondition, invalidArgument, notFound } from "../../errors.ts";
 import type { DeviceUse } from "../../groups/disk/host-api.ts";
 import type { DiskIds, DiskLocation } from "../../groups/disk/types.ts";
-import type { BlockDisk, BlockMount, BlockPartition, BlockTools, DevNumber, LoopBacking, LoopDevice, ManagedFsType, OfflineMark, ProbeResult, Signature } from "./block-tools.ts";
+import type { BlockDisk, BlockMount, BlockPartition, BlockTools, DevNumber, LoopBacking, LoopDevice, ManagedFsType, OfflineMark, ProbeResult, Signature } from "./block-tools-api.ts";
 
 /* ---------------------------------------------------------------- disk numbers */
 
