@@ -10,7 +10,7 @@
  * Resize grows the file system with its partition, SetVolumeMountPoint needs an existing directory.
  * Every mutating host call is logged in `calls`; `failNext(method, error)` injects a failure.
  */
-import type { DeviceUse } from "../../src/groups/disk/host-api.ts";
+import type { DeviceUse } from "../../src/policy/host-device.ts";
 import type { DiskIds, DiskLocation } from "../../src/groups/disk/types.ts";
 import { alreadyExists, internal, notFound } from "../../src/errors.ts";
 import { FakeCallLog } from "./fake-call-log.ts";

@@ -8,7 +8,7 @@
  * docs/linux-concept-map.md). A volume id the host does not know is NotFound; a string that cannot
  * be a volume id on this host may be InvalidArgument.
  */
-import type { HostDevice } from "../disk/host-api.ts";
+import type { HostDevice } from "../../policy/host-device.ts";
 
 /** Where a volume lives and what it depends on. */
 export interface VolumeLocation {
