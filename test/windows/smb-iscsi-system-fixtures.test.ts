@@ -25,7 +25,7 @@ import { createSystemService } from "../../src/groups/system/system-service.ts";
 import { ServiceStatus, StartType } from "../../src/groups/system/types.ts";
 import type { JsonStateFile } from "../../src/state/atomic-file.ts";
 import type { SmbState } from "../../src/groups/smb/smb-state.ts";
-import type { PathPolicy } from "../../src/groups/filesystem/path-policy.ts";
+import type { PathPolicy } from "../../src/policy/path-policy.ts";
 import { createFakePool, type FakePool } from "./fake-pool.ts";
 
 const pools: FakePool[] = [];

@@ -7,7 +7,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createDiskService } from "./disk-service.ts";
-import { createPathPolicy } from "../filesystem/path-policy.ts";
+import { createPathPolicy } from "../../policy/path-policy.ts";
 import { FakeStorage, MICROSOFT_RESERVED } from "../../../test/doubles/fake-storage.ts";
 import { FakeDiskHost } from "../../../test/doubles/fake-disk-host.ts";
 import { Code, internal, notFound } from "../../errors.ts";

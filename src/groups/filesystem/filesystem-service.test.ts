@@ -1,7 +1,7 @@
 import { describe, it, beforeEach } from "node:test";
 import assert from "node:assert/strict";
 import { createFilesystemService } from "./filesystem-service.ts";
-import { createPathPolicy } from "./path-policy.ts";
+import { createPathPolicy } from "../../policy/path-policy.ts";
 import { FakeFilesystemHost } from "../../../test/doubles/fake-filesystem-host.ts";
 import { Code } from "../../errors.ts";
 import type { FilesystemService } from "./types.ts";

@@ -7,7 +7,7 @@ import { Code, CsiProxyError, internal } from "../../errors.ts";
 import { FakeSmbHost } from "../../../test/doubles/fake-smb-host.ts";
 import { createJsonStateFile, type JsonStateFile } from "../../state/atomic-file.ts";
 import { guardStateFile, StateDirRefusal } from "../../state/state-dir.ts";
-import { createPathPolicy } from "../filesystem/path-policy.ts";
+import { createPathPolicy } from "../../policy/path-policy.ts";
 import { createSmbService, type RefCountedSmbService } from "./smb-service.ts";
 import { validateSmbState, type SmbState } from "./smb-state.ts";
 import { rejectsWithCsiProxyError } from "../../../test/helpers/assert-coded.ts";

@@ -7,7 +7,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createVolumeService, RESIZE_THRESHOLD_BYTES, sameVolumeId } from "./volume-service.ts";
-import { createPathPolicy } from "../filesystem/path-policy.ts";
+import { createPathPolicy } from "../../policy/path-policy.ts";
 import { FakeStorage, MICROSOFT_RESERVED, type FakeVolume } from "../../../test/doubles/fake-storage.ts";
 import { FakeVolumeHost } from "../../../test/doubles/fake-volume-host.ts";
 import { Code } from "../../errors.ts";

@@ -11,7 +11,7 @@ import * as path from "node:path";
 import type { ProxyConfig } from "../../proxy-config.ts";
 import type { Services } from "../../groups/services.ts";
 import { createFilesystemService } from "../../groups/filesystem/filesystem-service.ts";
-import { createFsResolver, createPathPolicy } from "../../groups/filesystem/path-policy.ts";
+import { createFsResolver, createPathPolicy } from "../../policy/path-policy.ts";
 import { createDiskService } from "../../groups/disk/disk-service.ts";
 import { createVolumeService } from "../../groups/volume/volume-service.ts";
 import { createSmbService } from "../../groups/smb/smb-service.ts";

@@ -8,7 +8,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { createDiskService } from "../../groups/disk/disk-service.ts";
 import { diskNumberOf, devOfDiskNumber, page83FromVpd, serialFromVpd } from "./block-model.ts";
 import { LinuxDiskHost } from "./disk.ts";
-import { createPathPolicy } from "../../groups/filesystem/path-policy.ts";
+import { createPathPolicy } from "../../policy/path-policy.ts";
 import { FakeBlockWorld } from "../../../test/doubles/fake-block-world.ts";
 import { FakeBlockTools } from "../../../test/doubles/fake-block-tools.ts";
 import { Code } from "../../errors.ts";

@@ -10,7 +10,7 @@ import { createDiskService } from "../../groups/disk/disk-service.ts";
 import { diskNumberOf, parseVolumeId } from "./block-model.ts";
 import { LinuxDiskHost } from "./disk.ts";
 import { LinuxVolumeHost } from "./volume.ts";
-import { createPathPolicy } from "../../groups/filesystem/path-policy.ts";
+import { createPathPolicy } from "../../policy/path-policy.ts";
 import { FakeBlockWorld } from "../../../test/doubles/fake-block-world.ts";
 import { FakeBlockTools } from "../../../test/doubles/fake-block-tools.ts";
 import { createKeyedMutex } from "../../util/keyed-mutex.ts";

@@ -12,7 +12,7 @@ import * as fsPromises from "node:fs/promises";
 import type { ProxyConfig } from "../../proxy-config.ts";
 import type { Services } from "../../groups/services.ts";
 import { createFilesystemService } from "../../groups/filesystem/filesystem-service.ts";
-import { createFsResolver, createPathPolicy } from "../../groups/filesystem/path-policy.ts";
+import { createFsResolver, createPathPolicy } from "../../policy/path-policy.ts";
 import { createSmbService } from "../../groups/smb/smb-service.ts";
 import { smbStateFile } from "../../groups/smb/smb-state.ts";
 import { guardStateFile, secureStateDir } from "../../state/state-dir.ts";

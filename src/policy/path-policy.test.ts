@@ -3,7 +3,7 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { Code, CsiProxyError } from "../../errors.ts";
+import { Code, CsiProxyError } from "../errors.ts";
 import {
   createFsResolver,
   createPathPolicy,

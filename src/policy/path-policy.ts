@@ -36,8 +36,8 @@
  * a path inside a bind mount of an outside directory is refused as if it were a link there.
  */
 import path from "node:path";
-import { Code, CsiProxyError } from "../../errors.ts";
-import { fragmentError } from "../../compat/driver-fragments.ts";
+import { Code, CsiProxyError } from "../errors.ts";
+import { fragmentError } from "../compat/driver-fragments.ts";
 
 /** Which path grammar applies. `linux` = POSIX paths, `win32` = drive-letter Windows paths. */
 export type Platform = "linux" | "win32";
