@@ -40,7 +40,7 @@ export const CANCEL_GRACE_MS = 500;
  * timed out → DeadlineExceeded (the step may have been partly done; a retry converges), the call's
  * own cancellation → Cancelled, the daemon stopping → Unavailable, anything else (non-zero exit,
  * killed by a signal csi-proxy did not send, output past the bound, program missing or not
- * executable) → FailedPrecondition.
+ * executable) → FailedPrecondition: a final failure of this call.
  */
 export class HostCommandError extends CsiProxyError {
   override name = "HostCommandError";
