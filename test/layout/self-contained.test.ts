@@ -36,6 +36,21 @@ test("every cited .md file is in the repository", () => {
   assert.deepEqual(missing, []);
 });
 
+test("every cited repository file exists (src/…, test/…, docs/…, scripts/…)", () => {
+  const missing: string[] = [];
+  const cite = /(?<![\w./-])((?:src|test|docs|scripts|bench|packaging|deploy|proto)\/[\w./-]+\.(?:ts|md|sh|py|json|go|proto|service|yaml))\b/g;
+  for (const file of textFiles()) {
+    for (const m of readFileSync(file, "utf8").matchAll(cite)) {
+      const cited = m[1];
+      // Relative to the root, or to the citing file's directory or a parent of it (src/host/windows/ cites its own scripts/…).
+      const dirs = [root];
+      for (let d = path.dirname(file); d.startsWith(root) && d !== root; d = path.dirname(d)) dirs.push(d);
+      if (!dirs.some((d) => existsSync(path.join(d, cited)))) missing.push(`${path.relative(root, file)}: ${cited}`);
+    }
+  }
+  assert.deepEqual(missing, []);
+});
+
 test("no text names a directory of a build machine", () => {
   const found: string[] = [];
   for (const file of textFiles()) {
