@@ -345,7 +345,7 @@ test("UnmountVolume: flushes first, refuses another volume, is not idempotent", 
   assert.match(again.message, /is not a mount point/);
 });
 
-test("IsVolumeFormatted / FormatVolume: Unknown formats NTFS, NTFS is left alone, another file system is refused", async () => {
+test("IsVolumeFormatted / FormatVolume: Unknown formats NTFS, an unused NTFS is formatted again, another file system is refused", async () => {
   const { svc, p } = volumeService({ "volume.partition": { result: DATA }, "volume.get": [{ result: { ...VOL, fileSystemType: 0, fileSystem: "" } }, { result: { ...VOL, fileSystemType: 0, fileSystem: "" } }, { result: VOL }, { result: { ...VOL, fileSystemType: 15, fileSystem: "ReFS" } }] }, { mounts: new Map() });
   assert.deepEqual(await svc.isVolumeFormatted({ volumeId: VOL.uniqueId }), { formatted: false });
   await svc.formatVolume({ volumeId: VOL.uniqueId });
@@ -353,7 +353,7 @@ test("IsVolumeFormatted / FormatVolume: Unknown formats NTFS, NTFS is left alone
   const e = await reject(svc.formatVolume({ volumeId: VOL.uniqueId }));
   assert.equal(e.code, Code.FailedPrecondition);
   assert.match(e.message, /already holds ReFS/);
-  assert.equal(p.recorded().requests.filter((r) => r.op === "volume.format").length, 1);
+  assert.equal(p.recorded().requests.filter((r) => r.op === "volume.format").length, 2);
 });
 
 test("ResizeVolume: 0 = GetSupportedSize max, growth under 100 MiB and shrinking are no-ops, negative is InvalidArgument", async () => {

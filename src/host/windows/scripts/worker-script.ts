@@ -131,8 +131,8 @@ $ops = @{
     @{ uniqueId = [string]$v.UniqueId; fileSystemType = [int]$v.FileSystemType; fileSystem = [string]$v.FileSystem; size = [string]$v.Size; sizeRemaining = [string]$v.SizeRemaining } }
   'volume.format' = { param($a) $v = Volume $a; $p = VolumePartition $v
     $paths = @(@($p.AccessPaths) | Where-Object { $_ -and -not ([string]$_).StartsWith('\\?\Volume{', [StringComparison]::OrdinalIgnoreCase) } | ForEach-Object { [string]$_ })
-    if ($p.DriveLetter -and [int][char]$p.DriveLetter -ne 0) { $paths = @(([string]$p.DriveLetter + ':\')) + $paths }
-    if ($paths.Count -gt 0) { Fail 'FailedPrecondition' ('refusing to format volume ' + [string]$v.UniqueId + ': it is in use at ' + ((@($paths | Select-Object -Unique)) -join ', ')) }
+    if ($p.DriveLetter -and [int][char]$p.DriveLetter -ne 0) { $dl = [string]$p.DriveLetter + ':\'; if (-not ($paths -contains $dl)) { $paths = @($dl) + $paths } }
+    if ($paths.Count -gt 0) { Fail 'FailedPrecondition' ('refusing to format volume ' + [string]$v.UniqueId + ': it is in use at ' + ($paths -join ', ')) }
     $t = [int]$v.FileSystemType
     if ($t -ne 0 -and $t -ne 14) { Fail 'FailedPrecondition' ('refusing to format volume ' + [string]$v.UniqueId + ' as NTFS: it holds ' + [string]$v.FileSystem) }
     $null = Call $v 'Format' @{ FileSystem = 'NTFS'; FileSystemLabel = ''; Full = $false; Force = $true }; $null }
