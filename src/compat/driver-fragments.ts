@@ -183,7 +183,6 @@ export const IDEMPOTENT_SUCCESSES: readonly { rpc: string; when: string }[] = Ob
   { rpc: "iscsi AddTargetPortal", when: "the portal is registered" },
   { rpc: "volume MountVolume", when: "the same volume is already mounted at target_path" },
   { rpc: "volume ResizeVolume", when: "the target size is below the current partition size + 100 MiB (size 0 = the largest supported)" },
-  { rpc: "volume FormatVolume", when: "the volume already holds the default filesystem (beyond upstream, which formats again)" },
   { rpc: "disk PartitionDisk", when: "the disk is already partitioned" },
   { rpc: "disk SetDiskState", when: "the disk is already in that state" },
   { rpc: "smb NewSmbGlobalMapping", when: "local_path is already a link to this remote path (a retried call)" },
