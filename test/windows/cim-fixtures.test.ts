@@ -71,6 +71,8 @@ test("worker errors map to gRPC codes (CIM native code, method return value, scr
     [methodError("MSFT_Partition.Resize", 5), Code.InvalidArgument],
     [{ message: "volume \\\\?\\Volume{x}\\ not found", kind: "NotFound", category: "OperationStopped" }, Code.NotFound],
     [{ message: "unknown op x", kind: "UnknownOp" }, Code.Internal], // csi-proxy called an op its own script lacks: its bug
+    // volume.format's own refusal at the moment of acting (a drive letter or access path, another file system)
+    [{ message: "refusing to format volume \\\\?\\Volume{x}\\: it is in use at E:\\", kind: "FailedPrecondition", category: "OperationStopped" }, Code.FailedPrecondition],
     [{ message: "No MSFT_Disk objects found with property 'Number' equal to '9'.", category: "ObjectNotFound", fqid: "CmdletizationQuery_NotFound_Number,Get-Disk" }, Code.NotFound],
     [{ message: "The operation timed out", category: "OperationTimeout" }, Code.DeadlineExceeded],
     [{ ...cimError("Failed", "NotSpecified", "The requested access path is already in use.", 1), MessageId: "StorageWMI 42002" }, Code.AlreadyExists],
