@@ -15,7 +15,7 @@
  *   from its parent's is a mount point (bind mounts of the same filesystem included).
  * - Handles must be closed by the caller (`close`, idempotent).
  */
-import { constants } from "node:fs";
+import { constants, readFileSync } from "node:fs";
 import * as fs from "node:fs/promises";
 import * as path from "node:path";
 import { Code, CsiProxyError } from "../../errors.ts";
@@ -93,9 +93,12 @@ export class DirHandle {
   }
 }
 
-/** The mount id of an open descriptor (Linux ≥ 3.15). */
-export async function mountIdOf(fd: number): Promise<number> {
-  const info = await fs.readFile(`/proc/self/fdinfo/${fd}`, "utf8");
+/**
+ * The mount id of an open descriptor (Linux ≥ 3.15), from /proc/self/fdinfo. Read synchronously:
+ * procfs answers from memory and never waits for a filesystem; the caller owns `fd` for the call.
+ */
+export function mountIdOf(fd: number): number {
+  const info = readFileSync(`/proc/self/fdinfo/${fd}`, "utf8");
   const m = /^mnt_id:\s*(\d+)/m.exec(info);
   if (!m) throw new CsiProxyError(Code.Internal, `no mnt_id in /proc/self/fdinfo/${fd}`);
   return Number(m[1]);
@@ -119,7 +122,7 @@ export async function openDirAt(parent: DirHandle, name: string, shown: string):
     throw fsError(err, "open", shown);
   }
   try {
-    return new DirHandle(file, shown, await mountIdOf(file.fd));
+    return new DirHandle(file, shown, mountIdOf(file.fd));
   } catch (err) {
     await file.close().catch(() => {});
     throw err;
@@ -132,7 +135,7 @@ export async function openParentOf(child: DirHandle, shown: string): Promise<Dir
     throw fsError(err, "open", shown);
   });
   try {
-    return new DirHandle(file, shown, await mountIdOf(file.fd));
+    return new DirHandle(file, shown, mountIdOf(file.fd));
   } catch (err) {
     await file.close().catch(() => {});
     throw err;
@@ -154,10 +157,14 @@ export function openChildDir(parent: DirHandle, name: string): Promise<DirHandle
 export async function openDirNoFollow(dir: string): Promise<DirHandle> {
   if (!path.posix.isAbsolute(dir)) throw new CsiProxyError(Code.Internal, `openDirNoFollow needs an absolute path: ${dir}`);
   const rootFile = await fs.open("/", DIR_FLAGS);
-  let cur = new DirHandle(rootFile, "/", await mountIdOf(rootFile.fd).catch(async (e) => {
+  let rootMount: number;
+  try {
+    rootMount = mountIdOf(rootFile.fd);
+  } catch (e) {
     await rootFile.close();
     throw e;
-  }));
+  }
+  let cur = new DirHandle(rootFile, "/", rootMount);
   try {
     for (const name of dir.split("/").filter((c) => c !== "" && c !== ".")) {
       if (name === "..") throw new CsiProxyError(Code.Internal, `openDirNoFollow needs a normalised path: ${dir}`);

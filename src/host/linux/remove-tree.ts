@@ -134,18 +134,20 @@ class Walker {
     const f = this.#stack[i];
     if (f.dir) return f.dir;
     const child = this.#stack[i + 1].dir!;
-    const shown = this.#shown(i + 1);
-    const dir = await openParentOf(child, shown);
+    const shown = () => this.#shown(i + 1);
+    const dir = await openParentOf(child, "..").catch((err) => {
+      throw new CsiProxyError(err instanceof CsiProxyError ? err.code : Code.Internal, `re-enter ${shown()}: ${(err as Error).message}`, { cause: err });
+    });
     let st: BigIntStats;
     try {
       st = await dir.stat();
     } catch (err) {
       await dir.close();
-      throw fsError(err, "stat", shown);
+      throw fsError(err, "stat", shown());
     }
     if (st.dev !== f.dev || st.ino !== f.ino || dir.mountId !== f.mountId) {
       await dir.close();
-      throw failedPrecondition(`remove ${shown}: the directory moved while its contents were being removed; stopped`);
+      throw failedPrecondition(`remove ${shown()}: the directory moved while its contents were being removed; stopped`);
     }
     f.dir = dir;
     return dir;
@@ -154,17 +156,17 @@ class Walker {
   /** Reads up to BATCH names of the top directory (skipping kept ones) into its pending list. */
   async #list(f: Frame): Promise<void> {
     const want = Math.max(1, Math.min(BATCH, NAME_BUDGET - this.#pendingNames));
-    const shown = this.#shown();
+    const shown = () => this.#shown();
     await f.dir!.use(undefined, async (p) => {
       const d = await fs.opendir(p, { bufferSize: Math.min(want, 1024) }).catch((err) => {
-        throw fsError(err, "read directory", shown);
+        throw fsError(err, "read directory", shown());
       });
       try {
         let reachedEnd = false;
         while (f.pending.length < want) {
           this.#checkSignal();
           const e = await d.read().catch((err) => {
-            throw fsError(err, "read directory", shown);
+            throw fsError(err, "read directory", shown());
           });
           if (e === null) {
             reachedEnd = true;
@@ -217,21 +219,21 @@ class Walker {
   /** Handles one pending directory entry `e` of the top level: descends into it, or removes what it is now. */
   async #enter(f: Frame, e: Pending, tries: number): Promise<void> {
     const dir = f.dir!;
-    const shown = this.#shown(this.#stack.length, e.name);
-    if (tries >= MAX_TRIES) throw failedPrecondition(`remove ${shown}: it keeps changing between a directory and a link or file; gave up after ${MAX_TRIES} tries`);
+    const shown = () => this.#shown(this.#stack.length, e.name);
+    if (tries >= MAX_TRIES) throw failedPrecondition(`remove ${shown()}: it keeps changing between a directory and a link or file; gave up after ${MAX_TRIES} tries`);
     let child: DirHandle | null;
     try {
       child = await openDirAt(dir, e.name, e.name);
     } catch (err) {
       if (err instanceof CsiProxyError && err.code === Code.NotFound) return;
-      throw new CsiProxyError(err instanceof CsiProxyError ? err.code : Code.Internal, `open ${shown}: ${(err as Error).message}`, { cause: err });
+      throw new CsiProxyError(err instanceof CsiProxyError ? err.code : Code.Internal, `open ${shown()}: ${(err as Error).message}`, { cause: err });
     }
     if (child === null) {
       // a link or a file now: unlink the entry itself, never what a link points to
       const r = await dir.use(e.name, (p) => fs.unlink(p)).then(() => "gone", (err: unknown) => {
         if (errno(err) === "ENOENT") return "missing";
         if (errno(err) === "EISDIR") return "dir";
-        throw fsError(err, "remove", shown);
+        throw fsError(err, "remove", shown());
       });
       if (r === "gone") this.removed++;
       if (r === "dir") return this.#enter(f, e, tries + 1);
@@ -239,7 +241,7 @@ class Walker {
     }
     if (child.mountId !== f.mountId) {
       await child.close();
-      this.skipped.push(shown);
+      this.skipped.push(shown());
       (f.kept ??= new Set()).add(e.name);
       return;
     }
@@ -259,14 +261,14 @@ class Walker {
       (above.kept ??= new Set()).add(top.name);
       return;
     }
-    const shown = this.#shown(i, top.name);
+    const shown = () => this.#shown(i, top.name);
     const r = await parent.use(top.name, (p) => fs.rmdir(p)).then(() => "gone", (err: unknown) => {
       if (errno(err) === "ENOENT") return "missing";
       if (errno(err) === "ENOTDIR") return "link"; // swapped for a link after it was emptied: the link itself goes
       if (errno(err) === "ENOTEMPTY" || errno(err) === "EEXIST") {
-        throw new CsiProxyError(Code.FailedPrecondition, `remove ${shown}: directory not empty (entries were created in it while it was being removed)`, { cause: err });
+        throw new CsiProxyError(Code.FailedPrecondition, `remove ${shown()}: directory not empty (entries were created in it while it was being removed)`, { cause: err });
       }
-      throw fsError(err, "remove", shown);
+      throw fsError(err, "remove", shown());
     });
     if (r === "gone") this.removed++;
     if (r === "link") {
