@@ -11,7 +11,7 @@
 // (docs/reliability.md, "Failing deletes").
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -19,10 +19,10 @@ import * as path from "node:path";
 import { startDaemonProcess, type DaemonProcess } from "../helpers/daemon-process.ts";
 import { connectGroup } from "../../src/client/connect-group.ts";
 
-const ATTEMPTS = Number(process.env.DELETE_RACE_ATTEMPTS ?? 24);
-const FILES = 64;
+const ATTEMPTS = Number(process.env.DELETE_RACE_ATTEMPTS ?? 20);
+const FILES = 40;
 const SUBDIRS = 6;
-const MKDIR_STREAMS = Number(process.env.DELETE_RACE_MKDIRS ?? 24);
+const MKDIR_STREAMS = Number(process.env.DELETE_RACE_MKDIRS ?? 8);
 
 const skip = process.platform !== "linux" ? "Linux only" : process.getuid?.() !== 0 ? "needs root (chattr +i)" : undefined;
 
@@ -164,15 +164,18 @@ describe("a failing recursive delete while Mkdir calls open directories", { skip
   async function run(name: string, trigger: "immutable" | "writer"): Promise<Figures> {
     const fig: Figures = { case: name, attempts: 0, outcomes: {}, outsideTouched: 0, changedAfterAnswer: 0, answersWithoutCounts: 0, ms: 0 };
     const t0 = Date.now();
+    const tree = path.join(K, "pods", `victim-${name}`);
+    // One writer for the case, let loose only while a call runs (SIGCONT/SIGSTOP).
+    const writer = trigger === "writer" ? spawn(process.execPath, ["-e", WRITER, path.join(tree, "d0", "busy")], { stdio: "ignore" }) : undefined;
+    if (writer) process.kill(writer.pid!, "SIGSTOP");
+    try {
     for (let i = 0; i < ATTEMPTS; i++) {
-      const tree = path.join(K, "pods", `victim-${name}`);
       removeTree(tree);
       buildTree(tree);
-      let writer: ChildProcess | undefined;
       if (trigger === "immutable") execFileSync("chattr", ["+i", path.join(tree, `d${i % SUBDIRS}`, names[(i * 7) % FILES])]);
       else {
-        writer = spawn(process.execPath, ["-e", WRITER, path.join(tree, `d${i % SUBDIRS}`, "busy")], { stdio: "ignore" });
-        await new Promise((r) => setTimeout(r, 30));
+        process.kill(writer!.pid!, "SIGCONT");
+        await new Promise((r) => setTimeout(r, 20));
       }
       let release!: () => void;
       const stop = new Promise<void>((r) => (release = r));
@@ -193,8 +196,7 @@ describe("a failing recursive delete while Mkdir calls open directories", { skip
           if (treeState(tree) !== s1) fig.changedAfterAnswer++;
         }
       } finally {
-        writer?.kill("SIGKILL");
-        if (writer && writer.exitCode === null && writer.signalCode === null) await new Promise((r) => writer!.once("exit", r));
+        if (writer) process.kill(writer.pid!, "SIGSTOP");
         release();
         await storm;
       }
@@ -205,6 +207,9 @@ describe("a failing recursive delete while Mkdir calls open directories", { skip
         for (const d of watched) fill(d, `outside:${d}`);
       }
       removeTree(tree);
+    }
+    } finally {
+      writer?.kill("SIGKILL");
     }
     fig.ms = Date.now() - t0;
     process.stdout.write(`delete-figures ${JSON.stringify(fig)}\n`);
