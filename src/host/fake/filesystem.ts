@@ -1,6 +1,7 @@
 import * as path from "node:path";
 import type { EntryKind, FilesystemHostApi, RemoveOptions } from "../../groups/filesystem/host-api.ts";
 import { alreadyExists, failedPrecondition, notFound } from "../../errors.ts";
+import { stopIfAborted } from "../stop-if-aborted.ts";
 
 type Entry = { kind: "file" } | { kind: "directory" } | { kind: "symlink"; target: string } | { kind: "mount" };
 
@@ -64,12 +65,12 @@ export class FakeFilesystemHost implements FilesystemHostApi {
   }
   async removeAll(p: string, options?: RemoveOptions): Promise<void> {
     this.calls.push(`removeAll ${p}`);
-    options?.signal?.throwIfAborted();
+    stopIfAborted(options?.signal);
     for (const key of [...this.entries.keys()]) if (key === p || key.startsWith(p + "/")) this.entries.delete(key);
   }
   async removeContents(p: string, options?: RemoveOptions): Promise<void> {
     this.calls.push(`removeContents ${p}`);
-    options?.signal?.throwIfAborted();
+    stopIfAborted(options?.signal);
     if (!this.entries.has(p)) throw notFound(`read directory ${p}: missing`);
     for (const key of [...this.entries.keys()]) if (key.startsWith(p + "/")) this.entries.delete(key);
   }

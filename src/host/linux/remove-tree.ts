@@ -33,6 +33,7 @@ import { Code, CsiProxyError, failedPrecondition } from "../../errors.ts";
 import { fsError } from "../fs-error.ts";
 import { DirHandle, openDirAt, openDirNoFollow, openParentOf, withParent } from "./dir-handle.ts";
 import { readMountTable } from "./mountinfo.ts";
+import { abortError } from "../stop-if-aborted.ts";
 
 /** Directory handles of one walk kept open (the deepest levels). */
 export const OPEN_DIRS = 16;
@@ -58,14 +59,6 @@ async function refuseMountsBelow(p: string, what: string): Promise<void> {
   if (mounts.length > 0) {
     throw failedPrecondition(`refusing to ${what} ${p}: ${[...new Set(mounts)].join(", ")} ${mounts.length === 1 ? "is a mount point" : "are mount points"}; unmount first`);
   }
-}
-
-/** The error a stopped signal means: its own CsiProxyError, a timeout DeadlineExceeded, else Cancelled. */
-function abortError(signal: AbortSignal): CsiProxyError {
-  const r: unknown = signal.reason;
-  if (r instanceof CsiProxyError) return r;
-  if ((r as Error | undefined)?.name === "TimeoutError") return new CsiProxyError(Code.DeadlineExceeded, "deadline exceeded");
-  return new CsiProxyError(Code.Cancelled, "cancelled");
 }
 
 interface Pending {
