@@ -43,6 +43,11 @@ const UNLINKS = 8;
 const BATCH = 1024;
 /** Pending names over all levels of one walk (beyond it, a level reads one name per pass). */
 const NAME_BUDGET = 65_536;
+/**
+ * A directory whose size (st_size: bytes of its entries on ext4/xfs, about 20 per entry on tmpfs) is
+ * at most this is listed whole in one call; larger ones are read BATCH names per pass.
+ */
+const SMALL_DIR_BYTES = 64 * 1024;
 /** Tries per entry when it keeps changing between a directory and a non-directory under us. */
 const MAX_TRIES = 8;
 /** Names of what is left quoted in a failed call's message. */
@@ -76,6 +81,8 @@ interface Frame {
   pending: Pending[];
   /** The last listing pass read the directory to its end. */
   listedAll: boolean;
+  /** Small when opened (st_size ≤ SMALL_DIR_BYTES): listed in one call, whole. */
+  small: boolean;
   /** Names kept on purpose (they hold a mount point); null when none. */
   kept: Set<string> | null;
 }
@@ -113,7 +120,7 @@ class Walker {
       await dir.close();
       throw fsError(err, "stat", this.#shown(this.#stack.length, name));
     }
-    this.#stack.push({ name, dir, dev: st.dev, ino: st.ino, mountId: dir.mountId, pending: [], listedAll: false, kept: null });
+    this.#stack.push({ name, dir, dev: st.dev, ino: st.ino, mountId: dir.mountId, pending: [], listedAll: false, kept: null, small: st.size <= SMALL_DIR_BYTES });
     const old = this.#stack.length - 1 - OPEN_DIRS > 0 ? this.#stack[this.#stack.length - 1 - OPEN_DIRS] : undefined; // never the caller's root
     if (old?.dir) {
       const d = old.dir;
@@ -151,6 +158,17 @@ class Walker {
     const want = Math.max(1, Math.min(BATCH, NAME_BUDGET - this.#pendingNames));
     const shown = () => this.#shown();
     await f.dir!.use(undefined, async (p) => {
+      if (f.small) {
+        const all = await fs.readdir(p, { withFileTypes: true }).catch((err) => {
+          throw fsError(err, "read directory", shown());
+        });
+        for (const e of all) {
+          if (f.pending.length >= want) break;
+          if (!f.kept?.has(e.name)) f.pending.push({ name: e.name, dir: e.isDirectory() });
+        }
+        f.listedAll = f.pending.length < want;
+        return;
+      }
       const d = await fs.opendir(p, { bufferSize: Math.min(want, 1024) }).catch((err) => {
         throw fsError(err, "read directory", shown());
       });
@@ -170,7 +188,7 @@ class Walker {
         }
         f.listedAll = reachedEnd;
       } finally {
-        await d.close().catch(() => {});
+        d.closeSync(); // a directory stream's close never waits for the filesystem
       }
     });
     this.#pendingNames += f.pending.length;
@@ -275,7 +293,7 @@ class Walker {
     const st = await root.stat().catch((err) => {
       throw fsError(err, "stat", this.#base);
     });
-    this.#stack.push({ name: "", dir: root, dev: st.dev, ino: st.ino, mountId: root.mountId, pending: [], listedAll: false, kept: null });
+    this.#stack.push({ name: "", dir: root, dev: st.dev, ino: st.ino, mountId: root.mountId, pending: [], listedAll: false, kept: null, small: st.size <= SMALL_DIR_BYTES });
     try {
       for (;;) {
         this.#checkSignal();
