@@ -113,20 +113,17 @@ class Walker {
   }
 
   async #push(dir: DirHandle, name: string): Promise<void> {
-    let st: BigIntStats;
-    try {
-      st = await dir.stat();
-    } catch (err) {
+    // The deepest level beyond the window gives up its handle (never the caller's root), concurrently with the stat.
+    const old = this.#stack.length - OPEN_DIRS > 0 ? this.#stack[this.#stack.length - OPEN_DIRS] : undefined;
+    const oldDir = old?.dir ?? null;
+    if (old) old.dir = null;
+    const [st] = await Promise.allSettled([dir.stat(), oldDir?.close()]);
+    if (st.status === "rejected") {
       await dir.close();
-      throw fsError(err, "stat", this.#shown(this.#stack.length, name));
+      throw fsError(st.reason, "stat", this.#shown(this.#stack.length, name));
     }
-    this.#stack.push({ name, dir, dev: st.dev, ino: st.ino, mountId: dir.mountId, pending: [], listedAll: false, kept: null, small: st.size <= SMALL_DIR_BYTES });
-    const old = this.#stack.length - 1 - OPEN_DIRS > 0 ? this.#stack[this.#stack.length - 1 - OPEN_DIRS] : undefined; // never the caller's root
-    if (old?.dir) {
-      const d = old.dir;
-      old.dir = null;
-      await d.close();
-    }
+    const { dev, ino, size } = st.value;
+    this.#stack.push({ name, dir, dev, ino, mountId: dir.mountId, pending: [], listedAll: false, kept: null, small: size <= SMALL_DIR_BYTES });
   }
 
   /** The open handle of level `i` (re-entered from level i+1 by `..`, checked by dev + ino). */
@@ -264,23 +261,29 @@ class Walker {
     const i = this.#stack.length - 1;
     const top = this.#stack[i];
     const parent = await this.#open(i - 1);
-    await top.dir!.close();
+    const topDir = top.dir!;
     top.dir = null;
     this.#stack.pop();
     const above = this.#stack[i - 1];
     if (top.kept !== null) {
+      await topDir.close();
       (above.kept ??= new Set()).add(top.name);
       return;
     }
     const shown = () => this.#shown(i, top.name);
-    const r = await parent.use(top.name, (p) => fs.rmdir(p)).then(() => "gone", (err: unknown) => {
-      if (errno(err) === "ENOENT") return "missing";
-      if (errno(err) === "ENOTDIR") return "link"; // swapped for a link after it was emptied: the link itself goes
-      if (errno(err) === "ENOTEMPTY" || errno(err) === "EEXIST") {
-        throw new CsiProxyError(Code.FailedPrecondition, `remove ${shown()}: directory not empty (entries were created in it while it was being removed)`, { cause: err });
-      }
-      throw fsError(err, "remove", shown());
-    });
+    // rmdir by name in the parent needs nothing of the child's handle: both run at once, both settle before going on.
+    const [r] = await Promise.all([
+      parent.use(top.name, (p) => fs.rmdir(p)).then(() => "gone", (err: unknown) => {
+        if (errno(err) === "ENOENT") return "missing";
+        if (errno(err) === "ENOTDIR") return "link"; // swapped for a link after it was emptied: the link itself goes
+        if (errno(err) === "ENOTEMPTY" || errno(err) === "EEXIST") {
+          return new CsiProxyError(Code.FailedPrecondition, `remove ${shown()}: directory not empty (entries were created in it while it was being removed)`, { cause: err });
+        }
+        return fsError(err, "remove", shown());
+      }),
+      topDir.close(),
+    ]);
+    if (r instanceof CsiProxyError) throw r;
     if (r === "gone") this.removed++;
     if (r === "link") {
       above.pending.unshift({ name: top.name, dir: false });
