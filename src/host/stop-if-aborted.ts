@@ -9,7 +9,7 @@ export function abortError(signal: AbortSignal): CsiProxyError {
   const r: unknown = signal.reason;
   if (r instanceof CsiProxyError) return r;
   if ((r as Error | undefined)?.name === "TimeoutError") return new CsiProxyError(Code.DeadlineExceeded, "deadline exceeded");
-  return new CsiProxyError(Code.Cancelled, "cancelled");
+  return new CsiProxyError(Code.Canceled, "cancelled");
 }
 
 /** Throws {@link abortError} when `signal` is aborted; nothing otherwise (also without a signal). */
