@@ -50,7 +50,10 @@ async function load(args: { pipe: string; path: string; calls: number; warmup: n
   frame.writeUInt32BE(msg.length, 1);
   frame.set(msg, 5);
   const session = http2.connect("http://localhost", { createConnection: () => net.connect(args.pipe) });
-  session.on("error", () => {});
+  let sessionEnd: string | undefined;
+  session.on("error", (e) => (sessionEnd ??= `session error: ${e}`));
+  session.on("goaway", (code) => (sessionEnd ??= `GOAWAY ${code}`));
+  session.on("close", () => (sessionEnd ??= "connection closed by the server"));
   let errors = 0;
   let firstError: string | undefined;
   let exists: boolean | undefined;
@@ -63,6 +66,7 @@ async function load(args: { pipe: string; path: string; calls: number; warmup: n
         firstError ??= why;
         resolve();
       };
+      if (session.destroyed) return fail(`session ended: ${sessionEnd}`);
       const req = session.request({ ":method": "POST", ":path": "/v1.Filesystem/PathExists", "content-type": "application/grpc", te: "trailers" });
       req.on("data", (d: Buffer) => chunks.push(d));
       req.on("trailers", (t) => (status = String(t["grpc-status"])));

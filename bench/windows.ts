@@ -106,7 +106,12 @@ async function measureServer(s: Server): Promise<RoundResult> {
     for (const concurrency of [1, 8]) {
       const c0 = cpuMs(server.pid), w0 = cpuMs(wineserver.pid!);
       const r = await runWine(w, (await client("load", { pipe: pipePath("filesystem", "v1"), path: probePath, calls, warmup, concurrency })).args);
-      const rep = report(r.out);
+      let rep: Record<string, any>;
+      try {
+        rep = report(r.out);
+      } catch (err) {
+        throw new Error(`${s.name} c=${concurrency}: the client failed: ${(err as Error).message}\nserver output (tail):\n${server.output().slice(-2000)}`);
+      }
       if (rep.errors || rep.exists !== true) throw new Error(`${s.name} c=${concurrency}: ${rep.errors} errors (${rep.firstError}), exists=${rep.exists}`);
       const dc = cpuMs(server.pid) - c0, dw = cpuMs(wineserver.pid!) - w0;
       loads.push({ rps: rep.rps, p50Us: rep.p50Us, p99Us: rep.p99Us, cpuUs: (dc * 1000) / (calls + warmup), cpuWithWineserverUs: ((dc + dw) * 1000) / (calls + warmup) });
@@ -124,6 +129,7 @@ const floor = { startMs: [] as number[], idle: [] as MemoryBreakdown[] };
 const nodeImages = [{ label: "exe", file: built.nodeExe }];
 
 try {
+  await runWine(w, [nodeExeWin, "-e", "0"]); // warm-up, not counted: the first Wine process of a prefix pays for its DLLs' first reads
   for (let r = 0; r < rounds; r++) {
     const order = r % 2 ? [...servers].reverse() : servers;
     const bare = await runWine(w, [nodeExeWin, "-e", "0"]);
