@@ -3,8 +3,10 @@
 // Windows). Builds csi-proxy.exe (scripts/build-exe.ts) and runs, in alternating rounds, in the
 // repository's Wine prefix (scripts/install-wine.sh) with one persistent wineserver:
 //
-//   * the floor: the node.exe the exe is made from (same version), `node.exe -e 0` (spawn → exit) and
-//     an idle `node.exe` (memory);
+//   * the floor: the node.exe the exe is made from (same version): spawn → a bare script's first
+//     statement ran (the start floor: the overhead target is measured against it), `node.exe -e 0`
+//     spawn → exit (printed too: Wine's process exit makes it longer than a start), and that idle
+//     node.exe's memory;
 //   * ours: csi-proxy.exe;
 //   * upstream's exe, when its path is given: `--upstream-exe PATH` or UPSTREAM_EXE. Its binary is
 //     built outside this repository (never by it); without one, ours and the floor are printed and the
@@ -104,16 +106,26 @@ async function measureServer(s: Server): Promise<RoundResult> {
     const idle = processMemory(server.pid, s.images);
     const loads: Load[] = [];
     for (const concurrency of [1, 8]) {
-      const c0 = cpuMs(server.pid), w0 = cpuMs(wineserver.pid!);
-      const r = await runWine(w, (await client("load", { pipe: pipePath("filesystem", "v1"), path: probePath, calls, warmup, concurrency })).args);
-      let rep: Record<string, any>;
-      try {
-        rep = report(r.out);
-      } catch (err) {
-        throw new Error(`${s.name} c=${concurrency}: the client failed: ${(err as Error).message}\nserver output (tail):\n${server.output().slice(-2000)}`);
+      // A connection that ends before any call (seen once with upstream's exe under Wine) is retried once, and said.
+      let rep: Record<string, any> | undefined, dc = 0, dw = 0;
+      for (let attempt = 1; !rep; attempt++) {
+        const c0 = cpuMs(server.pid), w0 = cpuMs(wineserver.pid!);
+        const r = await runWine(w, (await client("load", { pipe: pipePath("filesystem", "v1"), path: probePath, calls, warmup, concurrency })).args);
+        let got: Record<string, any>;
+        try {
+          got = report(r.out);
+        } catch (err) {
+          throw new Error(`${s.name} c=${concurrency}: the client failed: ${(err as Error).message}\nserver output (tail):\n${server.output().slice(-2000)}`);
+        }
+        dc = cpuMs(server.pid) - c0;
+        dw = cpuMs(wineserver.pid!) - w0;
+        if (got.errors === calls && attempt === 1) {
+          console.log(`  ${s.name} c=${concurrency}: every call failed (${got.firstError}); retrying once`);
+          continue;
+        }
+        if (got.errors || got.exists !== true) throw new Error(`${s.name} c=${concurrency}: ${got.errors} errors (${got.firstError}), exists=${got.exists}\nserver output (tail):\n${server.output().slice(-2000)}`);
+        rep = got;
       }
-      if (rep.errors || rep.exists !== true) throw new Error(`${s.name} c=${concurrency}: ${rep.errors} errors (${rep.firstError}), exists=${rep.exists}`);
-      const dc = cpuMs(server.pid) - c0, dw = cpuMs(wineserver.pid!) - w0;
       loads.push({ rps: rep.rps, p50Us: rep.p50Us, p99Us: rep.p99Us, cpuUs: (dc * 1000) / (calls + warmup), cpuWithWineserverUs: ((dc + dw) * 1000) / (calls + warmup) });
     }
     const after = processMemory(server.pid, s.images);
@@ -125,7 +137,8 @@ async function measureServer(s: Server): Promise<RoundResult> {
 }
 
 const results: Record<string, RoundResult[]> = Object.fromEntries(servers.map((s) => [s.name, []]));
-const floor = { startMs: [] as number[], idle: [] as MemoryBreakdown[] };
+/** startMs: spawn → the script's first statement ran (its output seen, polled every 2 ms); exitMs: `node.exe -e 0` spawn → exit. */
+const floor = { startMs: [] as number[], exitMs: [] as number[], idle: [] as MemoryBreakdown[] };
 const nodeImages = [{ label: "exe", file: built.nodeExe }];
 
 try {
@@ -133,8 +146,11 @@ try {
   for (let r = 0; r < rounds; r++) {
     const order = r % 2 ? [...servers].reverse() : servers;
     const bare = await runWine(w, [nodeExeWin, "-e", "0"]);
-    floor.startMs.push(bare.ms);
-    const idleNode = startWine(w, [nodeExeWin, "-e", "setInterval(() => {}, 1 << 30)"]);
+    floor.exitMs.push(bare.ms);
+    const t0 = performance.now();
+    const idleNode = startWine(w, [nodeExeWin, "-e", "process.stdout.write('up\\n'); setInterval(() => {}, 1 << 30)"]);
+    await idleNode.waitFor(/^up$/m);
+    floor.startMs.push(performance.now() - t0);
     await new Promise((res) => setTimeout(res, settleMs));
     floor.idle.push(processMemory(idleNode.pid, nodeImages));
     await idleNode.kill();
@@ -143,7 +159,7 @@ try {
       const x = results[s.name][r];
       return `${s.name}: start ${f0(x.startMs)} ms, anon outside image ${f1(MiB(x.idle.anonOutsideExeKiB))} MiB, c=1 ${f0(x.c1.rps)} rps p50 ${f0(x.c1.p50Us)} µs, c=8 ${f0(x.c8.rps)} rps p50 ${f0(x.c8.p50Us)} µs`;
     });
-    console.log(`round ${r + 1}/${rounds} (load ${loadavg()}): node.exe -e 0 ${f0(bare.ms)} ms; ${line.join("; ")}`);
+    console.log(`round ${r + 1}/${rounds} (load ${loadavg()}): node.exe first statement ${f0(floor.startMs[r])} ms, -e 0 to exit ${f0(bare.ms)} ms; ${line.join("; ")}`);
   }
 } finally {
   wineserver.kill("SIGKILL");
@@ -163,7 +179,7 @@ const fileMiB = (p: string) => MiB(fs.statSync(p).size / 1024);
 rows.push(["exe size MiB", `${f1(fileMiB(built.exe))} + koffi.node ${f1(fileMiB(servers[0].images[1].file))}`, withUpstream ? f1(fileMiB(servers[1].exe)) : "—",
   withUpstream ? rx(fileMiB(built.exe) / fileMiB(servers[1].exe)) : "—", f1(fileMiB(built.nodeExe))]);
 const floorStart = median(floor.startMs);
-row("start → 23 pipes accept, ms", (x) => x.startMs, f0, `node.exe -e 0: ${f0(floorStart)}`);
+row("start → 23 pipes accept, ms", (x) => x.startMs, f0, `first statement ${f0(floorStart)}; -e 0 to exit ${f0(median(floor.exitMs))}`);
 const m = (k: keyof MemoryBreakdown) => (x: MemoryBreakdown) => MiB(x[k] as number);
 const fl = (f: (x: MemoryBreakdown) => number) => f1(median(floor.idle.map(f)));
 row("idle VmRSS MiB", (x) => m("rssKiB")(x.idle), f1, fl(m("rssKiB")));
@@ -196,7 +212,7 @@ if (missing.length) console.log(`pipes that never accepted within 60 s (start fi
 const startOver = med(ours, (x) => x.startMs) - floorStart;
 const growth = med(ours, (x) => MiB(x.after.rssKiB - x.idle.rssKiB));
 console.log("\ntargets:");
-console.log(`  start overhead over node.exe -e 0: ${f0(startOver)} ms (≤ 300) — ${startOver <= 300 ? "met" : "NOT met"}`);
+console.log(`  start overhead over a bare node.exe reaching its first statement: ${f0(startOver)} ms (≤ 300) — ${startOver <= 300 ? "met" : "NOT met"}`);
 console.log(`  RSS growth after ${2 * (calls + warmup)} calls: ${f1(growth)} MiB (≤ 10) — ${growth <= 10 ? "met" : "NOT met"}`);
 if (withUpstream) {
   const t = (label: string, x: number, ok: boolean, want: string) => console.log(`  ${label}: ${rx(x)} (${want}) — ${ok ? "met" : "NOT met"}`);
