@@ -18,9 +18,12 @@
 // connection each, --calls measured after 500 warm-up calls; with the default 9 500 the two runs make
 // 20 000 calls); CPU per call of the server process and of wineserver (all of wineserver's: it also
 // serves the client); memory again after the calls. The client is node.exe 22 under Wine running
-// bench/windows-client.ts (our own code), the same for every server.
+// bench/windows-client.ts (our own code), the same for every server; with `--client go` the load
+// runs come from bench/go's grpc-go 1.33 client cross-built for Windows (bench/go/dial_windows.go),
+// which under Wine adds milliseconds per call at c=1 (each goroutine hand-off is a wineserver
+// round trip), so it is not the default.
 //
-//   node bench/windows.ts [--rounds 5] [--calls 9500] [--settle-ms 3000] [--upstream-exe PATH]
+//   node bench/windows.ts [--rounds 5] [--calls 9500] [--settle-ms 3000] [--upstream-exe PATH] [--client node|go]
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -30,6 +33,7 @@ import { allEndpoints } from "../src/api/catalog.ts";
 import { pipePath } from "../src/api/endpoint.ts";
 import { repoRoot } from "./production-server.ts";
 import { processMemory, type MemoryBreakdown } from "./wine-memory.ts";
+import { buildGoBench } from "./go-bench.ts";
 import { cpuMs, report, runWine, startWine, startWineserver, wineEnv, winPath, type WineEnv } from "./wine-process.ts";
 
 const argv = process.argv.slice(2);
@@ -42,6 +46,8 @@ const calls = Number(opt("calls", "9500"));
 const warmup = 500;
 const settleMs = Number(opt("settle-ms", "3000"));
 const upstreamExe = opt("upstream-exe", process.env.UPSTREAM_EXE || undefined);
+const clientKind = opt("client", "node");
+if (clientKind !== "node" && clientKind !== "go") throw new Error(`--client must be node or go, not ${clientKind}`);
 
 const median = (xs: number[]) => {
   const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
@@ -59,7 +65,7 @@ if (!upstreamExe) upstreamWhy = "no upstream exe given (--upstream-exe PATH or U
 else if (!fs.existsSync(upstreamExe)) upstreamWhy = `upstream exe ${upstreamExe} does not exist`;
 const withUpstream = !upstreamWhy;
 
-console.log(`bench:windows — ${new Date().toISOString()}, load average ${loadavg()}, ${os.cpus().length} CPUs`);
+console.log(`bench:windows — ${new Date().toISOString()}, load average ${loadavg()}, ${os.cpus().length} CPUs, client ${clientKind === "go" ? "grpc-go 1.33 (Windows build)" : "node.exe 22 (bench/windows-client.ts)"}`);
 const built = await buildExe({ quiet: true });
 const w: WineEnv = wineEnv();
 const clientJs = path.join(w.driveC, "csi-bench", "windows-client.cjs");
@@ -70,6 +76,7 @@ const kubeletWin = winPath(w, kubelet);
 const probePath = `${kubeletWin}\\pods\\a`;
 const pipes = allEndpoints().map(({ group, version }) => pipePath(group, version));
 const nodeExeWin = winPath(w, built.nodeExe);
+const goClientWin = clientKind === "go" ? winPath(w, buildGoBench("windows")) : "";
 const wineserver = await startWineserver(w);
 
 interface Server {
@@ -87,6 +94,14 @@ async function client(mode: string, args: object) {
   const file = path.join(w.driveC, "csi-bench", `args-${process.pid}-${++argSeq}.json`);
   fs.writeFileSync(file, JSON.stringify(args));
   return { file, args: [nodeExeWin, winPath(w, clientJs), mode, winPath(w, file)] };
+}
+
+/** The go client's JSON line in the node client's report shape (it checks no answer: exists is taken as true when no call failed). */
+function goReport(out: string): Record<string, any> {
+  const line = out.split("\n").find((l) => l.startsWith("{"));
+  if (!line) throw new Error(`no result line in:\n${out}`);
+  const r = JSON.parse(line);
+  return { rps: r.rps, p50Us: r.p50_us, p99Us: r.p99_us, errors: r.errors, firstError: r.firstError, exists: r.errors === 0 };
 }
 
 interface Load { rps: number; p50Us: number; p99Us: number; cpuUs: number; cpuWithWineserverUs: number }
@@ -110,10 +125,12 @@ async function measureServer(s: Server): Promise<RoundResult> {
       let rep: Record<string, any> | undefined, dc = 0, dw = 0;
       for (let attempt = 1; !rep; attempt++) {
         const c0 = cpuMs(server.pid), w0 = cpuMs(wineserver.pid!);
-        const r = await runWine(w, (await client("load", { pipe: pipePath("filesystem", "v1"), path: probePath, calls, warmup, concurrency })).args);
+        const r = await runWine(w, clientKind === "go"
+          ? [goClientWin, "load", "-socket", pipePath("filesystem", "v1"), "-path", probePath, "-calls", String(calls), "-warmup", String(warmup), "-concurrency", String(concurrency)]
+          : (await client("load", { pipe: pipePath("filesystem", "v1"), path: probePath, calls, warmup, concurrency })).args);
         let got: Record<string, any>;
         try {
-          got = report(r.out);
+          got = clientKind === "go" ? goReport(r.out) : report(r.out);
         } catch (err) {
           throw new Error(`${s.name} c=${concurrency}: the client failed: ${(err as Error).message}\nserver output (tail):\n${server.output().slice(-2000)}`);
         }
