@@ -280,7 +280,10 @@ export class LinuxBlockTools implements BlockTools {
       if (code === "ENOENT" || code === "ENXIO") throw failedPrecondition(`${devPath} is gone (the device changed since it was looked up)`);
       throw fsError(e, "open", devPath);
     }
-    const st = await fh.stat({ bigint: true });
+    const st = await fh.stat({ bigint: true }).catch(async (e: unknown) => {
+      await fh.close();
+      throw fsError(e, "stat", devPath);
+    });
     const got = decodeDev(st.rdev);
     if (!st.isBlockDevice() || got.major !== dev.major || got.minor !== dev.minor) {
       await fh.close();
