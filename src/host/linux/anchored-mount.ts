@@ -26,7 +26,7 @@ import { fsError } from "../fs-error.ts";
 import { openChildDir, withParent, type DirHandle } from "./dir-handle.ts";
 import { UMOUNT_NOFOLLOW, type Libc } from "./libc.ts";
 import { readMountTable, type MountEntry } from "./mountinfo.ts";
-import { describeSchedule, retryUndo, UNDO_RETRY_DELAYS_MS, type UndoLog } from "./undo-retry.ts";
+import { describeSchedule, retryUndo, UNDO_RETRY_DELAYS_MS, type UndoLog } from "../../util/undo-retry.ts";
 
 export interface MountOptions {
   /** Where background cleanup retries log (default stderr). */

@@ -14,7 +14,7 @@ import { fsError } from "../fs-error.ts";
 import { inspectDirectory } from "../inspect-directory.ts";
 import { createMountTableCache, type MountTableCache } from "./mount-table-cache.ts";
 import { mountOnDir, unmountDir } from "./anchored-mount.ts";
-import type { UndoLog } from "./undo-retry.ts";
+import type { UndoLog } from "../../util/undo-retry.ts";
 import { loadLibc } from "./libc.ts";
 import { listBlockDisks, readBlockDisk, SYS_BLOCK } from "./sysfs-block.ts";
 import { readPartitionTable } from "./partition-table.ts";
