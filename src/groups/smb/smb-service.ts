@@ -161,7 +161,12 @@ export async function createSmbService(deps: SmbServiceDeps): Promise<RefCounted
     const rs = state.roots[root] ?? (state.roots[root] = { users: [] });
     rs.removing = true;
     await save();
-    const mapping = await host.getMapping(root).catch(() => null);
+    // A refusal (FailedPrecondition: e.g. a link planted in the state directory) is the answer: the
+    // removal stays owed. Other query errors mean "not mapped", as upstream.
+    const mapping = await host.getMapping(root).catch((err: unknown) => {
+      if (err instanceof CsiProxyError && err.code === Code.FailedPrecondition) throw err;
+      return null;
+    });
     if (mapping) await host.removeMapping(root);
     delete state.roots[root];
     await save();
