@@ -4,7 +4,7 @@
  * concepts (MSFT_Disk numbers, RAW/GPT/MBR partition styles, partitions with types):
  * - Linux: host/linux/disk.ts (block devices; docs/linux-concept-map.md maps every concept);
  * - Windows: host/windows/disk.ts (MSFT_Disk / MSFT_Partition through CIM);
- * - fake: host/fake/disk.ts (stateful, Windows-shaped).
+ * - fake: test/doubles/fake-disk-host.ts (stateful, Windows-shaped).
  *
  * Implementations are pass-through (style-anchors §5.4): they report what the host shows, as facts,
  * and carry out one operation each. Every decision — initialise only a raw disk that holds nothing,
@@ -14,30 +14,11 @@
  * Errors: an unknown disk number is NotFound; a failing tool, syscall or CIM method rejects with a
  * CsiProxyError (Internal unless the host knows better). Hosts never choose codes from request meaning.
  */
+import type { HostDevice } from "../../policy/host-device.ts";
 import type { DiskIds, DiskLocation } from "./types.ts";
 
-/**
- * How a disk, partition or volume is used. The services refuse to change devices in use, from these
- * facts alone; a host reports what it can see (Windows sees no holders or swap, for instance).
- */
-export interface DeviceUse {
-  /**
-   * The operating system's own filesystem on it (`the root filesystem /`, `the Windows system volume C:`),
-   * null when none. Its mount is not repeated in {@link mountPoints}.
-   */
-  system: string | null;
-  /** Where it is mounted by anyone: absolute mount points as the host shows them. */
-  mountPoints: string[];
-  /** Other uses that keep it busy, each a phrase that follows "is" (`in use as swap`, `in use by /dev/dm-0 (holders)`). */
-  busy: string[];
-}
-
-/** A disk or partition, named for messages, with its uses. */
-export interface HostDevice {
-  /** For messages: `/dev/loop3`, `\\.\PhysicalDrive1`, `disk 1 partition 2`. */
-  name: string;
-  use: DeviceUse;
-}
+/** The device facts shared with the volume group live in policy/host-device.ts. */
+export type { DeviceUse, HostDevice } from "../../policy/host-device.ts";
 
 export interface HostDisk extends HostDevice {
   /** The disk number of the API (uint32). */

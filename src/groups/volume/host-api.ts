@@ -1,14 +1,14 @@
 /**
  * What the volume group knows about the host. One interface for every platform, modelled on
  * upstream csi-proxy's Windows concepts (MSFT_Volume ids, the partition behind a volume, volume mount
- * points): Linux (host/linux/volume.ts), Windows (host/windows/volume.ts), fake (host/fake/volume.ts).
+ * points): Linux (host/linux/volume.ts), Windows (host/windows/volume.ts), fake (test/doubles/fake-volume-host.ts).
  * Pass-through like disk/host-api.ts: the facts here feed every decision of volume-service.ts.
  *
  * Volume ids are the host's own (`\\?\Volume{GUID}\` on Windows; the Linux shape is in
  * docs/linux-concept-map.md). A volume id the host does not know is NotFound; a string that cannot
  * be a volume id on this host may be InvalidArgument.
  */
-import type { HostDevice } from "../disk/host-api.ts";
+import type { HostDevice } from "../../policy/host-device.ts";
 
 /** Where a volume lives and what it depends on. */
 export interface VolumeLocation {
