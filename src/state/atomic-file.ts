@@ -144,7 +144,8 @@ export async function readStateFile(file: string, options: { uid?: number | null
 
 /**
  * A JSON document kept in one file. `load` parses and validates it (null when absent; throws on a
- * corrupt or invalid file, never silently resets; read with {@link readStateFile}'s checks); `save` replaces it atomically. Saves are
+ * corrupt or invalid file, never silently resets; read with {@link readStateFile}'s checks, or
+ * `options.read`: Windows passes state-file-windows.ts's no-reparse-point read); `save` replaces it atomically. Saves are
  * serialised in call order, so the file always ends up with the last saved value.
  */
 export interface JsonStateFile<T> {
@@ -153,12 +154,17 @@ export interface JsonStateFile<T> {
   save(value: T): Promise<void>;
 }
 
-export function createJsonStateFile<T>(file: string, validate: (raw: unknown) => T, options: { mode?: number } = {}): JsonStateFile<T> {
+export function createJsonStateFile<T>(
+  file: string,
+  validate: (raw: unknown) => T,
+  options: { mode?: number; read?: (file: string) => Promise<string | null> } = {},
+): JsonStateFile<T> {
   let queue: Promise<unknown> = Promise.resolve();
+  const read = options.read ?? readStateFile;
   return {
     path: file,
     async load() {
-      const text = await readStateFile(file);
+      const text = await read(file);
       if (text === null) return null;
       let raw: unknown;
       try {
