@@ -10,6 +10,8 @@
  * group-writable or given to another user while running is refused. Then the link is replaced by
  * the real directory again and the same call works (the test would otherwise pass on a broken host).
  *
+ * Each case plants ROUNDS times (a fresh outside directory each time).
+ *
  * Through the real daemon, as root, in a private mount namespace whose /usr/local/sbin holds a
  * recording `mount` that mounts a tmpfs in place of CIFS (this kernel has no cifs; see smb.test.ts).
  */
@@ -30,6 +32,8 @@ const FAILED_PRECONDITION = 9;
 const NOBODY = 65534;
 const canRun = isRoot && (await fs.stat("/usr/bin/unshare").then(() => true, () => false));
 const PASSWORD = "St4te-D1r-P@ss";
+/** Plants per case (STATE_LINK_ROUNDS; the soak in docs/reliability.md ran 200). */
+const ROUNDS = Number(process.env.STATE_LINK_ROUNDS ?? 3);
 
 interface Clients {
   smb: {
@@ -131,8 +135,11 @@ describe("links planted in the state directory after start-up", { skip: !canRun 
    * refusals), checks the outside directory entry by entry, then puts the real directory back.
    */
   async function planted(sub: string, attack: (p: string) => Promise<void>) {
+    for (let round = 0; round < ROUNDS; round++) await plantedOnce(sub, round, attack);
+  }
+  async function plantedOnce(sub: string, round: number, attack: (p: string) => Promise<void>) {
     const p = path.join(stateDir, sub);
-    const target = await outsideDir(sub.replaceAll("/", "-"));
+    const target = await outsideDir(`${sub.replaceAll("/", "-")}-${round}`);
     const clean = await fingerprint(target);
     await fs.rename(p, `${p}.real`);
     await fs.symlink(target, p);

@@ -174,15 +174,16 @@ export async function createSmbService(deps: SmbServiceDeps): Promise<RefCounted
   }
 
   /**
-   * Removes the mapping a failed call made, then checks the host: null when it is gone, else why it
-   * is not (the removal's error, or that the host still lists it).
+   * Removes the mapping a failed call made, then asks the host: null when it no longer lists it (or
+   * the query fails: "not mapped", as upstream), else why it is still there (the removal's error, or
+   * that the host still lists it).
    */
   async function rollBackMapping(root: string): Promise<string | null> {
     const failed = await host.removeMapping(root).then(
       () => null,
       (e: unknown) => (e instanceof Error ? e.message : String(e)),
     );
-    const still = await host.getMapping(root).catch(() => ({ status: "unknown (the query failed)" }));
+    const still = await host.getMapping(root).catch(() => null); // a query error means "not mapped", as everywhere here (upstream)
     if (still === null) return null;
     return failed ?? `removed, but the host still lists it (status ${still.status})`;
   }
