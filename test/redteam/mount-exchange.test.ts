@@ -103,7 +103,7 @@ describe("MountVolume raced against RENAME_EXCHANGE of the target's parent", { s
 
     exchanger = new Exchanger(p, pout);
     await exchanger.ready;
-    const fig = { case: "mount-volume-exchange", attempts: 0, outcomes: {} as Record<string, number>, undoneButLeft: 0, leftUnnamed: 0, okElsewhere: 0, named: 0, retryRemoved: 0, retryFailed: 0, ms: 0 };
+    const fig = { case: "mount-volume-exchange", attempts: 0, outcomes: {} as Record<string, number>, undoneVerified: 0, undoneButLeft: 0, leftOutsideAllowed: 0, leftUnnamed: 0, okElsewhere: 0, named: 0, retryRemoved: 0, retryFailed: 0, ms: 0 };
     const samples: string[] = [];
     const start = Date.now();
     let typical = 5;
@@ -142,7 +142,11 @@ describe("MountVolume raced against RENAME_EXCHANGE of the target's parent", { s
           }
           continue;
         }
-        if (left.length === 0) continue;
+        if (left.length === 0) {
+          if (/mount undone/.test(answer.message)) fig.undoneVerified++;
+          continue;
+        }
+        if (left.some((m) => !within(m.mountPoint, kubelet) && !within(m.mountPoint, wd))) fig.leftOutsideAllowed++;
         const unnamed = left.filter((m) => !aliases(m.mountPoint).some((a) => answer.message.includes(a)));
         if (/mount undone/.test(answer.message)) {
           fig.undoneButLeft++;
