@@ -6,8 +6,8 @@
  * - {@link mountOnDir}: the parent of the canonical `target` is opened without following links and
  *   held, then `target` inside it; mount(2) gets `/proc/self/fd/<fd>` of the held target, which the
  *   kernel resolves to exactly that directory. The mount made is identified by its mount id (the
- *   one new entry of /proc/self/mountinfo on the held directory's mount with the device's
- *   major:minor), never by a path. When that mount's mount point is not `target` (the directory or a
+ *   one new entry of /proc/self/mountinfo whose parent is the held directory's mount, with the
+ *   device's major:minor, else with `source` as its source), never by a path. When that mount's mount point is not `target` (the directory or a
  *   parent was renamed or exchanged meanwhile), it is undone by id and the undo is verified in the
  *   mount table: FailedPrecondition "… mount undone" only when the mount id is gone; otherwise
  *   FailedPrecondition naming the device, where it is mounted now and its mount id, and the daemon
@@ -104,7 +104,10 @@ export async function mountOnDir(libc: Libc, source: string, target: string, fsT
       await libc.mount(source, dir.at(), fsType, 0, null).catch((err) => {
         throw syscallError(err, `mount ${source} on`, target);
       });
-      const found = (await readMountTable()).filter((m) => !before.has(keyOf(m)) && m.parentId === dir.mountId && (devNo === null || m.device === devNo));
+      const fresh = (await readMountTable()).filter((m) => !before.has(keyOf(m)) && m.parentId === dir.mountId);
+      // The device's major:minor; filesystems that show another device number (btrfs) by the source name.
+      const byDevice = fresh.filter((m) => m.device === devNo);
+      const found = byDevice.length > 0 ? byDevice : fresh.filter((m) => m.source === source);
       if (found.length !== 1) {
         throw failedPrecondition(
           `mount ${source} on ${target}: mounted, but the mount made cannot be told apart in the mount table ` +
