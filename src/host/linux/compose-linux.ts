@@ -49,7 +49,7 @@ export async function createLinuxServices(config: ProxyConfig): Promise<Services
   return {
     filesystem: createFilesystemService({ host: new LinuxFilesystemHost(), policy, platform: "linux" }),
     disk: createDiskService({ host: new LinuxDiskHost(blockTools), policy, locks }),
-    volume: createVolumeService({ host: new LinuxVolumeHost(blockTools, { defaultFileSystem: config.defaultFsType }), policy, locks }),
+    volume: createVolumeService({ host: new LinuxVolumeHost(blockTools, { defaultFileSystem: config.defaultFsType, log: config.logger }), policy, locks }),
     smb: await createSmbService({
       host: smbHost,
       policy,

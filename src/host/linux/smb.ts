@@ -122,7 +122,10 @@ export class LinuxSmbHost implements SmbHostApi {
             try {
               await mount([`credentials=${path.join(this.#credentialsDir, file)}`]);
             } finally {
-              await fs.unlink(creds.at(file)).catch(() => {});
+              // The password must not stay on disk: a failed delete is the call's answer (the start-up sweep removes leftovers).
+              await fs.unlink(creds.at(file)).catch((err: NodeJS.ErrnoException) => {
+                if (err.code !== "ENOENT") throw fsError(err, "remove credentials file", path.join(this.#credentialsDir, file));
+              });
             }
           },
           { createMode: [0o755, 0o700] },
