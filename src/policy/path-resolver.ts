@@ -12,7 +12,8 @@ import type { Platform } from "./path-syntax.ts";
  *   otherwise a dangling link in a parent (`kubelet/link -> /etc/new`) would look like a plain
  *   missing directory and `Mkdir kubelet/link/x` would escape;
  * - there is no directory entry at `p` (ENOENT / ENOTDIR) → `null`;
- * - anything else → throw (errno-style errors with `code` keep their meaning: path-policy.ts codes ELOOP/ENAMETOOLONG InvalidArgument, others Internal).
+ * - anything else → throw (errno-style errors with `code` keep their meaning: path-policy.ts
+ *   answers ELOOP / ENAMETOOLONG with InvalidArgument, anything else with Internal).
  * A bare `fs.realpath` mapped ENOENT→null does NOT satisfy the dangling-link rule; use
  * {@link createFsResolver}.
  */

@@ -6,10 +6,20 @@
  * - Windows: host/windows/disk.ts (MSFT_Disk / MSFT_Partition through CIM);
  * - fake: test/doubles/fake-disk-host.ts (stateful, Windows-shaped).
  *
- * Implementations are pass-through (style-anchors §5.4): they report what the host shows, as facts,
- * and carry out one operation each. Every decision — initialise only a raw disk that holds nothing,
- * add a data partition only when there is none, refuse disks that are offline or in use, when to
- * bring a partition online — is made in disk-service.ts from these facts.
+ * Who decides what:
+ * - disk-service.ts decides, from the facts reported here: initialise only a raw disk that holds
+ *   nothing, add a data partition only when there is none, refuse disks that are offline or in use
+ *   (policy/block-policy.ts), when to bring a partition online.
+ * - A host reports what it sees and carries out one operation per method. At the moment of writing
+ *   it re-verifies the facts it acts on and may refuse on its own — FailedPrecondition, nothing
+ *   written; a second look, never a new policy:
+ *   * Linux (host/linux/disk.ts, `#verifyWrite`): the disk is not the one looked up (`expect`); it or
+ *     a partition holds the OS, is busy (swap, holders, stacked loops, kernel partitions out of step)
+ *     or is mounted anywhere; it holds a signature other than a partition table (initializeDisk: any
+ *     signature); the kernel refuses the exclusive claim (sfdisk then takes it again itself). The
+ *     Linux host also keeps state: the offline marks (host/linux/offline-marks-file.ts).
+ *   * Windows (host/windows/disk.ts): no refusals of its own; the CIM provider's failures come back
+ *     coded (host/windows/worker-error-codes.ts), and the service re-checks identity before writing.
  *
  * Errors: an unknown disk number is NotFound; a failing tool, syscall or CIM method rejects with a
  * CsiProxyError (Internal unless the host knows better). Hosts never choose codes from request meaning.

@@ -2,7 +2,10 @@
  * {@link BlockTools} on the real system. Reads go to sysfs/procfs without processes, except the
  * signature probe (blkid -p), which has no kernel interface; changes are sysfs writes or util-linux
  * (sfdisk, partx, losetup, blockdev), e2fsprogs and xfsprogs through runCommand argv arrays.
- * Pass-through: no decisions here.
+ * Each method does one thing and decides nothing about the API (block-model.ts interprets, the
+ * hosts and services decide); the refusals here are the kernel's and the tools' own (an exclusive
+ * claim the kernel refuses, mkfs without force flags). State: the offline marks, kept in
+ * offline-marks-file.ts.
  */
 import { mkdir, mkdtemp, open, readFile, readdir, realpath, rename, rmdir, stat, statfs, writeFile } from "node:fs/promises";
 import { constants, existsSync, readFileSync, readdirSync, realpathSync } from "node:fs";
