@@ -15,8 +15,9 @@
  * - {@link unmountDir}: the parent of `target` is opened without following links; the mount on the
  *   entry is identified by its mount id and must be the mount table's entry for `target`; umount2
  *   gets `/proc/self/fd/<parent>/<name>` with UMOUNT_NOFOLLOW (a link placed there is refused).
- * Handles are owned by the `withParent` scope / try-finally around every use: no descriptor number
- * or `/proc/self/fd/N` string outlives its handle.
+ * Handles are owned by the `withParent` scope / try-finally around every use, and every
+ * `/proc/self/fd/N` string exists only inside the handle's `use` (dir-handle.ts): no descriptor
+ * number or such string outlives its handle; the background retry holds none.
  * Errors are coded: a link on the way or a changed tree FailedPrecondition, missing NotFound, busy
  * FailedPrecondition, a timeout DeadlineExceeded.
  */
@@ -76,7 +77,7 @@ async function unmountById(libc: Libc, m: MountEntry, held?: { parent: DirHandle
     const id = child.mountId;
     await child.close();
     if (id !== m.mountId) return `the mount at ${parent.path}/${name} is mount ${id}, not ${m.mountId}`;
-    return libc.umount2(parent.at(name), UMOUNT_NOFOLLOW).then(
+    return parent.use(name, (at) => libc.umount2(at, UMOUNT_NOFOLLOW)).then(
       () => undefined,
       (err: Error) => err.message,
     );
@@ -101,7 +102,7 @@ export async function mountOnDir(libc: Libc, source: string, target: string, fsT
     let made: MountEntry;
     try {
       const before = new Set((await readMountTable()).map(keyOf));
-      await libc.mount(source, dir.at(), fsType, 0, null).catch((err) => {
+      await dir.use(undefined, (at) => libc.mount(source, at, fsType, 0, null)).catch((err) => {
         throw syscallError(err, `mount ${source} on`, target);
       });
       const fresh = (await readMountTable()).filter((m) => !before.has(keyOf(m)) && m.parentId === dir.mountId);
@@ -152,7 +153,7 @@ export async function unmountDir(libc: Libc, target: string): Promise<void> {
     if (entry?.mountPoint !== target) {
       throw failedPrecondition(`unmount ${target}: the mount found there is ${entry ? `at ${entry.mountPoint}` : "gone"} in the mount table; refusing`);
     }
-    await libc.umount2(parent.at(name), UMOUNT_NOFOLLOW).catch((err) => {
+    await parent.use(name, (at) => libc.umount2(at, UMOUNT_NOFOLLOW)).catch((err) => {
       throw syscallError(err, "unmount", target);
     });
   });
