@@ -92,8 +92,9 @@ export function addLogSites(dir: string): void {
  * Adds the log-site table to one bundle file, its source map linked (`<file>.map`) or inline (a
  * data URL). `key` is the file name the program's stack frames show for it; `"*"` for a program
  * that is one file whose frames may carry any name (the exe's embedded script is named after the exe).
+ * `dropMap`: remove the sourceMappingURL comment afterwards (with an inline map, the map itself).
  */
-export function addLogSitesToFile(file: string, key: string): void {
+export function addLogSitesToFile(file: string, key: string, options: { dropMap?: boolean } = {}): void {
   const code = fs.readFileSync(file, "utf8");
   const comment = code.lastIndexOf("\n//# sourceMappingURL=");
   if (comment < 0) throw new Error(`${file}: no sourceMappingURL comment`);
@@ -101,7 +102,6 @@ export function addLogSitesToFile(file: string, key: string): void {
   const inline = /^data:application\/json;(?:charset=utf-8;)?base64,(.*)$/.exec(url);
   const map = JSON.parse(inline ? Buffer.from(inline[1], "base64").toString("utf8") : fs.readFileSync(`${file}.map`, "utf8"));
   const sites = logSites(code, map);
-  if (Object.keys(sites).length === 0) return;
-  const statement = `(globalThis.${LOG_SITES_GLOBAL} ??= {})[${JSON.stringify(key)}] = ${JSON.stringify(sites)};`;
-  fs.writeFileSync(file, `${code.slice(0, comment)}\n${statement}${code.slice(comment)}`);
+  const statement = Object.keys(sites).length ? `\n(globalThis.${LOG_SITES_GLOBAL} ??= {})[${JSON.stringify(key)}] = ${JSON.stringify(sites)};` : "";
+  fs.writeFileSync(file, `${code.slice(0, comment)}${statement}${options.dropMap ? "\n" : code.slice(comment)}`);
 }

@@ -66,12 +66,12 @@ describe("runCommand()", () => {
     }
   });
 
-  it("a child killed by a signal csi-proxy did not send is FailedPrecondition (final; never an in-progress code); the call's own cancellation is Cancelled", async () => {
+  it("a child killed by a signal csi-proxy did not send is FailedPrecondition (final; never an in-progress code); the call's own cancellation is Canceled", async () => {
     await assert.rejects(runCommand(node, ["-e", "process.kill(process.pid, 'SIGKILL')"]), (err: HostCommandError) => err.code === Code.FailedPrecondition && /killed by SIGKILL/.test(err.message));
     const controller = new AbortController();
     const run = runCommand(node, ["-e", "setTimeout(() => {}, 60000)"], { signal: controller.signal });
     setTimeout(() => controller.abort(), 100);
-    await assert.rejects(run, (err: HostCommandError) => err.code === Code.Cancelled);
+    await assert.rejects(run, (err: HostCommandError) => err.code === Code.Canceled);
   });
 
   it("says which program is missing (FailedPrecondition: install it)", async () => {
@@ -121,7 +121,7 @@ describe("runCommand()", () => {
     const t0 = Date.now() + 200;
     await assert.rejects(run, (err: HostCommandError) => {
       const ms = Date.now() - t0;
-      assert.equal(err.code, Code.Cancelled);
+      assert.equal(err.code, Code.Canceled);
       assert.equal(err.signal, "SIGKILL");
       assert.ok(ms >= CANCEL_GRACE_MS - 50 && ms < 1000 + 5000, `${ms} ms`);
       const pid = Number(err.stderr.trim());

@@ -38,7 +38,7 @@ export const CANCEL_GRACE_MS = 500;
  * ended it and the stderr tail. A host tool failing is not a bug of csi-proxy, so its gRPC code is
  * never Internal; callers re-throw with a better one where they recognise the failure. By default:
  * timed out → DeadlineExceeded (the step may have been partly done; a retry converges), the call's
- * own cancellation → Cancelled, the daemon stopping → Unavailable, anything else (non-zero exit,
+ * own cancellation → Canceled, the daemon stopping → Unavailable, anything else (non-zero exit,
  * killed by a signal csi-proxy did not send, output past the bound, program missing or not
  * executable) → FailedPrecondition: a final failure of this call.
  */
@@ -113,7 +113,7 @@ export function runCommand(file: string, args: readonly string[], options: RunOp
   const mask = (s: string) => redactWhole(s, redact);
   const command = mask([file, ...args].map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : JSON.stringify(a))).join(" "));
   if (stopping) return Promise.reject(new HostCommandError(`${command}: not started, csi-proxy is stopping`, command, { exitCode: null, code: Code.Unavailable }));
-  if (options.signal?.aborted) return Promise.reject(new HostCommandError(`${command}: aborted`, command, { exitCode: null, code: Code.Cancelled }));
+  if (options.signal?.aborted) return Promise.reject(new HostCommandError(`${command}: aborted`, command, { exitCode: null, code: Code.Canceled }));
   let settle!: () => void;
   const gone = new Promise<void>((resolve) => (settle = resolve));
   return new Promise<RunResult>((resolve, reject) => {
@@ -180,7 +180,7 @@ export function runCommand(file: string, args: readonly string[], options: RunOp
         : tooMuch ? `${tooMuch} exceeded ${maxOutputBytes} bytes (exit status ${exitCode}); the output was not used`
         : `exit status ${exitCode}`;
       const tail = (stderr.trim() || mask(stdout.trim())).slice(-2000);
-      const code = endedBy === "timeout" ? Code.DeadlineExceeded : endedBy === "cancel" ? Code.Cancelled : endedBy === "stop" ? Code.Unavailable : Code.FailedPrecondition;
+      const code = endedBy === "timeout" ? Code.DeadlineExceeded : endedBy === "cancel" ? Code.Canceled : endedBy === "stop" ? Code.Unavailable : Code.FailedPrecondition;
       reject(new HostCommandError(`${command}: ${why}${tail ? `: ${tail}` : ""}`, command, { exitCode, signal, stderr, timedOut: endedBy === "timeout", code }));
     });
   });

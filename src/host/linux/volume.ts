@@ -8,6 +8,7 @@ import type { FilesystemGrowth, MountedVolume, VolumeContent, VolumeHostApi, Vol
 import { Code, CsiProxyError, failedPrecondition } from "../../errors.ts";
 import type { BlockMount, BlockTools, ManagedFsType, ProbeResult } from "./block-tools-api.ts";
 import { SnapshotSessions } from "./snapshot-session.ts";
+import { describeSchedule, retryUndo, type UndoLog } from "../../util/undo-retry.ts";
 import {
   describeSignatures,
   describeProbe,
@@ -33,6 +34,8 @@ import {
 export interface LinuxVolumeHostOptions {
   /** What FormatVolume creates (flag -default-fs-type). */
   defaultFileSystem: ManagedFsType;
+  /** Where background cleanups (a temporary mount that could not be unmounted) log; default stderr. */
+  log?: UndoLog;
 }
 
 /** What must not change between looking a volume up and writing to it: device, medium, extent. */
@@ -50,11 +53,13 @@ export class LinuxVolumeHost implements VolumeHostApi {
   readonly checksAtWrite = true;
 
   readonly #sessions: SnapshotSessions;
+  readonly #log: UndoLog | undefined;
 
   constructor(tools: BlockTools, options: LinuxVolumeHostOptions) {
     this.#tools = tools;
     this.#sessions = new SnapshotSessions((dev) => takeSnapshot(tools, dev));
     this.defaultFileSystem = options.defaultFileSystem;
+    this.#log = options.log;
   }
 
   /** Runs one operation of the service (under its disk's lock): its reads share one snapshot, its writes verify on their own (snapshot-session.ts). */
@@ -169,13 +174,24 @@ export class LinuxVolumeHost implements VolumeHostApi {
     return this.#tools.readFilesystemUsage(vol.devPath, family);
   }
 
-  /** Verified unmounted, unused and without any signature right before mkfs, which then takes the kernel's exclusive claim itself. */
+  /**
+   * Right before mkfs (which then takes the kernel's exclusive claim itself), verified: unused (holders,
+   * swap, stacked devices, root), mounted in no mount namespace the host shows (/proc/<pid>/mountinfo,
+   * not only this daemon's), holding no signature or only those of one filesystem of the type being
+   * created (replaced: a quick format), and unclaimed. Anything else is FailedPrecondition saying what.
+   */
   async #formatVolume(volumeId: string, expect?: string, check?: WriteCheck): Promise<void> {
     const { vol } = await this.#verifyWrite(volumeId, "format", expect, true, check);
+    const elsewhere = await this.#tools.mountsInAnyNamespace(vol.dev);
+    if (elsewhere.length) {
+      const where = elsewhere.map((m) => `${m.mountPoint} (mount namespace of pid ${m.pid})`).join(", ");
+      throw failedPrecondition(`refusing to format ${vol.devPath}: it is mounted at ${where}`);
+    }
     const sigs = await this.#tools.listSignatures(vol.devPath);
-    if (sigs.length) throw failedPrecondition(`refusing to format ${vol.devPath}: it holds ${describeSignatures(sigs)}`);
+    const foreign = sigs.filter((x) => x.type.toLowerCase() !== this.defaultFileSystem);
+    if (foreign.length || sigs.length > 1) throw failedPrecondition(`refusing to format ${vol.devPath} as ${this.defaultFileSystem}: it holds ${describeSignatures(sigs)}`);
     await this.#checkUnclaimed(vol);
-    await this.#tools.makeFilesystem(vol.devPath, this.defaultFileSystem);
+    await this.#tools.makeFilesystem(vol.devPath, this.defaultFileSystem, sigs.length === 1);
   }
 
   async flushVolume(volumeId: string): Promise<void> {
@@ -278,15 +294,31 @@ export class LinuxVolumeHost implements VolumeHostApi {
       return this.#tools.growFilesystem(vol.devPath, family, null);
     }
     const dir = await this.#tools.makeTempDir();
+    let left = false;
     try {
       await this.#tools.mount(vol.devPath, dir, "xfs");
       try {
         await this.#tools.growFilesystem(vol.devPath, family, dir);
       } finally {
-        await this.#tools.unmount(dir);
+        await this.#tools.unmount(dir).catch((err: unknown) => {
+          // The call's own temporary mount stays: the answer says where, a bounded retry removes it.
+          left = true;
+          const why = err instanceof Error ? err.message : String(err);
+          const undo = async () => {
+            await this.#tools.unmount(dir);
+            await this.#tools.removeTempDir(dir).catch(() => {});
+            return { done: true as const };
+          };
+          void retryUndo(`temporary mount of ${vol.devPath} at ${dir}`, undo, this.#log);
+          throw new CsiProxyError(
+            err instanceof CsiProxyError ? err.code : Code.FailedPrecondition,
+            `${why}; ${vol.devPath} stays mounted at ${dir} (the temporary mount for growing it); csi-proxy retries unmounting it (${describeSchedule()})`,
+            { cause: err },
+          );
+        });
       }
     } finally {
-      await this.#tools.removeTempDir(dir).catch(() => {});
+      if (!left) await this.#tools.removeTempDir(dir).catch(() => {}); // an empty private directory; a leftover is harmless
     }
   }
 
