@@ -30,6 +30,18 @@ export const WIN32_STRUCTS: Readonly<Record<string, Readonly<Record<string, stri
   SID_AND_ATTRIBUTES: { Sid: "void *", Attributes: "uint32_t" },
   TOKEN_USER: { User: "SID_AND_ATTRIBUTES" },
   FILE_DISPOSITION_INFO: { DeleteFile: "uint8_t" },
+  BY_HANDLE_FILE_INFORMATION: {
+    dwFileAttributes: "uint32_t",
+    ftCreationTime: "FILETIME",
+    ftLastAccessTime: "FILETIME",
+    ftLastWriteTime: "FILETIME",
+    dwVolumeSerialNumber: "uint32_t",
+    nFileSizeHigh: "uint32_t",
+    nFileSizeLow: "uint32_t",
+    nNumberOfLinks: "uint32_t",
+    nFileIndexHigh: "uint32_t",
+    nFileIndexLow: "uint32_t",
+  },
   SERVICE_STATUS: {
     dwServiceType: "uint32_t",
     dwCurrentState: "uint32_t",

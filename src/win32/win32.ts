@@ -79,6 +79,7 @@ export class Win32 {
       GetVolumeNameForVolumeMountPointW: io(k32, "int __stdcall GetVolumeNameForVolumeMountPointW(const char16_t *mountPoint, _Out_ uint8_t *out, uint32_t len)"),
       CreateFileW: io(k32, "intptr_t __stdcall CreateFileW(const char16_t *name, uint32_t access, uint32_t share, void *sa, uint32_t disposition, uint32_t flags, void *template)"),
       CloseHandle: io(k32, "int __stdcall CloseHandle(intptr_t h)"),
+      GetFileInformationByHandle: io(k32, "int __stdcall GetFileInformationByHandle(intptr_t h, _Out_ uint8_t *info)"),
       SetFileInformationByHandle: io(k32, "int __stdcall SetFileInformationByHandle(intptr_t h, int cls, const uint8_t *info, uint32_t size)"),
       DeviceIoControl: io(k32, "int __stdcall DeviceIoControl(intptr_t h, uint32_t code, const uint8_t *in, uint32_t inLen, _Out_ uint8_t *out, uint32_t outLen, _Out_ uint32_t *returned, void *overlapped)"),
       WaitNamedPipeW: io(k32, "int __stdcall WaitNamedPipeW(const char16_t *name, uint32_t timeoutMs)"),
@@ -218,6 +219,21 @@ export class Win32 {
     const info = Buffer.from([1]); // FILE_DISPOSITION_INFO { BOOLEAN DeleteFile = TRUE }
     const { r, err } = await this.#io("SetFileInformationByHandle", h, FILE_DISPOSITION_INFO_CLASS, info, info.length);
     if (!r) throw new Win32Error(`remove ${path}`, err);
+  }
+
+  /**
+   * The attributes and identity of the object behind `h`, from GetFileInformationByHandle: `id` is
+   * "<volume serial>:<file index>" (hex); two handles with the same id refer to the same file or
+   * directory (while both exist on a mounted volume).
+   */
+  async fileInfo(h: Handle, path: string): Promise<{ id: string; attributes: number }> {
+    const T = win32Types(this.koffi);
+    const info = Buffer.alloc(this.koffi.sizeof(T.BY_HANDLE_FILE_INFORMATION));
+    const { r, err } = await this.#io("GetFileInformationByHandle", h, info);
+    if (!r) throw new Win32Error(`query ${path}`, err);
+    const at = (f: string) => info.readUInt32LE(this.koffi.offsetof(T.BY_HANDLE_FILE_INFORMATION, f));
+    const id = [at("dwVolumeSerialNumber"), at("nFileIndexHigh"), at("nFileIndexLow")].map((n) => n.toString(16)).join(":");
+    return { id, attributes: at("dwFileAttributes") };
   }
 
   async closeHandle(h: Handle): Promise<void> {
