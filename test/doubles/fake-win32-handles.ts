@@ -5,7 +5,7 @@
  * object it opened; deleteByHandle removes the entry itself (a link never its target, a directory
  * only when empty), as FileDispositionInfo does. `opened` lists every open, `open` the handles not
  * yet closed, `maxOpen` the most open at once; `onOpen` runs before each open (tests abort or move
- * things from it).
+ * things from it), `failDelete` makes chosen deletes fail.
  */
 import * as fs from "node:fs";
 import { FILE_ATTRIBUTE_DIRECTORY, FILE_ATTRIBUTE_REPARSE_POINT } from "../../src/win32/win32-constants.ts";
@@ -18,6 +18,8 @@ export interface FakeWin32Handles extends ReparseProbe {
   maxOpen: number;
   deleted: number;
   onOpen?: (p: string) => void;
+  /** An error to fail deleteByHandle of `p` with (nothing deleted), or undefined. */
+  failDelete?: (p: string) => Error | undefined;
 }
 
 export function fakeWin32Handles(reparse: Map<string, number> = new Map()): FakeWin32Handles {
@@ -53,6 +55,8 @@ export function fakeWin32Handles(reparse: Map<string, number> = new Map()): Fake
     deleteByHandle: (h: Handle) => {
       const e = fake.open.get(Number(h));
       if (!e) throw new Error(`deleteByHandle on closed handle ${h}`);
+      const failure = fake.failDelete?.(e.path);
+      if (failure) throw failure;
       const st = fs.lstatSync(e.path);
       if (`${st.dev}:${st.ino}` !== e.id) throw new Error(`${e.path} is not the entry the handle opened`);
       if (st.isDirectory()) fs.rmdirSync(e.path);

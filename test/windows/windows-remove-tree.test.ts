@@ -1,0 +1,155 @@
+/**
+ * The Windows recursive delete's bounds, on the local filesystem with the handle double
+ * (test/doubles/fake-win32-handles.ts) standing in for koffi: handles held whatever the depth,
+ * names listed per pass, re-entered levels checked by identity, cancellation, and what a failed
+ * call answers. The same walk runs under Wine in wine-deep-delete.test.ts.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { syncBuiltinESMExports } from "node:module";
+import { WindowsFilesystemHost } from "../../src/host/windows/filesystem.ts";
+import { BATCH, OPEN_DIRS } from "../../src/host/windows/windows-remove-tree.ts";
+import { Code, CsiProxyError } from "../../src/errors.ts";
+import { fakeWin32Handles } from "../doubles/fake-win32-handles.ts";
+
+/** A chain `depth` levels deep below `root` (names "d"), a file every 10th level; returns the deepest directory. */
+function chain(root: string, depth: number): string {
+  let p = root;
+  for (let i = 0; i < depth; i++) {
+    p = path.join(p, "d");
+    fs.mkdirSync(p);
+    if (i % 10 === 0) fs.writeFileSync(path.join(p, "f"), "x");
+  }
+  return p;
+}
+
+const ancestors = (p: string) => p.split(path.sep).filter(Boolean).length; // held by #pinAncestors ("/" counted via the root's own component)
+const entries = (p: string): number => fs.readdirSync(p, { recursive: true }).length;
+
+function tmp(t: { after: (fn: () => void) => void }): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "winrm-"));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+test("a 400-deep chain is removed holding at most OPEN_DIRS directory handles (+ the entry being inspected + the ancestors), every one closed", async (t) => {
+  const dir = tmp(t);
+  const root = path.join(dir, "chain");
+  fs.mkdirSync(root);
+  chain(root, 400);
+  const fake = fakeWin32Handles();
+  await new WindowsFilesystemHost(fake).removeAll(root);
+  assert.ok(!fs.existsSync(root));
+  const pins = ancestors(root); // the ancestors of root, "/" included
+  assert.ok(fake.maxOpen <= pins + OPEN_DIRS + 1, `at most ${pins} ancestors + ${OPEN_DIRS} + 1 handles open at once; saw ${fake.maxOpen}`);
+  assert.equal(fake.open.size, 0, "every handle closed");
+  // RmdirContents too: the named directory stays
+  fs.mkdirSync(root);
+  chain(root, 300);
+  const fake2 = fakeWin32Handles();
+  await new WindowsFilesystemHost(fake2).removeContents(root);
+  assert.deepEqual(fs.readdirSync(root), []);
+  assert.ok(fake2.maxOpen <= pins + OPEN_DIRS + 1, `saw ${fake2.maxOpen}`);
+  assert.equal(fake2.open.size, 0);
+});
+
+test("a 3 000-entry directory is listed at most BATCH names per pass", async (t) => {
+  const dir = tmp(t);
+  const wide = path.join(dir, "wide");
+  fs.mkdirSync(wide);
+  for (let i = 0; i < 3000; i++) fs.writeFileSync(path.join(wide, `f${i}`), "");
+  const fsp = fs.promises;
+  const realOpendir = fsp.opendir;
+  const reads: number[] = [];
+  fsp.opendir = (async (p: fs.PathLike, o?: fs.OpenDirOptions) => {
+    const d = await realOpendir(p, o);
+    const realRead = d.read.bind(d);
+    reads.push(0);
+    const i = reads.length - 1;
+    (d as { read: () => Promise<fs.Dirent | null> }).read = async () => {
+      const e = await realRead();
+      if (e) reads[i]++;
+      return e;
+    };
+    return d;
+  }) as typeof fsp.opendir;
+  syncBuiltinESMExports();
+  try {
+    const fake = fakeWin32Handles();
+    await new WindowsFilesystemHost(fake).removeAll(wide);
+    assert.ok(!fs.existsSync(wide));
+  } finally {
+    fsp.opendir = realOpendir;
+    syncBuiltinESMExports();
+  }
+  assert.ok(reads.length >= 3, `listed in passes: ${reads.join(", ")}`);
+  assert.ok(Math.max(...reads) <= BATCH, `at most ${BATCH} names read per pass: ${reads.join(", ")}`);
+});
+
+test("a level re-entered after its handle was given up must be the same directory: swapped → FailedPrecondition, the swapped-in directory untouched", async (t) => {
+  const dir = tmp(t);
+  const root = path.join(dir, "tree");
+  fs.mkdirSync(root);
+  chain(root, OPEN_DIRS + 20);
+  const level = path.join(root, "d", "d", "d"); // given up while the walk is deeper than OPEN_DIRS
+  const fake = fakeWin32Handles();
+  let opens = 0;
+  fake.onOpen = (p) => {
+    if (p !== level || ++opens !== 2) return;
+    // the walk climbs back to `level`: put another directory in its place
+    fs.renameSync(level, level + ".moved");
+    fs.mkdirSync(level);
+    fs.writeFileSync(path.join(level, "precious"), "p");
+  };
+  const err = (await new WindowsFilesystemHost(fake).removeAll(root).catch((e) => e)) as CsiProxyError;
+  assert.equal(opens, 2, "the level was re-opened");
+  assert.equal(err.code, Code.FailedPrecondition, String(err));
+  assert.match(err.message, /moved while its contents were being removed/);
+  assert.match(err.message, /re-enter .*\/d\/d\/d: it is another directory now .*; removed \d+ entries below .*tree; .*tree is still there, 1 entry left in it \(d\)$/);
+  assert.ok(fs.existsSync(level + ".moved"), "the moved level itself is not deleted through the new one's path");
+  assert.ok(fs.existsSync(path.join(level, "precious")), "the directory put in its place is untouched");
+  assert.equal(fake.open.size, 0, "every handle closed");
+});
+
+test("an aborted signal stops the walk: Cancelled with counts, handles closed, nothing changes after the answer", async (t) => {
+  const dir = tmp(t);
+  const root = path.join(dir, "tree");
+  fs.mkdirSync(root);
+  chain(root, 200);
+  const fake = fakeWin32Handles();
+  const ac = new AbortController();
+  let opens = 0;
+  fake.onOpen = () => {
+    if (++opens === 120) ac.abort();
+  };
+  const err = (await new WindowsFilesystemHost(fake).removeAll(root, { signal: ac.signal }).catch((e) => e)) as CsiProxyError;
+  assert.equal(err.code, Code.Canceled, String(err));
+  assert.match(err.message, /removed \d+ entries below .*; .* is still there, 1 entry left in it \(d\)/);
+  assert.equal(fake.open.size, 0, "every handle closed");
+  const left = entries(root);
+  assert.ok(left > 0);
+  const openedAtAnswer = fake.opened.length;
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal(entries(root), left, "nothing removed after the answer");
+  assert.equal(fake.opened.length, openedAtAnswer, "nothing opened after the answer");
+});
+
+test("a delete that fails: its code, how many were removed and the first names left", async (t) => {
+  const dir = tmp(t);
+  const root = path.join(dir, "tree");
+  fs.mkdirSync(root);
+  for (let i = 0; i < 50; i++) fs.writeFileSync(path.join(root, `f${String(i).padStart(2, "0")}`), "");
+  fs.mkdirSync(path.join(root, "sub"));
+  fs.writeFileSync(path.join(root, "sub", "stuck"), "");
+  const fake = fakeWin32Handles();
+  fake.failDelete = (p) => (path.basename(p) === "stuck" ? new CsiProxyError(Code.PermissionDenied, `remove ${p}: access denied`) : undefined);
+  const err = (await new WindowsFilesystemHost(fake).removeContents(root).catch((e) => e)) as CsiProxyError;
+  assert.equal(err.code, Code.PermissionDenied, String(err));
+  const removed = Number(/removed (\d+) entries/.exec(err.message)?.[1]);
+  assert.equal(removed + entries(root), 52, `the count is true: ${err.message}`);
+  assert.match(err.message, /^empty .*tree: remove .*stuck: access denied; removed \d+ entries below .*tree; \d+ entr(y|ies) left in it \(/);
+  assert.equal(fake.open.size, 0);
+});
