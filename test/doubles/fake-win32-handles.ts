@@ -13,7 +13,9 @@ import type { ReparseProbe } from "../../src/host/windows/filesystem.ts";
 import type { Handle } from "../../src/win32/win32.ts";
 
 export interface FakeWin32Handles extends ReparseProbe {
-  open: Map<number, { path: string; id: string; attributes: number }>;
+  open: Map<number, { path: string; id: string; attributes: number; rest?: string[] }>;
+  /** Names returned through each listing handle, in order of opening. */
+  listed: number[];
   opened: string[];
   maxOpen: number;
   deleted: number;
@@ -22,8 +24,12 @@ export interface FakeWin32Handles extends ReparseProbe {
   failDelete?: (p: string) => Error | undefined;
 }
 
+/** Names one fake readDirectoryBatch call returns at most (a 64 KiB buffer holds a few hundred). */
+export const LISTING_BATCH = 300;
+
 export function fakeWin32Handles(reparse: Map<string, number> = new Map()): FakeWin32Handles {
   let next = 1;
+  const listing = new Map<number, number>();
   const attributesOf = (p: string, st: fs.Stats) =>
     (st.isDirectory() || (st.isSymbolicLink() && fs.existsSync(p) && fs.statSync(p).isDirectory()) ? FILE_ATTRIBUTE_DIRECTORY : 0) |
     (st.isSymbolicLink() || reparse.has(p) ? FILE_ATTRIBUTE_REPARSE_POINT : 0);
@@ -32,6 +38,7 @@ export function fakeWin32Handles(reparse: Map<string, number> = new Map()): Fake
     opened: [],
     maxOpen: 0,
     deleted: 0,
+    listed: [],
     getFileAttributes: (p) => (fs.existsSync(p) ? FILE_ATTRIBUTE_DIRECTORY | (reparse.has(p) ? FILE_ATTRIBUTE_REPARSE_POINT : 0) : null),
     reparseTag: (p) => reparse.get(p) ?? null,
     openEntryNoFollow: (p) => {
@@ -51,6 +58,25 @@ export function fakeWin32Handles(reparse: Map<string, number> = new Map()): Fake
       const e = fake.open.get(Number(h));
       if (!e) throw new Error(`fileInfo on closed handle ${h}`);
       return { id: e.id, attributes: e.attributes };
+    },
+    openListing: (h) => {
+      const e = fake.open.get(Number(h));
+      if (!e) throw new Error(`openListing on closed handle ${h}`);
+      fake.open.set(next, { ...e, rest: [] });
+      fake.maxOpen = Math.max(fake.maxOpen, fake.open.size);
+      fake.listed.push(0);
+      listing.set(next, fake.listed.length - 1);
+      return next++;
+    },
+    // like FileIdBothDirectoryInfo into a 64 KiB buffer: up to LISTING_BATCH names per call
+    readDirectoryBatch: (h, restart) => {
+      const e = fake.open.get(Number(h));
+      if (!e?.rest) throw new Error(`readDirectoryBatch on ${h}, not an open listing handle`);
+      if (restart) e.rest = fs.readdirSync(e.path);
+      if (e.rest.length === 0) return null;
+      const batch = e.rest.splice(0, LISTING_BATCH);
+      fake.listed[listing.get(Number(h))!] += batch.length;
+      return batch;
     },
     deleteByHandle: (h: Handle) => {
       const e = fake.open.get(Number(h));

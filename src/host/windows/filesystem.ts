@@ -9,7 +9,7 @@ import type { Awaitable, Handle, Win32 } from "../../win32/win32.ts";
 import { removeTreeWindows } from "./windows-remove-tree.ts";
 
 /** The Win32 calls the filesystem host needs (a {@link Win32}, or a fake in tests). */
-export type ReparseProbe = Awaitable<Pick<Win32, "getFileAttributes" | "reparseTag" | "openEntryNoFollow" | "fileInfo" | "deleteByHandle" | "closeHandle">>;
+export type ReparseProbe = Awaitable<Pick<Win32, "getFileAttributes" | "reparseTag" | "openEntryNoFollow" | "fileInfo" | "openListing" | "readDirectoryBatch" | "deleteByHandle" | "closeHandle">>;
 
 /**
  * Filesystem host operations on Windows: Node's fs (libuv over Win32) plus two Win32 calls through

@@ -12,7 +12,9 @@
  *   handle was given up is opened again (by its `\\?\` path) when the walk climbs back to it, and
  *   must have the identity (volume serial + file index) recorded when it was entered; otherwise the
  *   walk stops with FailedPrecondition ("moved while its contents were being removed"). Besides
- *   those: one entry handle at a time and one listing handle (closed before any entry is acted on).
+ *   those: one entry handle at a time and one listing handle (ReOpenFile of the level's handle,
+ *   read with GetFileInformationByHandleEx(FileIdBothDirectoryInfo), closed before any entry is
+ *   acted on).
  * - Memory: a level keeps its name, identity and at most {@link BATCH} pending names; at most
  *   {@link NAME_BUDGET} pending names over all levels (beyond it a level lists one name per pass). One
  *   path string is kept, the deepest level's; directories are listed {@link BATCH} names per pass.
@@ -25,14 +27,13 @@
 import * as fs from "node:fs/promises";
 import * as path from "node:path";
 import { Code, CsiProxyError } from "../../errors.ts";
-import { fsError } from "../fs-error.ts";
 import { abortError } from "../stop-if-aborted.ts";
 import { leftInDir, removeFailure, removeSummary } from "../remove-summary.ts";
 import { FILE_ATTRIBUTE_DIRECTORY, FILE_ATTRIBUTE_REPARSE_POINT, IO_REPARSE_TAG_MOUNT_POINT } from "../../win32/win32-constants.ts";
 import type { Awaitable, Handle, Win32 } from "../../win32/win32.ts";
 
 /** The Win32 calls the walk needs (a {@link Win32}, or a test double). */
-export type RemoveTreeWin32 = Awaitable<Pick<Win32, "reparseTag" | "openEntryNoFollow" | "fileInfo" | "deleteByHandle" | "closeHandle">>;
+export type RemoveTreeWin32 = Awaitable<Pick<Win32, "reparseTag" | "openEntryNoFollow" | "fileInfo" | "openListing" | "readDirectoryBatch" | "deleteByHandle" | "closeHandle">>;
 
 /** Directory handles of one walk kept open (the deepest levels). */
 export const OPEN_DIRS = 16;
@@ -152,18 +153,25 @@ class Walker {
     }
   }
 
-  /** Up to BATCH names of the deepest directory (fewer when the walk's name budget is spent, at least one). */
+  /**
+   * Up to BATCH names of the deepest directory (fewer when the walk's name budget is spent, at least
+   * one), read from the start through a listing handle re-opened from the level's own handle (no
+   * path) and closed before this returns.
+   */
   async #list(): Promise<string[]> {
     this.#stopIfAborted();
+    const top = this.#stack.at(-1)!;
     const want = Math.max(1, Math.min(BATCH, NAME_BUDGET - this.#pendingNames));
     const names: string[] = [];
-    const d = await fs.opendir(this.#cur, { bufferSize: 32 }).catch((err) => {
-      throw fsError(err, "read directory", this.#cur);
-    });
+    const lh = await this.#win32.openListing(top.h!, this.#cur);
     try {
-      for (let e = await d.read(); e !== null; e = names.length < want ? await d.read() : null) names.push(e.name);
+      for (let restart = true; names.length < want; restart = false) {
+        const batch = await this.#win32.readDirectoryBatch(lh, restart, this.#cur);
+        if (batch === null) break;
+        names.push(...batch.slice(0, want - names.length));
+      }
     } finally {
-      await d.close().catch(() => {});
+      await this.#close(lh);
     }
     this.#pendingNames += names.length;
     return names;
