@@ -49,7 +49,7 @@ function makeChain(base: string, depth: number): void {
 }
 
 /** Entries below `dir` (find(1) walks trees deeper than PATH_MAX). */
-const countBelow = (dir: string): number => execFileSync("find", [dir, "-mindepth", "1", "-printf", "."], { maxBuffer: 64 << 20 }).length;
+const countBelow = (dir: string): number => !fs.existsSync(dir) ? 0 : execFileSync("find", [dir, "-mindepth", "1", "-printf", "."], { maxBuffer: 64 << 20 }).length;
 
 /** Pids of this prefix's processes whose command line contains `needle`. */
 function pidsOf(w: Wine, needle: string): number[] {
