@@ -60,7 +60,7 @@ export class GrpcConnection {
   private settingsSeen = false;
   private lastStreamId = 0;
   /** A header block awaiting CONTINUATION frames. */
-  private continuing: { id: number; flags: number; fragments: Buffer[]; size: number } | null = null;
+  private continuing: { id: number; flags: number; fragments: Buffer[]; size: number; frames: number } | null = null;
   private peerInitialWindow = 65535;
   private peerMaxFrame = 16384;
   private connSendWindow = 65535;
@@ -158,7 +158,7 @@ export class GrpcConnection {
         const fragment = buf.subarray(s, e);
         if (flags & FLAG_END_HEADERS) return this.onHeaderBlock(id, flags, fragment);
         if (fragment.length > this.limits.maxHeaderBlockBytes) throw new Http2ConnectionError(ENHANCE_YOUR_CALM, "header block too large");
-        this.continuing = { id, flags, fragments: [Buffer.from(fragment)], size: fragment.length };
+        this.continuing = { id, flags, fragments: [Buffer.from(fragment)], size: fragment.length, frames: 1 };
         return;
       }
       case TYPE_CONTINUATION: {
@@ -166,7 +166,7 @@ export class GrpcConnection {
         if (!c || c.id !== id) throw new Http2ConnectionError(PROTOCOL_ERROR, "unexpected CONTINUATION");
         c.size += end - start;
         if (c.size > this.limits.maxHeaderBlockBytes) throw new Http2ConnectionError(ENHANCE_YOUR_CALM, "header block too large");
-        if (c.fragments.length >= this.limits.maxHeaderBlockFrames) throw new Http2ConnectionError(ENHANCE_YOUR_CALM, "header block in too many frames");
+        if (++c.frames > this.limits.maxHeaderBlockFrames) throw new Http2ConnectionError(ENHANCE_YOUR_CALM, "header block in too many frames");
         if (end > start) c.fragments.push(Buffer.from(buf.subarray(start, end)));
         if (!(flags & FLAG_END_HEADERS)) return;
         this.continuing = null;
@@ -271,10 +271,11 @@ export class GrpcConnection {
   }
 
   /**
-   * Adds request bytes to the stream's body: one buffer per stream, grown by doubling up to the
-   * declared message length, its capacity charged to the connection's and the process's budgets.
-   * A body that arrives whole in one frame is used in place (the call runs at once). False when
-   * the call was answered instead (too large, budget exhausted).
+   * Adds request bytes to the stream's body. A body that arrives whole in one frame is used in
+   * place (the call runs at once); otherwise one buffer per stream holds it: 5 bytes until the
+   * length prefix is known, then the declared message size (no growth copies; pages are touched
+   * only as bytes arrive), charged in full to the connection's and the process's budgets. False
+   * when the call was answered instead (too large, budget exhausted).
    */
   private appendBody(stream: CallStream, buf: Buffer, start: number, end: number, last: boolean): boolean {
     const max = this.limits.maxMessageBytes;
@@ -290,13 +291,16 @@ export class GrpcConnection {
     }
     let body = stream.body;
     if (!body || body.length < total) {
-      const declared = total >= 5 ? declaredLength(body, stream.bodyBytes, buf, start) : -1;
-      if (declared > max) {
-        this.finish(stream, Code.ResourceExhausted, `Received message larger than max (${declared} vs. ${max})`);
-        return false;
+      let capacity = 5;
+      if (total >= 5) {
+        const declared = declaredLength(body, stream.bodyBytes, buf, start);
+        if (declared > max) {
+          this.finish(stream, Code.ResourceExhausted, `Received message larger than max (${declared} vs. ${max})`);
+          return false;
+        }
+        // More bytes than declared (a second message): held up to the limit, refused at END_STREAM.
+        capacity = declared + 5 >= total ? declared + 5 : max + 5;
       }
-      const ceiling = declared >= 0 && declared + 5 >= total ? declared + 5 : max + 5;
-      const capacity = Math.min(ceiling, Math.max(total, 2 * (body?.length ?? 0), 256));
       const delta = capacity - stream.bodyCharged;
       if (this.buffered + delta > this.limits.maxConnectionBufferedBytes || !this.processBudget.tryCharge(delta)) {
         this.finish(stream, Code.ResourceExhausted, `request data buffered by the server exceeds its limit (${this.limits.maxConnectionBufferedBytes} bytes per connection, ${this.processBudget.limit} per process)`);
@@ -304,7 +308,7 @@ export class GrpcConnection {
       }
       this.buffered += delta;
       stream.bodyCharged = capacity;
-      const grown = Buffer.allocUnsafe(capacity);
+      const grown = Buffer.allocUnsafeSlow(capacity);
       if (body) body.copy(grown, 0, 0, stream.bodyBytes);
       stream.body = body = grown;
     }
@@ -630,6 +634,7 @@ export class GrpcConnection {
     this.write(goaway(this.lastStreamId, code, code === ENHANCE_YOUR_CALM ? debug : ""));
     this.flush();
     this.socket.end();
+    this.socket.pause(); // nothing more is read: a flooding client's writes block until the socket goes
     this.onClose();
     setTimeout(() => this.socket.destroy(), 1000).unref();
   }

@@ -50,8 +50,8 @@ export const DEFAULT_LIMITS: Readonly<TransportLimits> = Object.freeze({
   resetsPerSecond: 33,
   glitchBurst: 1000,
   glitchesPerSecond: 33,
-  maxConnectionBufferedBytes: 16 * 1024 * 1024,
-  writeHighWaterBytes: 1024 * 1024,
+  maxConnectionBufferedBytes: 8 * 1024 * 1024,
+  writeHighWaterBytes: 256 * 1024,
   handshakeTimeoutMs: 20_000,
   idleTimeoutMs: 30 * 60_000,
 });
@@ -60,7 +60,7 @@ export const DEFAULT_LIMITS: Readonly<TransportLimits> = Object.freeze({
  * Request data buffered by the whole process (all connections of all endpoints), bytes. A DATA
  * frame that would exceed it ends its call with RESOURCE_EXHAUSTED.
  */
-export const PROCESS_BUFFERED_BYTES = 32 * 1024 * 1024;
+export const PROCESS_BUFFERED_BYTES = 24 * 1024 * 1024;
 
 /** Per-stream receive window advertised (SETTINGS_INITIAL_WINDOW_SIZE): above the largest accepted message, so unary requests never wait for WINDOW_UPDATE. */
 export const STREAM_RECEIVE_WINDOW = 8 * 1024 * 1024;
