@@ -236,16 +236,21 @@ const attacks: Record<string, () => Promise<void>> = {
     await send(conn, frame(0, 0, 0, Buffer.from("x")));
     await wait(300);
   },
-  /** Connections that send half the preface and then nothing. */
+  /** Connections that send half the preface and then nothing, opened in batches so none is lost to a full listen backlog. */
   async "half-preface"() {
     const n = Number(connectionsText ?? 100);
     const sockets: net.Socket[] = [];
-    for (let i = 0; i < n; i++) {
-      const s = net.connect(address);
-      s.on("error", () => {});
-      s.resume();
-      s.write(PREFACE.subarray(0, 10));
-      sockets.push(s);
+    for (let i = 0; i < n; i += 50) {
+      const batch = Array.from({ length: Math.min(50, n - i) }, () => {
+        const s = net.connect(address);
+        s.on("error", () => {});
+        s.resume();
+        s.write(PREFACE.subarray(0, 10));
+        sockets.push(s);
+        return new Promise((r) => (s.once("connect", r), s.once("close", r)));
+      });
+      await Promise.all(batch);
+      await wait(20);
     }
     await wait(duration);
     let open = 0;
