@@ -33,7 +33,7 @@ export interface TransportLimits {
   writeHighWaterBytes: number;
   /** A connection that has not sent the client preface and its first SETTINGS within this many ms is closed. */
   handshakeTimeoutMs: number;
-  /** A connection with no open stream and no running handler for this many ms is ended gracefully: GOAWAY(NO_ERROR), then closed once no call is in flight. 0 = never. */
+  /** A connection on which no call started for this many ms (up to twice that: it is checked once per period) and none is in flight is ended gracefully: GOAWAY(NO_ERROR), then closed once no call is in flight. 0 = never. */
   idleTimeoutMs: number;
 }
 
