@@ -431,7 +431,8 @@ export class GrpcConnection {
     if (stream.answered) return this.release(stream);
     const method = stream.method;
     if (!method) return;
-    const body = stream.body ? stream.body.subarray(0, stream.bodyBytes) : EMPTY;
+    const held = stream.body;
+    const body = !held ? EMPTY : held.length === stream.bodyBytes ? held : held.subarray(0, stream.bodyBytes);
     this.dropBody(stream);
     if (body.length < 5) return this.finish(stream, Code.Internal, "request message missing");
     const length = body.readUInt32BE(1);
