@@ -14,9 +14,10 @@ import { WindowsVolumeHost } from "../../src/host/windows/volume.ts";
 import { WindowsVolumeCim, type VolumeWin32 } from "../../src/host/windows/volume-cim.ts";
 import { createDiskService } from "../../src/groups/disk/disk-service.ts";
 import { createVolumeService, RESIZE_THRESHOLD_BYTES as MIN_GROWTH } from "../../src/groups/volume/volume-service.ts";
-import { mapWorkerError, codeForReturnValue } from "../../src/host/windows/powershell-pool.ts";
+import { mapWorkerError, codeForReturnValue } from "../../src/host/windows/worker-error-codes.ts";
 import { page83FromDescriptor } from "../../src/host/windows/cim-output.ts";
-import { IO_REPARSE_TAG_MOUNT_POINT, IO_REPARSE_TAG_SYMLINK, Win32Error, codeForWin32 } from "../../src/win32/win32.ts";
+import { IO_REPARSE_TAG_MOUNT_POINT, IO_REPARSE_TAG_SYMLINK } from "../../src/win32/win32-constants.ts";
+import { Win32Error, codeForWin32 } from "../../src/win32/win32-errors.ts";
 import { GPT_BASIC_DATA, GPT_MICROSOFT_RESERVED } from "../../src/host/windows/cim-types.ts";
 import { createFakePool, type FakePool } from "./fake-pool.ts";
 

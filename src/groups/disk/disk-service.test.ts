@@ -1,5 +1,5 @@
 /**
- * The disk service's decisions against the stateful, Windows-shaped fake host (host/fake/disk.ts):
+ * The disk service's decisions against the stateful, Windows-shaped fake host (test/doubles/fake-disk-host.ts):
  * upstream master's PartitionDisk / SetDiskState flows (reference-behaviour.md §2.2) and csi-proxy's
  * refusals, decided from the host's facts alone. The Linux meaning of the same decisions is tested in
  * host/linux/disk.test.ts, the Windows CIM mapping in test/windows/cim-fixtures.test.ts.
@@ -7,9 +7,9 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createDiskService } from "./disk-service.ts";
-import { createPathPolicy } from "../filesystem/path-policy.ts";
-import { FakeStorage, MICROSOFT_RESERVED } from "../../host/fake/storage-world.ts";
-import { FakeDiskHost } from "../../host/fake/disk.ts";
+import { createPathPolicy } from "../../policy/path-policy.ts";
+import { FakeStorage, MICROSOFT_RESERVED } from "../../../test/doubles/fake-storage.ts";
+import { FakeDiskHost } from "../../../test/doubles/fake-disk-host.ts";
 import { Code, internal, notFound } from "../../errors.ts";
 import { rejectsWithCode } from "../../../test/helpers/assert-coded.ts";
 import { everyDiskRpc, testPartitionDiskCases, type PartitionDiskCase } from "../../../test/helpers/disk-service-cases.ts";

@@ -3,9 +3,9 @@ import type { DiskHostApi, HostDevice, HostDisk, HostPartition } from "./host-ap
 import type { KeyedMutex } from "../../util/keyed-mutex.ts";
 import { createKeyedMutex } from "../../util/keyed-mutex.ts";
 import { Code, CsiProxyError, failedPrecondition, internal, invalidArgument, notFound } from "../../errors.ts";
-import { allowedMountPoint, checkDiskNumber, diskLockKey, hostFailure, privilegeGuard, refuseInUse, requireOnline, withContext } from "./block-policy.ts";
+import { allowedMountPoint, checkDiskNumber, diskLockKey, hostFailure, privilegeGuard, refuseInUse, requireOnline, withContext } from "../../policy/block-policy.ts";
 
-export { diskLockKey } from "./block-policy.ts";
+export { diskLockKey } from "../../policy/block-policy.ts";
 
 export interface DiskServiceDeps {
   host: DiskHostApi;

@@ -1,7 +1,7 @@
 import * as path from "node:path";
 import type { FilesystemService } from "./types.ts";
 import type { EntryKind, FilesystemHostApi } from "./host-api.ts";
-import type { PathPolicy } from "./path-policy.ts";
+import type { PathPolicy } from "../../policy/path-policy.ts";
 import { alreadyExists, failedPrecondition, invalidArgument, notFound, permissionDenied } from "../../errors.ts";
 import { FragmentError, fragmentError } from "../../compat/driver-fragments.ts";
 

@@ -2,8 +2,11 @@
 export type EntryKind = "file" | "directory" | "symlink" | "other";
 
 /**
- * Host operations of the filesystem group. Implementations are pass-through: no validation, no
- * decisions (those live in filesystem-service.ts). Paths are absolute and already checked.
+ * Host operations of the filesystem group. Implementations validate nothing and decide nothing
+ * (filesystem-service.ts and policy/path-policy.ts do). Paths are absolute and already checked; the
+ * one refusal a host makes on its own is at the moment of acting: the Linux host works through
+ * directory handles opened without following links (host/linux/dir-handle.ts), so a checked
+ * directory swapped for a link meanwhile makes the call fail (FailedPrecondition), never act elsewhere.
  * Errors carry codes: missing path NotFound, existing AlreadyExists, non-empty FailedPrecondition,
  * access PermissionDenied.
  */

@@ -1,6 +1,6 @@
 /**
  * Version-agnostic filesystem API (newest shapes, v2alpha1). Every path must lie inside the
- * kubelet path or a working directory (see path-policy.ts); violations are PermissionDenied,
+ * kubelet path or a working directory (see policy/path-policy.ts); violations are PermissionDenied,
  * malformed paths InvalidArgument.
  */
 export interface FilesystemService {

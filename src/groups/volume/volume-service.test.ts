@@ -1,5 +1,5 @@
 /**
- * The volume service's decisions against the stateful, Windows-shaped fake host (host/fake/volume.ts):
+ * The volume service's decisions against the stateful, Windows-shaped fake host (test/doubles/fake-volume-host.ts):
  * upstream master's flows (reference-behaviour.md §2.3) and csi-proxy's refusals, decided from the
  * host's facts alone. The Linux meaning of the same decisions is tested in host/linux/volume.test.ts,
  * the Windows CIM/Win32 mapping in test/windows/cim-fixtures.test.ts.
@@ -7,9 +7,9 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createVolumeService, RESIZE_THRESHOLD_BYTES, sameVolumeId } from "./volume-service.ts";
-import { createPathPolicy } from "../filesystem/path-policy.ts";
-import { FakeStorage, MICROSOFT_RESERVED, type FakeVolume } from "../../host/fake/storage-world.ts";
-import { FakeVolumeHost } from "../../host/fake/volume.ts";
+import { createPathPolicy } from "../../policy/path-policy.ts";
+import { FakeStorage, MICROSOFT_RESERVED, type FakeVolume } from "../../../test/doubles/fake-storage.ts";
+import { FakeVolumeHost } from "../../../test/doubles/fake-volume-host.ts";
 import { Code } from "../../errors.ts";
 import { rejectsWithCode } from "../../../test/helpers/assert-coded.ts";
 

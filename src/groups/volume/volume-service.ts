@@ -11,7 +11,7 @@ import {
   refuseInUse,
   requireOnline,
   withContext,
-} from "../disk/block-policy.ts";
+} from "../../policy/block-policy.ts";
 import { fragmentError } from "../../compat/driver-fragments.ts";
 
 export interface VolumeServiceDeps {

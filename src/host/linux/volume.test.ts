@@ -5,14 +5,14 @@ import assert from "node:assert/strict";
  * LinuxVolumeHost / LinuxDiskHost, on the fake Linux block tools.
  */
 import { createVolumeService, RESIZE_THRESHOLD_BYTES } from "../../groups/volume/volume-service.ts";
-import type { ManagedFsType } from "./block-tools.ts";
+import type { ManagedFsType } from "./block-tools-api.ts";
 import { createDiskService } from "../../groups/disk/disk-service.ts";
 import { diskNumberOf, parseVolumeId } from "./block-model.ts";
 import { LinuxDiskHost } from "./disk.ts";
 import { LinuxVolumeHost } from "./volume.ts";
-import { createPathPolicy } from "../../groups/filesystem/path-policy.ts";
-import { FakeBlockWorld } from "../fake/block-world.ts";
-import { FakeBlockTools } from "../fake/block-tools.ts";
+import { createPathPolicy } from "../../policy/path-policy.ts";
+import { FakeBlockWorld } from "../../../test/doubles/fake-block-world.ts";
+import { FakeBlockTools } from "../../../test/doubles/fake-block-tools.ts";
 import { createKeyedMutex } from "../../util/keyed-mutex.ts";
 import { Code } from "../../errors.ts";
 import { rejectsWithCode } from "../../../test/helpers/assert-coded.ts";

@@ -6,7 +6,7 @@
  */
 import type { FilesystemGrowth, MountedVolume, VolumeContent, VolumeHostApi, VolumeLocation, VolumeUsage, WriteCheck } from "../../groups/volume/host-api.ts";
 import { Code, CsiProxyError, failedPrecondition } from "../../errors.ts";
-import type { BlockMount, BlockTools, ManagedFsType, ProbeResult } from "./block-tools.ts";
+import type { BlockMount, BlockTools, ManagedFsType, ProbeResult } from "./block-tools-api.ts";
 import { SnapshotSessions } from "./snapshot-session.ts";
 import {
   describeSignatures,

@@ -3,7 +3,8 @@ import * as path from "node:path";
 import type { EntryKind, FilesystemHostApi } from "../../groups/filesystem/host-api.ts";
 import { CsiProxyError, Code } from "../../errors.ts";
 import { fsError } from "../fs-error.ts";
-import { FILE_ATTRIBUTE_REPARSE_POINT, IO_REPARSE_TAG_MOUNT_POINT, type Awaitable, type Handle, type Win32 } from "../../win32/win32.ts";
+import { FILE_ATTRIBUTE_REPARSE_POINT, IO_REPARSE_TAG_MOUNT_POINT } from "../../win32/win32-constants.ts";
+import type { Awaitable, Handle, Win32 } from "../../win32/win32.ts";
 
 /** The Win32 calls the filesystem host needs (a {@link Win32}, or a fake in tests). */
 export type ReparseProbe = Awaitable<Pick<Win32, "getFileAttributes" | "reparseTag" | "openEntryNoFollow" | "deleteByHandle" | "closeHandle">>;

@@ -14,7 +14,7 @@ export type VolumeWin32 = Awaitable<Pick<Win32, "setVolumeMountPoint" | "deleteV
  * (koffi) each. Pass-through; host/windows/volume.ts turns this into the volume group's host.
  *
  * Errors are CsiProxyErrors: unknown volume / partition NotFound; CIM errors and failed method
- * return values mapped by powershell-pool.ts; Win32 errors by win32/win32.ts.
+ * return values mapped by worker-error-codes.ts; Win32 errors by win32/win32-errors.ts.
  */
 export class WindowsVolumeCim {
   readonly #pool: PowerShellPool;

@@ -1,6 +1,6 @@
 import * as path from "node:path";
-import type { EntryKind, FilesystemHostApi } from "../../groups/filesystem/host-api.ts";
-import { alreadyExists, failedPrecondition, notFound } from "../../errors.ts";
+import type { EntryKind, FilesystemHostApi } from "../../src/groups/filesystem/host-api.ts";
+import { alreadyExists, failedPrecondition, notFound } from "../../src/errors.ts";
 
 type Entry = { kind: "file" } | { kind: "directory" } | { kind: "symlink"; target: string } | { kind: "mount" };
 

@@ -3,9 +3,9 @@
  * {@link FakeBlockWorld}. Put a LinuxDiskHost and a LinuxVolumeHost over it to unit-test the Linux
  * semantics of the disk and volume groups. Every mutating call is logged in `world.calls`.
  */
-import type { BlockDisk, BlockMount, BlockTools, DevNumber, DeviceClaim, FilesystemUsage, LoopDevice, ManagedFsType, OfflineMark, PartitionTable, ProbeResult, Signature } from "../linux/block-tools.ts";
-import { FakeBlockWorld } from "./block-world.ts";
-import { failedPrecondition, internal } from "../../errors.ts";
+import type { BlockDisk, BlockMount, BlockTools, DevNumber, DeviceClaim, FilesystemUsage, LoopDevice, ManagedFsType, OfflineMark, PartitionTable, ProbeResult, Signature } from "../../src/host/linux/block-tools-api.ts";
+import { FakeBlockWorld } from "./fake-block-world.ts";
+import { failedPrecondition, internal } from "../../src/errors.ts";
 
 export class FakeBlockTools implements BlockTools {
   readonly world: FakeBlockWorld;

@@ -1,7 +1,7 @@
 /**
  * The Linux kernel interfaces and tools the Linux disk and volume hosts (disk.ts, volume.ts) are built
  * on: sysfs/procfs reads, blkid, util-linux, e2fsprogs, xfsprogs. One implementation runs them for
- * real (linux-block-tools.ts); a stateful fake (host/fake/block-tools.ts) models a Linux host's block
+ * real (linux-block-tools.ts); a stateful fake (test/doubles/fake-block-tools.ts) models a Linux host's block
  * devices for the unit tests of the Linux semantics.
  *
  * Every method does one thing and decides nothing: what a Linux block device means in the API's

@@ -1,6 +1,6 @@
 /**
  * A stateful in-memory model of a Linux host's block devices, behind the fake Linux block tools
- * (host/fake/block-tools.ts) and the unit tests of the Linux disk and volume hosts.
+ * (test/doubles/fake-block-tools.ts) and the unit tests of the Linux disk and volume hosts.
  *
  * It behaves like the real host where that matters for the services' decisions: partitions appear
  * only after the kernel is told (sfdisk/partx), mkfs refuses a device that already has a signature
@@ -8,9 +8,9 @@
  * while mounted, disks grow only after a rescan. Every mutating host call is logged in `calls`;
  * `failNext(method, error)` injects a failure.
  */
-import type { BlockDisk, BlockMount, BlockPartition, DevNumber, FilesystemUsage, ManagedFsType, OfflineMark, PartitionTable, ProbeResult } from "../linux/block-tools.ts";
-import { internal, notFound, failedPrecondition } from "../../errors.ts";
-import { FakeCallLog } from "./call-log.ts";
+import type { BlockDisk, BlockMount, BlockPartition, DevNumber, FilesystemUsage, ManagedFsType, OfflineMark, PartitionTable, ProbeResult } from "../../src/host/linux/block-tools-api.ts";
+import { internal, notFound, failedPrecondition } from "../../src/errors.ts";
+import { FakeCallLog } from "./fake-call-log.ts";
 
 const MiB = 1024n * 1024n;
 

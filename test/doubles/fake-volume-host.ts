@@ -1,6 +1,6 @@
-import type { FilesystemGrowth, MountedVolume, VolumeContent, VolumeHostApi, VolumeLocation, VolumeUsage } from "../../groups/volume/host-api.ts";
-import { notFound } from "../../errors.ts";
-import { FakeStorage } from "./storage-world.ts";
+import type { FilesystemGrowth, MountedVolume, VolumeContent, VolumeHostApi, VolumeLocation, VolumeUsage } from "../../src/groups/volume/host-api.ts";
+import { notFound } from "../../src/errors.ts";
+import { FakeStorage } from "./fake-storage.ts";
 
 /** Paths compare like Windows paths: case-insensitive, trailing backslashes ignored. */
 const key = (p: string) => p.replace(/\\+$/, "").toLowerCase();
