@@ -177,7 +177,10 @@ export class GrpcConnection {
       case TYPE_RST_STREAM: {
         if (id === 0) throw new Http2ConnectionError(PROTOCOL_ERROR, "RST_STREAM on stream 0");
         if (end - start !== 4) throw new Http2ConnectionError(FRAME_SIZE_ERROR, "bad RST_STREAM");
-        if (id > this.lastStreamId) throw new Http2ConnectionError(PROTOCOL_ERROR, "RST_STREAM on an idle stream");
+        if (id > this.lastStreamId) {
+          if (this.finalGoaway) return; // a stream ignored after the final GOAWAY
+          throw new Http2ConnectionError(PROTOCOL_ERROR, "RST_STREAM on an idle stream");
+        }
         if (!this.resets.take()) throw new Http2ConnectionError(ENHANCE_YOUR_CALM, "too_many_resets");
         const stream = this.streams.get(id);
         if (stream) this.cancel(stream, new CsiProxyError(Code.Cancelled, "call cancelled by the client"));
@@ -239,7 +242,10 @@ export class GrpcConnection {
       this.connSendWindow += increment;
       if (this.connSendWindow > MAX_WINDOW) throw new Http2ConnectionError(FLOW_CONTROL_ERROR, "connection window above 2^31-1");
     } else {
-      if (id > this.lastStreamId) throw new Http2ConnectionError(PROTOCOL_ERROR, "WINDOW_UPDATE on an idle stream");
+      if (id > this.lastStreamId) {
+        if (this.finalGoaway) return;
+        throw new Http2ConnectionError(PROTOCOL_ERROR, "WINDOW_UPDATE on an idle stream");
+      }
       const stream = this.streams.get(id);
       if (!stream) return;
       if (increment === 0) return this.reset(stream, PROTOCOL_ERROR);
@@ -264,8 +270,8 @@ export class GrpcConnection {
     if (end === start && !(flags & FLAG_END_STREAM)) this.glitch();
     const stream = this.streams.get(id);
     if (!stream) {
-      if (id > this.lastStreamId) throw new Http2ConnectionError(PROTOCOL_ERROR, "DATA on an idle stream");
-      return; // a stream already answered (or reset): its remaining bytes are dropped
+      if (id > this.lastStreamId && !this.finalGoaway) throw new Http2ConnectionError(PROTOCOL_ERROR, "DATA on an idle stream");
+      return; // a stream already answered (or reset), or ignored after the final GOAWAY: its bytes are dropped
     }
     if (stream.remoteClosed) return this.reset(stream, STREAM_CLOSED);
     if (!stream.answered && end > start && !this.appendBody(stream, buf, start, end, (flags & FLAG_END_STREAM) !== 0)) return;
@@ -563,7 +569,7 @@ export class GrpcConnection {
   }
 
   private retire(): void {
-    if (--this.active === 0 && this.finalGoaway) this.endSocket();
+    if (--this.active === 0 && this.finalGoaway && !this.closed) this.endSocket();
   }
 
   private deadline(stream: CallStream): void {

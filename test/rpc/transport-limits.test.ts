@@ -156,6 +156,11 @@ describe("transport limits (src/rpc/transport-limits.ts)", () => {
     const final = await peer.next((f) => f.type === 7 && f.payload.readUInt32BE(0) !== 0x7fffffff);
     assert.equal(final?.payload.readUInt32BE(0), 3);
     assert.equal(final?.payload.readUInt32BE(4), 0);
+    // A call racing the final GOAWAY is ignored (the client retries it elsewhere), not a protocol error.
+    peer.send(call(5, "/yes"));
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(peer.frames.some((f) => f.id === 5), false);
+    assert.equal(peer.frames.filter((f) => f.type === 7).length, 2, "no GOAWAY(PROTOCOL_ERROR) after the final one");
     await peer.next(() => false, 1500);
     assert.equal(peer.closed, true);
   });
