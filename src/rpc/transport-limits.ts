@@ -51,7 +51,7 @@ export const DEFAULT_LIMITS: Readonly<TransportLimits> = Object.freeze({
   glitchBurst: 1000,
   glitchesPerSecond: 33,
   maxConnectionBufferedBytes: 8 * 1024 * 1024,
-  writeHighWaterBytes: 256 * 1024,
+  writeHighWaterBytes: 64 * 1024,
   handshakeTimeoutMs: 20_000,
   idleTimeoutMs: 30 * 60_000,
 });

@@ -84,35 +84,48 @@ describe("the transport under attack (daemon with --max-old-space-size=256)", ()
     return { same: a, other: b };
   }
 
-  /** Runs the attack with the RSS sampler and the legit clients; asserts the common bounds; returns the attacker's view. */
-  async function underAttack(attack: string, ms: number, connections?: number): Promise<AttackResult> {
-    const base = await legit(new Promise((r) => setTimeout(r, 800)));
-    const pid = daemon.child.pid!;
-    const before = vmRssMb(pid);
-    let peak = before;
-    const sampler = setInterval(() => (peak = Math.max(peak, vmRssMb(pid))), 20);
-    const { ready, result: attacked } = startAttack(attack, target, ms, connections);
-    await ready;
-    const during = await legit(attacked);
-    clearInterval(sampler);
-    const result = await attacked;
-    peak = Math.max(peak, vmRssMb(pid));
-    assert.equal(daemon.child.exitCode, null, `${attack}: the daemon died\n${daemon.stderr().slice(-2000)}`);
-    assert.equal((await same.client.pathExists({ path: daemon.kubeletDir })).exists, true);
-    assert.equal((await other.client.pathExists({ path: daemon.kubeletDir })).exists, true);
-    const growth = peak - before;
-    const figures = {
-      attack, rssBeforeMb: Math.round(before), rssGrowthMb: Math.round(growth),
-      p99: { same: [p99(base.same), p99(during.same)].map(Math.round), other: [p99(base.other), p99(during.other)].map(Math.round) },
-      calls: during.same.length + during.other.length, goaway: result.goaway, rst: result.rst, status: result.status, sentMb: Math.round(result.sentBytes / 1e6),
-    };
-    console.log(JSON.stringify(figures));
-    assert.ok(growth <= RSS_BOUND_MB, `${attack}: RSS grew ${growth.toFixed(1)} MB (bound ${RSS_BOUND_MB})`);
-    for (const k of ["same", "other"] as const) {
-      const [b, d] = [p99(base[k]), during[k].length ? p99(during[k]) : 0];
-      assert.ok(d <= Math.max(P99_FLOOR_MS, 3 * b), `${attack}: legit p99 on the ${k} endpoint ${d.toFixed(1)} ms while attacked (unattacked ${b.toFixed(1)} ms)`);
+  /**
+   * Runs the attack with the RSS sampler and the legit clients; asserts the common bounds; returns
+   * the attacker's view. The unattacked p99 is the larger of 0.8 s measured before and after the
+   * attack; a p99 above the bound must happen again in a second run of the attack to fail (the
+   * shared machine stalls processes by itself), the other checks must hold in every run.
+   * `latency: false` leaves out the p99 bound (the figures are still printed).
+   */
+  async function underAttack(attack: string, ms: number, options: { connections?: number; latency?: boolean } = {}): Promise<AttackResult> {
+    let excess = "";
+    for (let run = 1; run <= 2; run++) {
+      const base = await legit(new Promise((r) => setTimeout(r, 800)));
+      const pid = daemon.child.pid!;
+      const before = vmRssMb(pid);
+      let peak = before;
+      const sampler = setInterval(() => (peak = Math.max(peak, vmRssMb(pid))), 20);
+      const { ready, result: attacked } = startAttack(attack, target, ms, options.connections);
+      await ready;
+      const during = await legit(attacked);
+      clearInterval(sampler);
+      const result = await attacked;
+      peak = Math.max(peak, vmRssMb(pid));
+      assert.equal(daemon.child.exitCode, null, `${attack}: the daemon died\n${daemon.stderr().slice(-2000)}`);
+      assert.equal((await same.client.pathExists({ path: daemon.kubeletDir })).exists, true);
+      assert.equal((await other.client.pathExists({ path: daemon.kubeletDir })).exists, true);
+      const post = await legit(new Promise((r) => setTimeout(r, 800)));
+      const growth = peak - before;
+      const unattacked = (k: "same" | "other") => Math.max(p99(base[k]), p99(post[k]));
+      const figures = {
+        attack, run, rssBeforeMb: Math.round(before), rssGrowthMb: Math.round(growth),
+        p99: { same: [unattacked("same"), p99(during.same)].map(Math.round), other: [unattacked("other"), p99(during.other)].map(Math.round) },
+        calls: during.same.length + during.other.length, goaway: result.goaway, rst: result.rst, status: result.status, sentMb: Math.round(result.sentBytes / 1e6),
+      };
+      console.log(JSON.stringify(figures));
+      assert.ok(growth <= RSS_BOUND_MB, `${attack}: RSS grew ${growth.toFixed(1)} MB (bound ${RSS_BOUND_MB})`);
+      excess = "";
+      for (const k of ["same", "other"] as const) {
+        const [b, d] = [unattacked(k), during[k].length ? p99(during[k]) : 0];
+        if (d > Math.max(P99_FLOOR_MS, 3 * b)) excess += `${attack}: legit p99 on the ${k} endpoint ${d.toFixed(1)} ms while attacked (unattacked ${b.toFixed(1)} ms); `;
+      }
+      if (!excess || options.latency === false) return result;
     }
-    return result;
+    assert.fail(`twice: ${excess}`);
   }
 
   it("zero-length CONTINUATION flood → GOAWAY(ENHANCE_YOUR_CALM)", async () => {
@@ -152,7 +165,7 @@ describe("the transport under attack (daemon with --max-old-space-size=256)", ()
   });
 
   it("100 streams × 4 MiB partial bodies on two connections: buffered data is capped, the rest RESOURCE_EXHAUSTED", async () => {
-    const r = await underAttack("partial-bodies", 6000, 2);
+    const r = await underAttack("partial-bodies", 6000, { connections: 2 });
     assert.ok((r.status[RESOURCE_EXHAUSTED] ?? 0) >= 20, JSON.stringify(r));
   });
 
@@ -161,9 +174,13 @@ describe("the transport under attack (daemon with --max-old-space-size=256)", ()
     assert.deepEqual(r.goaway, [ENHANCE_YOUR_CALM]);
   });
 
+  // Valid calls at full rate are served at full rate: they share the CPU and libuv's thread pool
+  // with the legit client (its p99 is printed, not bounded). What is bounded: the server stops
+  // reading once its answers wait unread, so the client cannot push more than a few MB.
   it("valid calls whose answers are never read: the server stops reading (write back-pressure)", async () => {
-    const r = await underAttack("unread-answers", 4000);
+    const r = await underAttack("unread-answers", 4000, { latency: false });
     assert.deepEqual(r.goaway, []);
+    assert.ok(r.sentBytes < 8e6, `the client could send ${r.sentBytes} bytes without reading`);
   });
 
   it("1100 open streams → REFUSED_STREAM above 1000", async () => {
