@@ -36,8 +36,8 @@ function lenPrefix(value: string): Buffer {
 }
 const PATH = "/v1.Filesystem/PathExists";
 /** POST, http, :path, content-type application/grpc (+ extra fields). */
-const requestBlock = (extra: Buffer[] = []) =>
-  Buffer.concat([Buffer.from([0x83, 0x86]), lit(":path", PATH), lit("content-type", "application/grpc"), ...extra]);
+const requestBlock = (extra: Buffer[] = [], path = PATH) =>
+  Buffer.concat([Buffer.from([0x83, 0x86]), lit(":path", path), lit("content-type", "application/grpc"), ...extra]);
 const grpcMessage = (message: Buffer, compressed = 0, declared = message.length) => {
   const out = Buffer.alloc(5 + message.length);
   out[0] = compressed;
@@ -197,14 +197,15 @@ const attacks: Record<string, () => Promise<void>> = {
       return Buffer.concat(frames);
     });
   },
-  /** Valid calls as fast as possible, never reading the answers (write back-pressure). */
+  /** Calls of a method the endpoint does not serve (each answered UNIMPLEMENTED without a handler: cheap), as fast as possible, never reading the answers (write back-pressure). */
   async "unread-answers"() {
     const conn = await open(false);
     let id = 1;
     const message = grpcMessage(PATH_REQUEST);
+    const unknown = requestBlock([], "/v1.Filesystem/NoSuchMethod");
     await flood(conn, () => {
       const frames: Buffer[] = [];
-      for (let i = 0; i < 200; i++, id += 2) frames.push(frame(1, 4, id, requestBlock()), frame(0, 1, id, message));
+      for (let i = 0; i < 200; i++, id += 2) frames.push(frame(1, 4, id, unknown), frame(0, 1, id, message));
       return Buffer.concat(frames);
     });
   },

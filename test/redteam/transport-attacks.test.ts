@@ -174,11 +174,10 @@ describe("the transport under attack (daemon with --max-old-space-size=256)", ()
     assert.deepEqual(r.goaway, [ENHANCE_YOUR_CALM]);
   });
 
-  // Valid calls at full rate are served at full rate: they share the CPU and libuv's thread pool
-  // with the legit client (its p99 is printed, not bounded). What is bounded: the server stops
-  // reading once its answers wait unread, so the client cannot push more than a few MB.
-  it("valid calls whose answers are never read: the server stops reading (write back-pressure)", async () => {
-    const r = await underAttack("unread-answers", 4000, { latency: false });
+  // Calls answered without a handler (UNIMPLEMENTED) cost the server little, so without
+  // back-pressure it would read them at wire speed and queue every answer.
+  it("calls whose answers are never read: the server stops reading (write back-pressure)", async () => {
+    const r = await underAttack("unread-answers", 4000);
     assert.deepEqual(r.goaway, []);
     assert.ok(r.sentBytes < 8e6, `the client could send ${r.sentBytes} bytes without reading`);
   });
