@@ -141,7 +141,8 @@ describe("transport limits (src/rpc/transport-limits.ts)", () => {
   });
 
   it("ends an idle connection with GOAWAY(NO_ERROR) twice (2^31-1, then the last stream), never failing a call in flight", async () => {
-    const address = await serve("idle", { idleTimeoutMs: 300 });
+    // The call (400 ms) outlasts two idle periods (150 ms): only its being in flight keeps the connection.
+    const address = await serve("idle", { idleTimeoutMs: 150 });
     const peer = new Peer(address);
     peer.send(call(1, "/slow"));
     await new Promise((r) => setTimeout(r, 350));
