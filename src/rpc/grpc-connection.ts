@@ -454,7 +454,9 @@ export class GrpcConnection {
       (encoding === "gzip" ? zlib.gunzip : zlib.inflate)(message, { maxOutputLength: this.limits.maxMessageBytes }, (err, plain) => {
         if (stream.answered) return this.handlerEnded(stream);
         if (err) {
-          this.finish(stream, Code.Internal, `cannot decompress the request message: ${err.message}`);
+          if ((err as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE") {
+            this.finish(stream, Code.ResourceExhausted, `Received message after decompression larger than max (${this.limits.maxMessageBytes})`);
+          } else this.finish(stream, Code.Internal, `cannot decompress the request message: ${err.message}`);
           return this.handlerEnded(stream);
         }
         this.run(stream, method, plain);

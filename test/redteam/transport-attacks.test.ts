@@ -187,10 +187,9 @@ describe("the transport under attack (daemon with --max-old-space-size=256)", ()
     assert.equal(r.rst[REFUSED_STREAM], 100, JSON.stringify(r.rst));
   });
 
-  it("a 4 GB length prefix and a gzip bomb → RESOURCE_EXHAUSTED / a clean status", async () => {
+  it("a 4 GB length prefix and a gzip bomb → RESOURCE_EXHAUSTED", async () => {
     const r = await underAttack("bad-messages", 2000);
-    assert.equal(r.status[RESOURCE_EXHAUSTED], 1, JSON.stringify(r.status));
-    assert.equal(Object.values(r.status).reduce((a, b) => a + b, 0), 2, JSON.stringify(r.status));
+    assert.deepEqual(r.status, { [RESOURCE_EXHAUSTED]: 2 });
   });
 
   it("an HPACK error → GOAWAY(COMPRESSION_ERROR); a protocol violation → GOAWAY(PROTOCOL_ERROR)", async () => {
