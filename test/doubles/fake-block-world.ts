@@ -50,6 +50,8 @@ export class FakeBlockWorld extends FakeCallLog {
   capabilities = new Set(["CAP_SYS_ADMIN", "CAP_SYS_RESOURCE"]);
   disks: FakeDisk[] = [];
   mounts: BlockMount[] = [];
+  /** Mounts in other mount namespaces (a container's, another daemon's): not in `mounts`, seen only through /proc/<pid>/mountinfo. */
+  otherNamespaceMounts: (DevNumber & { pid: number; mountPoint: string })[] = [];
   swaps: DevNumber[] = [];
   marks: OfflineMark[] = [];
   scsiHosts: number[] = [];
@@ -274,10 +276,12 @@ export class FakeBlockWorld extends FakeCallLog {
     this.disk(name).pendingSizeBytes = sizeBytes;
   }
 
-  makeFilesystem(devPath: string, fsType: ManagedFsType): void {
+  /** As mkfs: refuses a device mounted in any namespace; an existing filesystem only with `replace` and of the same type. */
+  makeFilesystem(devPath: string, fsType: ManagedFsType, replace = false): void {
     const dev = this.devOf(devPath);
-    if (this.mounts.some((m) => m.major === dev.major && m.minor === dev.minor)) throw failedPrecondition(`fake mkfs: ${devPath} is mounted`);
-    if (this.contentOf(devPath)) throw internal(`fake mkfs.${fsType}: ${devPath} contains an existing filesystem`);
+    if ([...this.mounts, ...this.otherNamespaceMounts].some((m) => m.major === dev.major && m.minor === dev.minor)) throw failedPrecondition(`fake mkfs: ${devPath} is mounted`);
+    const old = this.contentOf(devPath);
+    if (old && !(replace && old.kind === "fs" && old.type === fsType)) throw internal(`fake mkfs.${fsType}: ${devPath} contains an existing filesystem`);
     this.setContent(devPath, { kind: "fs", type: fsType, sizeBytes: this.sizeOf(devPath), usedBytes: 1n * MiB, data: [] });
   }
 

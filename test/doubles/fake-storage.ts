@@ -39,6 +39,8 @@ export interface FakePartitionRow {
   /** null: the host does not report it (Windows). */
   online: boolean | null;
   driveLetter: string;
+  /** Access paths besides the drive letter and the volume's own `\\?\Volume{…}` name (folder mount points). */
+  accessPaths?: string[];
   /** Extra uses to report (holders, swap, mounts): for tests of the refusals. */
   use: Partial<DeviceUse>;
   volume: FakeVolume | null;

@@ -88,7 +88,7 @@ test("every documented return code of a method we call maps to a gRPC code and a
         assert.equal(grpc, status.code);
         assert.ok(message.includes(status.text), message);
         assert.notEqual(grpc, Code.Internal, `${cls}.${method} ${code}: Internal is for csi-proxy's own bugs`);
-        assert.ok(!([Code.Unavailable, Code.ResourceExhausted, Code.Aborted, Code.Cancelled] as Code[]).includes(grpc), `${cls}.${method} ${code}: a final failure, not "in progress"`);
+        assert.ok(!([Code.Unavailable, Code.ResourceExhausted, Code.Aborted, Code.Canceled] as Code[]).includes(grpc), `${cls}.${method} ${code}: a final failure, not "in progress"`);
       }
     }
   }

@@ -121,6 +121,14 @@ describe("PartitionDisk", () => {
     { name: "the system disk: FailedPrecondition naming the system volume", disk: 0, code: Code.FailedPrecondition, message: /holds the Windows system volume C:/, calls: [] },
     { name: "offline disk: FailedPrecondition", tweak: (w) => (w.disk(1).online = false), code: Code.FailedPrecondition, message: /offline; bring it online/, calls: [] },
     {
+      name: "offline disk that already has a data partition: OK, left alone (drivers partition before onlining)",
+      tweak: (w) => {
+        w.addPartition(1, { online: false });
+        w.disk(1).online = false;
+      },
+      calls: [],
+    },
+    {
       name: "a busy partition: FailedPrecondition",
       tweak: (w) => void w.addPartition(1, { use: { busy: ["in use by /dev/dm-0 (holders)"] } }),
       code: Code.FailedPrecondition,

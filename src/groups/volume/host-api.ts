@@ -130,7 +130,12 @@ export interface VolumeHostApi {
   getVolumeFilesystem?(volumeId: string): Promise<string | null>;
   /** Filesystem sizes (MSFT_Volume Size/SizeRemaining; Linux statfs or the superblock). FailedPrecondition when the host cannot measure what the volume holds. */
   getVolumeUsage(volumeId: string): Promise<VolumeUsage>;
-  /** Creates {@link defaultFileSystem} on the volume. */
+  /**
+   * Creates {@link defaultFileSystem} on the volume (a quick format), replacing one of that type. At the
+   * moment of acting the host refuses (FailedPrecondition, nothing written) a volume in use — Linux:
+   * mounted in any mount namespace, held, claimed; Windows: a drive letter or an access path — or one
+   * holding anything else.
+   */
   formatVolume(volumeId: string, expect?: string, check?: WriteCheck): Promise<void>;
   /** Writes the volume's cached data to stable storage. */
   flushVolume(volumeId: string): Promise<void>;

@@ -11,10 +11,11 @@ import { mkdir, mkdtemp, open, readFile, readdir, realpath, rename, rmdir, stat,
 import { constants, existsSync, readFileSync, readdirSync, realpathSync } from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import type { BlockDisk, BlockMount, BlockTools, DevNumber, DeviceClaim, FilesystemUsage, LoopDevice, ManagedFsType, OfflineMark, PartitionTable, ProbeResult, Signature } from "./block-tools-api.ts";
+import type { BlockDisk, BlockMount, BlockTools, DevNumber, DeviceClaim, FilesystemUsage, LoopDevice, ManagedFsType, NamespaceMount, OfflineMark, PartitionTable, ProbeResult, Signature } from "./block-tools-api.ts";
 import { HostCommandError, runCommand, type RunOptions } from "../exec/run-command.ts";
 import { fsError } from "../fs-error.ts";
 import { inspectDirectory } from "../inspect-directory.ts";
+import { mountsInAnyNamespace } from "./mountinfo.ts";
 import { createMountTableCache, type MountTableCache } from "./mount-table-cache.ts";
 import { mountOnDir, unmountDir } from "./anchored-mount.ts";
 import { loadLibc } from "./libc.ts";
@@ -153,6 +154,10 @@ export class LinuxBlockTools implements BlockTools {
 
   effectiveUid(): number {
     return process.geteuid?.() ?? 0;
+  }
+
+  mountsInAnyNamespace(dev: DevNumber): Promise<NamespaceMount[]> {
+    return mountsInAnyNamespace(dev.major, dev.minor);
   }
 
   async effectiveCapabilities(): Promise<Set<string>> {
@@ -376,10 +381,11 @@ export class LinuxBlockTools implements BlockTools {
 
   /* ---------------------------------------------------------------- volumes */
 
-  async makeFilesystem(devPath: string, fsType: ManagedFsType): Promise<void> {
-    // No -F / -f: mke2fs and mkfs.xfs keep refusing devices that already hold a filesystem.
+  async makeFilesystem(devPath: string, fsType: ManagedFsType, replace = false): Promise<void> {
+    // mke2fs (stdin not a terminal) checks only that the device is not mounted or busy; mkfs.xfs also
+    // refuses an existing filesystem unless -f, which never overrides its mounted-device refusal.
     if (fsType === "ext4") await tool("mkfs.ext4", ["-q", devPath], LONG);
-    else await tool("mkfs.xfs", ["-q", devPath], LONG);
+    else await tool("mkfs.xfs", replace ? ["-q", "-f", devPath] : ["-q", devPath], LONG);
   }
 
   /** mount(2) on the target held as a directory handle (anchored-mount.ts): no link is followed. */

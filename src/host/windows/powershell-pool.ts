@@ -79,7 +79,7 @@ export class PowerShellPool implements WorkerOwner {
     if (this.#queue.length >= this.#maxQueue) {
       return Promise.reject(new CsiProxyError(Code.ResourceExhausted, `too many host operations waiting (${this.#queue.length}); try again later`));
     }
-    if (options.signal?.aborted) return Promise.reject(new CsiProxyError(Code.Cancelled, `${op}: cancelled`));
+    if (options.signal?.aborted) return Promise.reject(new CsiProxyError(Code.Canceled, `${op}: cancelled`));
     const wait = this.#retryAt - Date.now();
     if (this.#startError && this.#workers.size === 0 && wait > 0) {
       return Promise.reject(new CsiProxyError(Code.Unavailable, `${op}: ${this.#startError.message} (PowerShell workers cannot start; next attempt in ${wait} ms)`));
@@ -100,7 +100,7 @@ export class PowerShellPool implements WorkerOwner {
           const i = this.#queue.indexOf(call);
           if (i !== -1) {
             this.#queue.splice(i, 1);
-            reject(new CsiProxyError(Code.Cancelled, `${op}: cancelled`));
+            reject(new CsiProxyError(Code.Canceled, `${op}: cancelled`));
           }
           // a running call is not interrupted: the worker finishes it and its answer is dropped
         };
@@ -122,7 +122,7 @@ export class PowerShellPool implements WorkerOwner {
           if (worker.current || worker.dead || this.#queue.length === 0) return;
           const call = this.#queue.shift()!;
           if (call.signal?.aborted) {
-            call.reject(new CsiProxyError(Code.Cancelled, `${call.op}: cancelled`));
+            call.reject(new CsiProxyError(Code.Canceled, `${call.op}: cancelled`));
             return this.dispatch();
           }
           worker.run(call);

@@ -35,7 +35,12 @@ export class WindowsVolumeCim {
     return parseVolume("volume.get", await this.#pool.call("volume.get", { volumeId }));
   }
 
-  /** MSFT_Volume.Format(FileSystem="NTFS", FileSystemLabel="", Full=false, Force=true). */
+  /**
+   * MSFT_Volume.Format(FileSystem="NTFS", FileSystemLabel="", Full=false, Force=true): a quick format. Refused
+   * first, in the same worker call (FailedPrecondition, nothing written), when the partition has a drive
+   * letter or any access path besides its `\\?\Volume{…}` name, or the volume holds a file system other
+   * than NTFS.
+   */
   async formatVolume(volumeId: string): Promise<void> {
     await this.#pool.call("volume.format", { volumeId }, { timeoutMs: 15 * 60_000 });
   }
