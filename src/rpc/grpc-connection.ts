@@ -104,37 +104,74 @@ export class GrpcConnection {
 
   private onData(chunk: Buffer): void {
     if (this.closed) return;
-    let buf = this.rest.length ? Buffer.concat([this.rest, chunk]) : chunk;
-    let pos = 0;
+    let buf = chunk, pos = 0;
     if (!this.prefaceDone) {
+      if (this.rest.length) buf = Buffer.concat([this.rest, chunk]);
       const have = Math.min(buf.length, CLIENT_PREFACE.length);
       if (buf.compare(CLIENT_PREFACE, 0, have, 0, have) !== 0) return void this.socket.destroy();
       if (buf.length < CLIENT_PREFACE.length) {
         this.rest = Buffer.from(buf);
         return;
       }
+      this.rest = EMPTY;
       this.prefaceDone = true;
       pos = CLIENT_PREFACE.length;
+    } else if (this.rest.length) {
+      // Complete the partial frame with the first bytes of the chunk (no copy of the whole chunk).
+      pos = this.completeFrame(chunk);
+      if (pos < 0) return;
     }
     try {
-      while (buf.length - pos >= 9 && !this.closed) {
-        const length = (buf[pos] << 16) | (buf[pos + 1] << 8) | buf[pos + 2];
-        if (length > MAX_FRAME_ACCEPTED) throw new Http2ConnectionError(FRAME_SIZE_ERROR, "frame too large");
-        if (buf.length - pos < 9 + length) break;
-        const type = buf[pos + 3], flags = buf[pos + 4];
-        const id = buf.readUInt32BE(pos + 5) & 0x7fffffff;
-        this.onFrame(type, flags, id, buf, pos + 9, pos + 9 + length);
-        pos += 9 + length;
+      if (this.rest.length) {
+        const first = this.rest;
+        this.rest = EMPTY;
+        this.frames(first, 0);
       }
+      pos = this.frames(buf, pos);
     } catch (err) {
       if (!(err instanceof Http2ConnectionError)) throw err;
       return this.fail(err.code, err.message);
     }
     // Keep a copy of a partial frame so the socket's chunk is not retained.
-    this.rest = pos >= buf.length ? EMPTY : Buffer.from(buf.subarray(pos));
-    buf = EMPTY;
+    if (!this.closed && pos < buf.length) this.rest = Buffer.from(buf.subarray(pos));
     // Back-pressure: answers this chunk produced wait for the client to read before more is read.
     if (this.outBytes > this.limits.writeHighWaterBytes) this.flush();
+  }
+
+  /**
+   * Appends to `rest` (a partial frame) what it lacks from the start of `chunk`. Returns the offset
+   * in `chunk` after the bytes taken, with `rest` then one whole frame; or -1 when the chunk did not
+   * complete it (all of it is in `rest`).
+   */
+  private completeFrame(chunk: Buffer): number {
+    let rest = this.rest, used = 0;
+    if (rest.length < 9) {
+      used = Math.min(9 - rest.length, chunk.length);
+      rest = Buffer.concat([rest, chunk.subarray(0, used)]);
+      if (rest.length < 9) {
+        this.rest = rest;
+        return -1;
+      }
+    }
+    const length = (rest[0] << 16) | (rest[1] << 8) | rest[2];
+    const take = Math.min(9 + Math.min(length, MAX_FRAME_ACCEPTED + 1) - rest.length, chunk.length - used);
+    this.rest = Buffer.concat([rest, chunk.subarray(used, used + take)]);
+    used += take;
+    return this.rest.length >= 9 + length || length > MAX_FRAME_ACCEPTED ? used : -1;
+  }
+
+  /** Handles the whole frames of `buf` from `pos`; returns the offset of the first incomplete one. Throws Http2ConnectionError. */
+  private frames(buf: Buffer, pos: number): number {
+    while (buf.length - pos >= 9 && !this.closed) {
+      const length = (buf[pos] << 16) | (buf[pos + 1] << 8) | buf[pos + 2];
+      if (length > MAX_FRAME_ACCEPTED) throw new Http2ConnectionError(FRAME_SIZE_ERROR, "frame too large");
+      if (buf.length - pos < 9 + length) break;
+      const type = buf[pos + 3], flags = buf[pos + 4];
+      const id = buf.readUInt32BE(pos + 5) & 0x7fffffff;
+      this.onFrame(type, flags, id, buf, pos + 9, pos + 9 + length);
+      pos += 9 + length;
+    }
+    return pos;
   }
 
   private onFrame(type: number, flags: number, id: number, buf: Buffer, start: number, end: number): void {

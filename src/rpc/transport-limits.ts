@@ -60,7 +60,7 @@ export const DEFAULT_LIMITS: Readonly<TransportLimits> = Object.freeze({
  * Request data buffered by the whole process (all connections of all endpoints), bytes. A DATA
  * frame that would exceed it ends its call with RESOURCE_EXHAUSTED.
  */
-export const PROCESS_BUFFERED_BYTES = 24 * 1024 * 1024;
+export const PROCESS_BUFFERED_BYTES = 16 * 1024 * 1024;
 
 /** Per-stream receive window advertised (SETTINGS_INITIAL_WINDOW_SIZE): above the largest accepted message, so unary requests never wait for WINDOW_UPDATE. */
 export const STREAM_RECEIVE_WINDOW = 8 * 1024 * 1024;

@@ -197,6 +197,17 @@ describe("transport limits (src/rpc/transport-limits.ts)", () => {
     peer.close();
   });
 
+  it("reassembles frames that arrive split at every byte", async () => {
+    const peer = new Peer(plain, false);
+    const bytes = Buffer.concat([PREFACE, frame(4, 0, 0), call(1, "/yes"), call(3, "/yes")]);
+    for (let i = 0; i < bytes.length; i++) {
+      peer.socket.write(bytes.subarray(i, i + 1));
+      await new Promise((r) => setTimeout(r, 1));
+    }
+    assert.deepEqual([await peer.status(1), await peer.status(3)], [0, 0]);
+    peer.close();
+  });
+
   const violations: [string, (p: Peer) => void, number][] = [
     ["WINDOW_UPDATE of 0 on the connection → PROTOCOL_ERROR", (p) => p.send(frame(8, 0, 0, u32(0))), 1],
     ["connection window above 2^31-1 → FLOW_CONTROL_ERROR", (p) => p.send(frame(8, 0, 0, u32(0x7fffffff)), frame(8, 0, 0, u32(0x7fffffff))), 3],
