@@ -60,7 +60,7 @@ export function createFilesystemService(deps: { host: FilesystemHostApi; policy:
       if (kind === null) await host.mkdirAll(checked);
     },
 
-    async rmdir({ path: p, force }) {
+    async rmdir({ path: p, force }, options) {
       const checked = await policy.check(p);
       await refuseRoot(checked, "remove");
       if (force) {
@@ -70,7 +70,7 @@ export function createFilesystemService(deps: { host: FilesystemHostApi; policy:
         if (deps.platform === "linux" && (await host.lstat(checked)) === "directory" && (await host.isMountPoint(checked))) {
           throw failedPrecondition(`refusing to remove ${p}: it is a mount point; unmount it first (UnmountVolume)`);
         }
-        return host.removeAll(checked);
+        return host.removeAll(checked, options);
       }
       if ((await host.lstat(checked)) === null) {
         const parentPresent = (await host.lstat(dirname(checked))) !== null;
@@ -81,12 +81,12 @@ export function createFilesystemService(deps: { host: FilesystemHostApi; policy:
       await host.removeDir(checked);
     },
 
-    async rmdirContents({ path: p }) {
+    async rmdirContents({ path: p }, options) {
       const checked = await policy.check(p, { followFinal: true });
       await refuseRoot(checked, "empty");
       const kind = await host.lstat(checked);
       if (kind === null) throw notFound(`rmdir contents ${p}: no such directory`);
-      await host.removeContents(checked);
+      await host.removeContents(checked, options);
     },
 
     async createSymlink({ sourcePath, targetPath }) {

@@ -155,8 +155,8 @@ export async function readPartitionTable(devPath: string, lbs: number, sizeBytes
       sizeBytes,
     );
   } finally {
-    // Not waited for: the table is parsed, and a read-only descriptor's close cannot change it.
-    fh.close().catch(() => {});
+    // Waited for: the call settles after its descriptor is closed (a read-only close cannot fail the answer).
+    await fh.close().catch(() => {});
   }
 }
 
