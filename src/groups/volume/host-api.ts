@@ -4,21 +4,24 @@
  * points): Linux (host/linux/volume.ts), Windows (host/windows/volume.ts), fake (test/doubles/fake-volume-host.ts).
  *
  * Who decides what (as in disk/host-api.ts):
- * - volume-service.ts decides, from the facts reported here: what may be formatted (only an empty
- *   volume; the default filesystem already there is success), mounted, unmounted and resized, and
- *   the refusals of policy/block-policy.ts (disk offline; the volume or its disk holds the OS, is
- *   busy, or is mounted outside the allowed directories).
+ * - volume-service.ts decides, from the facts reported here: what may be formatted (an empty volume
+ *   or one holding the default filesystem, not mounted anywhere), mounted, unmounted and resized,
+ *   and the refusals of policy/block-policy.ts (disk offline; the volume or its disk holds the OS,
+ *   is busy, or is mounted outside the allowed directories — or anywhere, for a format).
  * - A host reports what it sees and carries out one operation per method. At the moment of writing
  *   it re-verifies and may refuse on its own — FailedPrecondition, nothing changed:
  *   * Linux (host/linux/volume.ts, `checksAtWrite`): on a fresh reading taken right before the write
  *     it runs the service's {@link WriteCheck} (the service's refusals, on the same facts), then its
  *     own: not the volume looked up (`expect`); it or its disk holds the OS or is busy; format: it is
- *     mounted, any signature wipefs sees, the kernel refuses the exclusive claim, and mkfs runs without
- *     force flags so its own checks stay armed; resize/grow/mount of an unmounted volume: the
- *     exclusive claim; mount: a link on the way to the target or a target moved (anchored-mount.ts).
- *   * Windows (host/windows/volume.ts): no refusals of its own (expect and WriteCheck are not used);
- *     the service locates the volume once more and re-runs its refusals just before the write, and
- *     the CIM provider's failures come back coded (host/windows/worker-error-codes.ts).
+ *     mounted (in any mount namespace), wipefs sees a signature other than one of the filesystem
+ *     being created, the kernel refuses the exclusive claim (mkfs keeps its own mounted-device
+ *     refusal); resize/grow/mount of an unmounted volume: the exclusive claim; mount: a link on the
+ *     way to the target or a target moved (anchored-mount.ts).
+ *   * Windows (host/windows/volume.ts; expect and WriteCheck are not used): the service locates the
+ *     volume once more and re-runs its refusals just before the write; the worker script's
+ *     `volume.format` refuses, in the same PowerShell call as the Format, a partition with a drive
+ *     letter or access path or a filesystem other than NTFS; the CIM provider's failures come back
+ *     coded (host/windows/worker-error-codes.ts).
  *
  * Volume ids are the host's own (`\\?\Volume{GUID}\` on Windows; the Linux shape is in
  * docs/linux-concept-map.md). A volume id the host does not know is NotFound; a string that cannot
