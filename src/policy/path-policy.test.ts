@@ -538,6 +538,21 @@ describe("createPathPolicy() with bindSources (a bind mount is treated like a li
     await expectOutcome(() => policy.check("/var/lib/kubelet/other"), "/var/lib/kubelet/other");
   });
 
+  it("refuses a path in a bind mount below an allowed dir whose source cannot be seen; an allowed dir in such a mount is taken as it is", async () => {
+    const unseen = (at: string) => async (paths: readonly string[]) => paths.map((p) => (isWithin(p, at, "linux") ? { unseen: at } : null));
+    const below = createPathPolicy({ platform: "linux", allowedDirs: ["/var/lib/kubelet"], resolve: identity, bindSources: unseen("/var/lib/kubelet/b") });
+    await expectOutcome(() => below.check("/var/lib/kubelet/b/x"), {
+      code: Code.PermissionDenied,
+      message:
+        "path /var/lib/kubelet/b/x is not within the allowed directories [/var/lib/kubelet] (resolved to /var/lib/kubelet/b/x, in a bind mount at /var/lib/kubelet/b whose source directory cannot be seen)",
+    });
+    await expectOutcome(() => below.check("/var/lib/kubelet/other"), "/var/lib/kubelet/other");
+    const container = createPathPolicy({ platform: "linux", allowedDirs: ["/var/lib/kubelet"], resolve: identity, bindSources: unseen("/var/lib/kubelet") });
+    await expectOutcome(() => container.check("/var/lib/kubelet/pods/a"), "/var/lib/kubelet/pods/a");
+    const above = createPathPolicy({ platform: "linux", allowedDirs: ["/var/lib/kubelet"], resolve: identity, bindSources: unseen("/var/lib") });
+    await expectOutcome(() => above.check("/var/lib/kubelet/pods/a"), "/var/lib/kubelet/pods/a");
+  });
+
   it("accepts bind mounts whose source is inside an allowed dir, or inside an allowed dir's own bind source", async () => {
     const inside = createPathPolicy({ platform: "linux", allowedDirs: ["/var/lib/kubelet"], resolve: identity, bindSources: binds({ "/var/lib/kubelet/sub": "/var/lib/kubelet/src" }) });
     await expectOutcome(() => inside.check("/var/lib/kubelet/sub/a"), "/var/lib/kubelet/sub/a");
