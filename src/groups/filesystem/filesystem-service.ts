@@ -56,7 +56,10 @@ export function createFilesystemService(deps: { host: FilesystemHostApi; policy:
     async mkdir({ path: p }) {
       const checked = await policy.check(p, { followFinal: true });
       const kind = await host.lstat(checked);
-      if (kind !== null && kind !== "directory") throw alreadyExists(`mkdir ${p}: exists and is not a directory`);
+      if (kind !== null && kind !== "directory") {
+        // Windows: Go's MkdirAll answers ENOTDIR, which is ERROR_PATH_NOT_FOUND there
+        throw alreadyExists(deps.platform === "win32" ? `mkdir ${p}: The system cannot find the path specified.` : `mkdir ${p}: exists and is not a directory`);
+      }
       if (kind === null) await host.mkdirAll(checked);
     },
 
@@ -72,12 +75,15 @@ export function createFilesystemService(deps: { host: FilesystemHostApi; policy:
         }
         return host.removeAll(checked);
       }
-      if ((await host.lstat(checked)) === null) {
+      const kind = await host.lstat(checked);
+      if (kind === null) {
         const parentPresent = (await host.lstat(dirname(checked))) !== null;
         throw parentPresent
           ? fragmentError("rmdir-missing", `remove ${p}: The system cannot find the file specified.`)
           : fragmentError("rmdir-parent-missing", `remove ${p}: The system cannot find the path specified.`);
       }
+      // a file (not a link): removed, as upstream's os.Remove does; the entry itself, never followed
+      if (kind === "file") return host.removeAll(checked);
       await host.removeDir(checked);
     },
 

@@ -2,7 +2,7 @@ import * as fs from "node:fs/promises";
 import * as path from "node:path";
 import type { EntryKind, FilesystemHostApi } from "../../groups/filesystem/host-api.ts";
 import { CsiProxyError, Code } from "../../errors.ts";
-import { fsError } from "../fs-error.ts";
+import { windowsFsError } from "./windows-fs-error.ts";
 import { FILE_ATTRIBUTE_REPARSE_POINT, IO_REPARSE_TAG_MOUNT_POINT, type Awaitable, type Handle, type Win32 } from "../../win32/win32.ts";
 
 /** The Win32 calls the filesystem host needs (a {@link Win32}, or a fake in tests). */
@@ -10,7 +10,8 @@ export type ReparseProbe = Awaitable<Pick<Win32, "getFileAttributes" | "reparseT
 
 /**
  * Filesystem host operations on Windows: Node's fs (libuv over Win32) plus two Win32 calls through
- * koffi. No processes.
+ * koffi. No processes. Failures read as Go's os prints them (`remove <p>: The directory is not
+ * empty.`, windows-fs-error.ts), never with a Node errno name.
  *
  * - Node's lstat reports symlinks and drive-letter junctions as symbolic links, and a volume
  *   mount point (a junction to `\??\Volume{GUID}\`) as a plain directory; isMountPoint recognises
@@ -37,7 +38,7 @@ export class WindowsFilesystemHost implements FilesystemHostApi {
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === "ENOENT" || code === "ENOTDIR") return null;
-      throw fsError(err, "stat", p);
+      throw windowsFsError(err, "CreateFile", p);
     }
   }
 
@@ -47,24 +48,24 @@ export class WindowsFilesystemHost implements FilesystemHostApi {
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === "ENOENT" || code === "ENOTDIR") return null;
-      throw fsError(err, "resolve", p);
+      throw windowsFsError(err, "resolve", p);
     }
   }
 
   async mkdirAll(p: string): Promise<void> {
     await fs.mkdir(p, { recursive: true }).catch((err) => {
-      throw fsError(err, "mkdir", p);
+      throw windowsFsError(err, "mkdir", p);
     });
   }
 
   async removeDir(p: string): Promise<void> {
     // RemoveDirectoryW removes an empty directory, or a directory symlink/junction itself.
     const st = await fs.lstat(p).catch((err) => {
-      throw fsError(err, "rmdir", p);
+      throw windowsFsError(err, "remove", p);
     });
     const remove = st.isSymbolicLink() ? fs.unlink(p).catch(() => fs.rmdir(p)) : fs.rmdir(p);
     await remove.catch((err) => {
-      throw fsError(err, "rmdir", p);
+      throw windowsFsError(err, "remove", p);
     });
   }
 
@@ -120,7 +121,7 @@ export class WindowsFilesystemHost implements FilesystemHostApi {
     try {
       const st = await fs.lstat(p).catch((err) => {
         if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
-        throw fsError(err, "remove", p);
+        throw windowsFsError(err, "remove", p);
       });
       if (st === null) return;
       if (st.isDirectory() && !st.isSymbolicLink()) {
@@ -175,7 +176,7 @@ export class WindowsFilesystemHost implements FilesystemHostApi {
 
   async readDir(p: string): Promise<string[]> {
     return fs.readdir(p).catch((err) => {
-      throw fsError(err, "read directory", p);
+      throw windowsFsError(err, "open", p);
     });
   }
 
@@ -187,7 +188,7 @@ export class WindowsFilesystemHost implements FilesystemHostApi {
       // Node picks a directory link when the target is a directory (like Go's os.Symlink) and uses
       // SYMBOLIC_LINK_FLAG_ALLOW_UNPRIVILEGED_CREATE.
       await fs.symlink(target, linkPath).catch((err) => {
-        throw fsError(err, "symlink", linkPath);
+        throw windowsFsError(err, "symlink", linkPath);
       });
     } finally {
       await this.#release(pins);
