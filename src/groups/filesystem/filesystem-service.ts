@@ -20,6 +20,17 @@ export function createFilesystemService(deps: { host: FilesystemHostApi; policy:
   const { host, policy } = deps;
   const dirname = deps.platform === "win32" ? path.win32.dirname : path.posix.dirname;
 
+  const win32 = deps.platform === "win32";
+
+  /**
+   * Go's os text for a missing `p` on Windows: `<op> <p>: ` + Windows' message for
+   * ERROR_FILE_NOT_FOUND, or ERROR_PATH_NOT_FOUND when the parent is missing too or not a directory.
+   */
+  async function goMissing(op: string, p: string, checked: string): Promise<string> {
+    const parentPresent = (await host.lstat(dirname(checked))) === "directory";
+    return `${op} ${p}: ${parentPresent ? "The system cannot find the file specified." : "The system cannot find the path specified."}`;
+  }
+
   /** Destructive operations never act on an allowed directory itself. */
   async function refuseRoot(resolved: string, what: string) {
     if (await policy.isAllowedRoot(resolved)) throw permissionDenied(`refusing to ${what} ${resolved}: it is an allowed directory itself`);
@@ -58,7 +69,7 @@ export function createFilesystemService(deps: { host: FilesystemHostApi; policy:
       const kind = await host.lstat(checked);
       if (kind !== null && kind !== "directory") {
         // Windows: Go's MkdirAll answers ENOTDIR, which is ERROR_PATH_NOT_FOUND there
-        throw alreadyExists(deps.platform === "win32" ? `mkdir ${p}: The system cannot find the path specified.` : `mkdir ${p}: exists and is not a directory`);
+        throw alreadyExists(win32 ? `mkdir ${p}: The system cannot find the path specified.` : `mkdir ${p}: exists and is not a directory`);
       }
       if (kind === null) await host.mkdirAll(checked);
     },
@@ -77,7 +88,8 @@ export function createFilesystemService(deps: { host: FilesystemHostApi; policy:
       }
       const kind = await host.lstat(checked);
       if (kind === null) {
-        const parentPresent = (await host.lstat(dirname(checked))) !== null;
+        // under a file, Windows answers ERROR_PATH_NOT_FOUND as for a missing parent
+        const parentPresent = (await host.lstat(dirname(checked))) === "directory";
         throw parentPresent
           ? fragmentError("rmdir-missing", `remove ${p}: The system cannot find the file specified.`)
           : fragmentError("rmdir-parent-missing", `remove ${p}: The system cannot find the path specified.`);
@@ -91,7 +103,8 @@ export function createFilesystemService(deps: { host: FilesystemHostApi; policy:
       const checked = await policy.check(p, { followFinal: true });
       await refuseRoot(checked, "empty");
       const kind = await host.lstat(checked);
-      if (kind === null) throw notFound(`rmdir contents ${p}: no such directory`);
+      if (kind === null) throw notFound(win32 ? await goMissing("open", p, checked) : `rmdir contents ${p}: no such directory`);
+      if (win32 && kind === "file") throw failedPrecondition(`readdir ${p}: The system cannot find the path specified.`);
       await host.removeContents(checked);
     },
 
@@ -101,7 +114,9 @@ export function createFilesystemService(deps: { host: FilesystemHostApi; policy:
       // publish link to an SMB staging link, whose target is the share (outside the allowed dirs), is
       // how csi-driver-smb, AzureFile and Trident publish. It grants nothing the source link does not.
       const target = await policy.check(sourcePath);
-      if ((await host.lstat(link)) !== null) throw alreadyExists(`create symlink ${targetPath}: path already exists`);
+      if ((await host.lstat(link)) !== null) {
+        throw alreadyExists(win32 ? `symlink ${sourcePath} ${targetPath}: Cannot create a file when that file already exists.` : `create symlink ${targetPath}: path already exists`);
+      }
       await host.symlink(target, link);
     },
 
@@ -111,7 +126,7 @@ export function createFilesystemService(deps: { host: FilesystemHostApi; policy:
         throw e;
       });
       const kind = await host.lstat(checked);
-      if (kind === null) throw notFound(`is symlink ${p}: no such file or directory`);
+      if (kind === null) throw notFound(win32 ? await goMissing("CreateFile", p, checked) : `is symlink ${p}: no such file or directory`);
       if (kind === "symlink") return { isSymlink: await host.linkTargetExists(checked) };
       return { isSymlink: kind === "directory" && (await host.isMountPoint(checked)) };
     },
