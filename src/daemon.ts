@@ -56,7 +56,7 @@ export async function startDaemon(config: ProxyConfig, options: { logger: Logger
  * Logs one line per RPC at V(2) (method, status code, duration; the request, secrets redacted, at
  * V(4)), every Internal/Unknown failure as an error, and feeds the gRPC metrics.
  */
-function callObserver(logger: Logger, metrics: GrpcMetrics | undefined): CallObserver {
+export function callObserver(logger: Logger, metrics: GrpcMetrics | undefined): CallObserver {
   return {
     start(method: DescMethod, request: unknown) {
       const name = `/${method.parent.typeName}/${method.name}`;

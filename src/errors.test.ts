@@ -12,7 +12,10 @@ describe("CsiProxyError", () => {
     assert.equal(CsiProxyError.from("text", Code.Unavailable).code, Code.Unavailable);
   });
   it("codeName() prints grpc-go's names", () => {
-    assert.deepEqual([0, 3, 5, 9, 12, 16].map(codeName), ["OK", "InvalidArgument", "NotFound", "FailedPrecondition", "Unimplemented", "Unauthenticated"]);
+    // grpc-go codes/code_string.go, codes 0..16 in order.
+    const grpcGo = ["OK", "Canceled", "Unknown", "InvalidArgument", "DeadlineExceeded", "NotFound", "AlreadyExists", "PermissionDenied",
+      "ResourceExhausted", "FailedPrecondition", "Aborted", "OutOfRange", "Unimplemented", "Internal", "Unavailable", "DataLoss", "Unauthenticated"];
+    assert.deepEqual(Array.from({ length: 17 }, (_, i) => codeName(i)), grpcGo);
     assert.equal(codeName(99), "Code(99)");
   });
   it("quote() bounds what request data can add to a message", () => {

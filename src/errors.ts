@@ -4,7 +4,7 @@
  */
 export const Code = {
   OK: 0,
-  Cancelled: 1,
+  Canceled: 1,
   Unknown: 2,
   InvalidArgument: 3,
   DeadlineExceeded: 4,
@@ -23,7 +23,7 @@ export const Code = {
 } as const;
 export type Code = (typeof Code)[keyof typeof Code];
 
-/** grpc-go's `codes.Code.String()` names, as Prometheus labels and logs print them. */
+/** grpc-go's `codes.Code.String()` names (code 1 is `Canceled`), as Prometheus labels, logs and csi-proxyctl print them. */
 export const codeName = (code: number): string =>
   (Object.keys(Code) as (keyof typeof Code)[]).find((k) => Code[k] === code) ?? `Code(${code})`;
 

@@ -4,11 +4,11 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Code, CsiProxyError } from "../errors.ts";
 import { DRIVER_FRAGMENTS, FragmentError, fragmentError, fragmentRow } from "./driver-fragments.ts";
-import { createPathPolicy } from "../groups/filesystem/path-policy.ts";
+import { createPathPolicy } from "../policy/path-policy.ts";
 import { createFilesystemService } from "../groups/filesystem/filesystem-service.ts";
 import type { FilesystemHostApi } from "../groups/filesystem/host-api.ts";
 
-const IN_PROGRESS = [Code.Cancelled, Code.DeadlineExceeded, Code.Unavailable, Code.ResourceExhausted, Code.Aborted, Code.Unknown, Code.Internal];
+const IN_PROGRESS = [Code.Canceled, Code.DeadlineExceeded, Code.Unavailable, Code.ResourceExhausted, Code.Aborted, Code.Unknown, Code.Internal];
 
 describe("the fragment table", () => {
   it("one row per situation, final precise codes only", () => {

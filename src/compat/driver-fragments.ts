@@ -19,10 +19,10 @@
  * path, PathExists of a missing path → exists=false) are answered with success as well; they are
  * listed in {@link IDEMPOTENT_SUCCESSES} for the documentation and the tests.
  *
- * Codes a client or kubelet reads as "still in progress" (Cancelled, DeadlineExceeded,
+ * Codes a client or kubelet reads as "still in progress" (Canceled, DeadlineExceeded,
  * Unavailable, ResourceExhausted, Aborted) are never used for an ordinary, final failure. They
  * remain only where the outcome is really open or nothing was attempted: the client cancelled
- * (Cancelled); a host tool, WMI call or Windows service did not finish within its bound and may
+ * (Canceled); a host tool, WMI call or Windows service did not finish within its bound and may
  * still complete or have half-completed (DeadlineExceeded — gRPC's own definition covers "may have
  * completed"); Win32 path/device calls that have not returned (Unavailable); the PowerShell worker
  * pool is shutting down or cannot start (Unavailable) or its queue is full / a CIM quota is hit and
@@ -183,7 +183,6 @@ export const IDEMPOTENT_SUCCESSES: readonly { rpc: string; when: string }[] = Ob
   { rpc: "iscsi AddTargetPortal", when: "the portal is registered" },
   { rpc: "volume MountVolume", when: "the same volume is already mounted at target_path" },
   { rpc: "volume ResizeVolume", when: "the target size is below the current partition size + 100 MiB (size 0 = the largest supported)" },
-  { rpc: "volume FormatVolume", when: "the volume already holds the default filesystem (beyond upstream, which formats again)" },
   { rpc: "disk PartitionDisk", when: "the disk is already partitioned" },
   { rpc: "disk SetDiskState", when: "the disk is already in that state" },
   { rpc: "smb NewSmbGlobalMapping", when: "local_path is already a link to this remote path (a retried call)" },

@@ -16,7 +16,7 @@ import { statusMessage, type UnaryMethod } from "./grpc-service.ts";
  * - unknown `:path` → UNIMPLEMENTED "The server does not implement the method <path>"; a request
  *   message above `maxMessageBytes` → RESOURCE_EXHAUSTED; `grpc-timeout` → DEADLINE_EXCEEDED
  *   "Deadline exceeded" when it passes (the handler's signal is aborted); RST_STREAM from the
- *   client before the answer aborts the handler's signal (Cancelled);
+ *   client before the answer aborts the handler's signal (Canceled);
  * - errors are trailers-only responses (`grpc-status`, percent-encoded `grpc-message`);
  * - flow control: requests get an 8 MiB stream window (larger than any accepted message, so no
  *   per-call WINDOW_UPDATE), responses honour the client's windows and frame size;
@@ -119,7 +119,7 @@ export class GrpcConnection {
       case TYPE_RST_STREAM: {
         if (id === 0 || end - start !== 4) throw new ConnectionError(PROTOCOL_ERROR, "bad RST_STREAM");
         const stream = this.streams.get(id);
-        if (stream) this.cancel(stream, new CsiProxyError(Code.Cancelled, "call cancelled by the client"));
+        if (stream) this.cancel(stream, new CsiProxyError(Code.Canceled, "call cancelled by the client"));
         return;
       }
       case TYPE_SETTINGS:
@@ -377,7 +377,7 @@ export class GrpcConnection {
 
   private reset(stream: CallStream, code: number): void {
     this.write(rstStream(stream.id, code));
-    this.cancel(stream, new CsiProxyError(Code.Cancelled, "stream reset"));
+    this.cancel(stream, new CsiProxyError(Code.Canceled, "stream reset"));
   }
 
   /** Connection error: GOAWAY, then close. */
@@ -393,7 +393,7 @@ export class GrpcConnection {
   private onClose(): void {
     if (this.closed) return;
     this.closed = true;
-    const reason = new CsiProxyError(Code.Cancelled, "connection closed");
+    const reason = new CsiProxyError(Code.Canceled, "connection closed");
     for (const stream of [...this.streams.values()]) this.cancel(stream, reason);
     this.blocked.length = 0;
     this.out = [];

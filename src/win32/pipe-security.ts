@@ -16,7 +16,9 @@
  * (GA does), or new pipe instances cannot be created. Example: `D:P(A;;GA;;;SY)(A;;GA;;;BA)`.
  */
 import { CsiProxyError, Code } from "../errors.ts";
-import { loadWin32, READ_CONTROL, WRITE_DAC, WinError, Win32Error, type Win32 } from "./win32.ts";
+import { loadWin32, type Win32 } from "./win32.ts";
+import { READ_CONTROL, WRITE_DAC } from "./win32-constants.ts";
+import { WinError, Win32Error } from "./win32-errors.ts";
 
 export interface PipeSecurity {
   readonly sddl: string;

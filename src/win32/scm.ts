@@ -21,7 +21,8 @@
  */
 import { CsiProxyError, Code } from "../errors.ts";
 import { loadKoffi, type Koffi } from "./native.ts";
-import { Win32Error, WinError, utf16z } from "./win32.ts";
+import { Win32Error, WinError } from "./win32-errors.ts";
+import { utf16z } from "./win32.ts";
 
 /** What the SCM reports about one service (dwStartType / dwCurrentState as Windows numbers them). */
 export interface ScmServiceInfo {

@@ -17,7 +17,7 @@
  * before it resolves.
  */
 import { loadKoffi, type Koffi } from "./native.ts";
-import { win32Types } from "./win32.ts";
+import { win32Types } from "./win32-structs.ts";
 
 export const SERVICE_NAME = "csiproxy";
 

@@ -1,12 +1,14 @@
 /**
  * The Win32 functions csi-proxy calls through koffi, declared once. Failures throw
- * {@link Win32Error}, whose gRPC code is chosen from the Win32 error code.
+ * {@link Win32Error} (win32-errors.ts), whose gRPC code is chosen from the Win32 error code; the
+ * constants, structure layouts and the `io` limiter are in win32-constants.ts, win32-structs.ts and
+ * io-limiter.ts.
  *
  * Two kinds of declaration (checked by test/windows/win32-layout.test.ts):
  * - `io`: the call touches a path, a file or a device handle, so it can block for as long as a dead
  *   SMB server or a stuck disk does. It runs on koffi's worker threads (`fn.async`), never on the
- *   JS thread; at most {@link MAX_IO_CALLS} run at once (they share libuv's thread pool with fs), a
- *   call waits at most {@link IO_QUEUE_TIMEOUT_MS} for a slot (then Unavailable). GetLastError is
+ *   JS thread; at most MAX_IO_CALLS run at once (they share libuv's thread pool with fs), a
+ *   call waits at most IO_QUEUE_TIMEOUT_MS for a slot (then Unavailable; io-limiter.ts). GetLastError is
  *   read in koffi's completion callback, where koffi (≥ 3.3) has restored the worker thread's last
  *   error onto the JS thread.
  * - `mem`: memory-only or local kernel-object calls that answer at once (SDDL conversion, the
@@ -15,279 +17,23 @@
  * Only loaded on Windows (compose.ts imports the Windows hosts dynamically).
  */
 import { CsiProxyError, Code } from "../errors.ts";
+import { IoLimiter } from "./io-limiter.ts";
 import { loadKoffi, type Koffi } from "./native.ts";
-
-/** Win32 error codes this code relies on (winerror.h). */
-export const WinError = {
-  SUCCESS: 0,
-  INVALID_FUNCTION: 1,
-  FILE_NOT_FOUND: 2,
-  PATH_NOT_FOUND: 3,
-  ACCESS_DENIED: 5,
-  INVALID_HANDLE: 6,
-  NOT_READY: 21,
-  SHARING_VIOLATION: 32,
-  NOT_SUPPORTED: 50,
-  INVALID_PARAMETER: 87,
-  CALL_NOT_IMPLEMENTED: 120,
-  INSUFFICIENT_BUFFER: 122,
-  INVALID_NAME: 123,
-  DIR_NOT_EMPTY: 145,
-  ALREADY_EXISTS: 183,
-  FILENAME_EXCED_RANGE: 206,
-  PIPE_BUSY: 231,
-  MORE_DATA: 234,
-  DIRECTORY: 267,
-  INVALID_SECURITY_DESCR: 1338,
-  INVALID_OWNER: 1307,
-  NONE_MAPPED: 1332,
-  FAILED_SERVICE_CONTROLLER_CONNECT: 1063,
-  NOT_A_REPARSE_POINT: 4390,
-  // Service Control Manager (src/win32/scm.ts)
-  DEPENDENT_SERVICES_RUNNING: 1051,
-  INVALID_SERVICE_CONTROL: 1052,
-  SERVICE_REQUEST_TIMEOUT: 1053,
-  SERVICE_NO_THREAD: 1054,
-  SERVICE_DATABASE_LOCKED: 1055,
-  SERVICE_ALREADY_RUNNING: 1056,
-  SERVICE_DISABLED: 1058,
-  CIRCULAR_DEPENDENCY: 1059,
-  SERVICE_DOES_NOT_EXIST: 1060,
-  SERVICE_CANNOT_ACCEPT_CTRL: 1061,
-  SERVICE_NOT_ACTIVE: 1062,
-  SERVICE_DEPENDENCY_FAIL: 1068,
-  SERVICE_LOGON_FAILED: 1069,
-  SERVICE_START_HANG: 1070,
-  SERVICE_MARKED_FOR_DELETE: 1072,
-  SERVICE_DEPENDENCY_DELETED: 1075,
-} as const;
-
-const messages: Record<number, string> = {
-  1: "Incorrect function.",
-  2: "The system cannot find the file specified.",
-  3: "The system cannot find the path specified.",
-  5: "Access is denied.",
-  6: "The handle is invalid.",
-  21: "The device is not ready.",
-  32: "The process cannot access the file because it is being used by another process.",
-  50: "The request is not supported.",
-  87: "The parameter is incorrect.",
-  120: "This function is not supported on this system.",
-  122: "The data area passed to a system call is too small.",
-  123: "The filename, directory name, or volume label syntax is incorrect.",
-  145: "The directory is not empty.",
-  183: "Cannot create a file when that file already exists.",
-  206: "The filename or extension is too long.",
-  231: "All pipe instances are busy.",
-  267: "The directory name is invalid.",
-  1338: "The security descriptor structure is invalid.",
-  1307: "This security ID may not be assigned as the owner of this object.",
-  1332: "No mapping between account names and security IDs was done.",
-  1063: "The service process could not connect to the service controller.",
-  1051: "A stop control has been sent to a service that other running services are dependent on.",
-  1052: "The requested control is not valid for this service.",
-  1053: "The service did not respond to the start or control request in a timely fashion.",
-  1054: "A thread could not be created for the service.",
-  1055: "The service database is locked.",
-  1056: "An instance of the service is already running.",
-  1058: "The service cannot be started, either because it is disabled or because it has no enabled devices associated with it.",
-  1059: "Circular service dependency was specified.",
-  1060: "The specified service does not exist as an installed service.",
-  1061: "The service cannot accept control messages at this time.",
-  1062: "The service has not been started.",
-  1068: "The dependency service or group failed to start.",
-  1069: "The service did not start due to a logon failure.",
-  1070: "After starting, the service hung in a start-pending state.",
-  1072: "The specified service has been marked for deletion.",
-  1075: "The dependency service does not exist or has been marked for deletion.",
-  1314: "A required privilege is not held by the client.",
-  4390: "The file or directory is not a reparse point.",
-};
-
-/** Windows' system message (FormatMessage, en-US) for a Win32 error code, when this table has it. */
-export function win32Message(errno: number): string | undefined {
-  return messages[errno];
-}
-
-/** gRPC code for a Win32 error code. */
-export function codeForWin32(errno: number): Code {
-  switch (errno) {
-    case WinError.FILE_NOT_FOUND:
-    case WinError.PATH_NOT_FOUND:
-    case WinError.NOT_A_REPARSE_POINT:
-    case WinError.SERVICE_DOES_NOT_EXIST:
-      return Code.NotFound;
-    case WinError.ACCESS_DENIED:
-    case 1314: // ERROR_PRIVILEGE_NOT_HELD
-      return Code.PermissionDenied;
-    case WinError.ALREADY_EXISTS:
-      return Code.AlreadyExists;
-    case WinError.INVALID_PARAMETER:
-    case WinError.INVALID_NAME:
-    case WinError.FILENAME_EXCED_RANGE:
-    case WinError.INVALID_SECURITY_DESCR:
-      return Code.InvalidArgument;
-    case WinError.DIR_NOT_EMPTY:
-    case WinError.DIRECTORY:
-    case WinError.SHARING_VIOLATION:
-    case WinError.NOT_READY:
-    case WinError.DEPENDENT_SERVICES_RUNNING:
-    case WinError.INVALID_SERVICE_CONTROL:
-    case WinError.SERVICE_DISABLED:
-    case WinError.CIRCULAR_DEPENDENCY:
-    case WinError.SERVICE_NOT_ACTIVE:
-    case WinError.SERVICE_DEPENDENCY_FAIL:
-    case WinError.SERVICE_LOGON_FAILED:
-    case WinError.SERVICE_MARKED_FOR_DELETE:
-    case WinError.SERVICE_DEPENDENCY_DELETED:
-      return Code.FailedPrecondition;
-    case WinError.SERVICE_REQUEST_TIMEOUT:
-    case WinError.SERVICE_START_HANG:
-      return Code.DeadlineExceeded;
-    case WinError.SERVICE_ALREADY_RUNNING:
-      return Code.AlreadyExists;
-    case WinError.SERVICE_CANNOT_ACCEPT_CTRL:
-    case WinError.SERVICE_DATABASE_LOCKED:
-    case WinError.SERVICE_NO_THREAD:
-      return Code.FailedPrecondition; // final for this call (compat/driver-fragments.ts on "in progress" codes)
-    case WinError.NOT_SUPPORTED:
-    case WinError.CALL_NOT_IMPLEMENTED:
-      return Code.Unimplemented;
-    case WinError.PIPE_BUSY:
-      return Code.Unavailable;
-    default:
-      return Code.FailedPrecondition; // the host's failure, named by its Win32 message and number
-
-  }
-}
-
-/** A failed Win32 call: `<what>: <Windows message> (win32 error <n>)`, with the code mapped by {@link codeForWin32}. */
-export class Win32Error extends CsiProxyError {
-  override name = "Win32Error";
-  readonly errno: number;
-  constructor(what: string, errno: number) {
-    super(codeForWin32(errno), `${what}: ${messages[errno] ?? "Windows error"} (win32 error ${errno})`);
-    this.errno = errno;
-  }
-}
-
-export const FILE_ATTRIBUTE_DIRECTORY = 0x10;
-export const FILE_ATTRIBUTE_REPARSE_POINT = 0x400;
-export const INVALID_FILE_ATTRIBUTES = 0xffffffff;
-export const IO_REPARSE_TAG_MOUNT_POINT = 0xa0000003;
-export const IO_REPARSE_TAG_SYMLINK = 0xa000000c;
-export const SYMBOLIC_LINK_FLAG_DIRECTORY = 0x1;
-
-export const GENERIC_READ = 0x80000000;
-export const DELETE = 0x10000;
-export const FILE_READ_ATTRIBUTES = 0x80;
-export const FILE_FLAG_BACKUP_SEMANTICS = 0x02000000;
-export const FILE_FLAG_OPEN_REPARSE_POINT = 0x00200000;
-/** FILE_INFO_BY_HANDLE_CLASS FileDispositionInfo (an enum in windows.h). */
-const FILE_DISPOSITION_INFO_CLASS = 4;
-export const FILE_SHARE_READ = 1, FILE_SHARE_WRITE = 2;
-export const OPEN_EXISTING = 3;
-export const IOCTL_STORAGE_GET_DEVICE_NUMBER = 0x2d1080;
-export const IOCTL_STORAGE_QUERY_PROPERTY = 0x2d1400;
-export const READ_CONTROL = 0x20000;
-export const WRITE_DAC = 0x40000;
-const SE_FILE_OBJECT = 1;
-const SE_KERNEL_OBJECT = 6;
-export const OWNER_SECURITY_INFORMATION = 1;
-export const DACL_SECURITY_INFORMATION = 4;
-export const PROTECTED_DACL_SECURITY_INFORMATION = 0x80000000;
-export const SDDL_REVISION_1 = 1;
-export const TOKEN_QUERY = 0x8;
-const TOKEN_USER_CLASS = 1;
-
-const STORAGE_DEVICE_ID_PROPERTY = 2; // STORAGE_PROPERTY_ID StorageDeviceIdProperty
-
-/**
- * The Win32 structures passed through koffi, by their windows.h names and field names (x64). koffi
- * computes sizes and offsets from these; test/windows/win32-layout.test.ts compares every one with
- * MinGW-w64's windows.h. Never `long` (8 bytes in koffi on Linux, 4 on Windows): use uint32_t.
- */
-export const WIN32_STRUCTS: Readonly<Record<string, Readonly<Record<string, string>>>> = {
-  FILETIME: { dwLowDateTime: "uint32_t", dwHighDateTime: "uint32_t" },
-  WIN32_FIND_DATAW: {
-    dwFileAttributes: "uint32_t",
-    ftCreationTime: "FILETIME",
-    ftLastAccessTime: "FILETIME",
-    ftLastWriteTime: "FILETIME",
-    nFileSizeHigh: "uint32_t",
-    nFileSizeLow: "uint32_t",
-    dwReserved0: "uint32_t",
-    dwReserved1: "uint32_t",
-    cFileName: "char16_t[260]",
-    cAlternateFileName: "char16_t[14]",
-  },
-  SECURITY_ATTRIBUTES: { nLength: "uint32_t", lpSecurityDescriptor: "void *", bInheritHandle: "int" },
-  STORAGE_DEVICE_NUMBER: { DeviceType: "uint32_t", DeviceNumber: "uint32_t", PartitionNumber: "uint32_t" },
-  STORAGE_PROPERTY_QUERY: { PropertyId: "int", QueryType: "int", AdditionalParameters: "uint8_t[1]" },
-  STORAGE_DEVICE_ID_DESCRIPTOR: { Version: "uint32_t", Size: "uint32_t", NumberOfIdentifiers: "uint32_t", Identifiers: "uint8_t[1]" },
-  STORAGE_IDENTIFIER: { CodeSet: "int", Type: "int", IdentifierSize: "uint16_t", NextOffset: "uint16_t", Association: "int", Identifier: "uint8_t[1]" },
-  SID_AND_ATTRIBUTES: { Sid: "void *", Attributes: "uint32_t" },
-  TOKEN_USER: { User: "SID_AND_ATTRIBUTES" },
-  FILE_DISPOSITION_INFO: { DeleteFile: "uint8_t" },
-  SERVICE_STATUS: {
-    dwServiceType: "uint32_t",
-    dwCurrentState: "uint32_t",
-    dwControlsAccepted: "uint32_t",
-    dwWin32ExitCode: "uint32_t",
-    dwServiceSpecificExitCode: "uint32_t",
-    dwCheckPoint: "uint32_t",
-    dwWaitHint: "uint32_t",
-  },
-  SERVICE_STATUS_PROCESS: {
-    dwServiceType: "uint32_t",
-    dwCurrentState: "uint32_t",
-    dwControlsAccepted: "uint32_t",
-    dwWin32ExitCode: "uint32_t",
-    dwServiceSpecificExitCode: "uint32_t",
-    dwCheckPoint: "uint32_t",
-    dwWaitHint: "uint32_t",
-    dwProcessId: "uint32_t",
-    dwServiceFlags: "uint32_t",
-  },
-  QUERY_SERVICE_CONFIGW: {
-    dwServiceType: "uint32_t",
-    dwStartType: "uint32_t",
-    dwErrorControl: "uint32_t",
-    lpBinaryPathName: "void *",
-    lpLoadOrderGroup: "void *",
-    dwTagId: "uint32_t",
-    lpDependencies: "void *",
-    lpServiceStartName: "void *",
-    lpDisplayName: "void *",
-  },
-  ENUM_SERVICE_STATUSW: { lpServiceName: "void *", lpDisplayName: "void *", ServiceStatus: "SERVICE_STATUS" },
-  SERVICE_TABLE_ENTRYW: { lpServiceName: "char16_t *", lpServiceProc: "void *" },
-};
-
-type KoffiType = ReturnType<Koffi["struct"]>;
-const typeCache = new WeakMap<object, Record<string, KoffiType>>();
-
-/** {@link WIN32_STRUCTS} as koffi types (defined once per koffi instance, in dependency order). */
-export function win32Types(koffi: Koffi): Record<string, KoffiType> {
-  let types = typeCache.get(koffi);
-  if (!types) {
-    types = {} as Record<string, KoffiType>;
-    for (const [name, fields] of Object.entries(WIN32_STRUCTS)) types[name] = koffi.struct(name, { ...fields });
-    typeCache.set(koffi, types);
-  }
-  return types;
-}
+import {
+  DACL_SECURITY_INFORMATION, DELETE, FILE_ATTRIBUTE_REPARSE_POINT, FILE_DISPOSITION_INFO_CLASS, FILE_FLAG_BACKUP_SEMANTICS,
+  FILE_FLAG_OPEN_REPARSE_POINT, FILE_READ_ATTRIBUTES, FILE_SHARE_READ, FILE_SHARE_WRITE, GENERIC_READ, INVALID_FILE_ATTRIBUTES,
+  IOCTL_STORAGE_GET_DEVICE_NUMBER, IOCTL_STORAGE_QUERY_PROPERTY, OPEN_EXISTING, OWNER_SECURITY_INFORMATION,
+  PROTECTED_DACL_SECURITY_INFORMATION, SDDL_REVISION_1, SE_FILE_OBJECT, SE_KERNEL_OBJECT, STORAGE_DEVICE_ID_PROPERTY,
+  TOKEN_QUERY, TOKEN_USER_CLASS,
+} from "./win32-constants.ts";
+import { Win32Error, WinError } from "./win32-errors.ts";
+import { win32Types } from "./win32-structs.ts";
 
 /** A Win32 HANDLE as koffi returns `intptr` (a number, or a bigint for large values). */
 export type Handle = number | bigint;
 const invalidHandle = (h: Handle) => Number(h) === -1 || Number(h) === 0;
 
 type Fn = ((...args: unknown[]) => unknown) & { async: (...args: unknown[]) => void };
-
-/** At most this many `io` calls run at once (libuv's pool has 4 threads, also used by fs). */
-export const MAX_IO_CALLS = 2;
-/** How long an `io` call waits for a slot while others are held, in ms (then Unavailable). */
-export const IO_QUEUE_TIMEOUT_MS = 30_000;
 
 /** `T` with each Promise-returning method also allowed to answer synchronously (fakes in tests). */
 export type Awaitable<T> = { [K in keyof T]: T[K] extends (...a: infer A) => Promise<infer R> ? (...a: A) => R | Promise<R> : T[K] };
@@ -308,16 +54,11 @@ export class Win32 {
   readonly #f: Record<string, Fn>;
   /** Which declarations are `io` (run only through {@link Win32.#io}). */
   readonly kinds: Record<string, DeclKind> = {};
-  #running = 0;
-  readonly #waiting: (() => void)[] = [];
-
-  readonly #maxIo: number;
-  readonly #ioQueueTimeoutMs: number;
+  readonly #limiter: IoLimiter;
 
   constructor(koffi: Koffi, options: { maxIoCalls?: number; ioQueueTimeoutMs?: number } = {}) {
     this.koffi = koffi;
-    this.#maxIo = options.maxIoCalls ?? MAX_IO_CALLS;
-    this.#ioQueueTimeoutMs = options.ioQueueTimeoutMs ?? IO_QUEUE_TIMEOUT_MS;
+    this.#limiter = new IoLimiter(options);
     const k32 = koffi.load("kernel32.dll");
     const adv = koffi.load("advapi32.dll");
     const declare = (kind: DeclKind) => (lib: ReturnType<Koffi["load"]>, proto: string) => {
@@ -378,7 +119,7 @@ export class Win32 {
    */
   async #io(name: string, ...args: unknown[]): Promise<{ r: unknown; err: number }> {
     if (this.kinds[name] !== "io") throw new CsiProxyError(Code.Internal, `${name} is a mem declaration`);
-    await this.#slot(name);
+    await this.#limiter.acquire(name);
     try {
       return await new Promise((resolve, reject) => {
         this.#f[name].async(...args, (e: unknown, r: unknown) => {
@@ -388,30 +129,8 @@ export class Win32 {
         });
       });
     } finally {
-      this.#running--;
-      this.#waiting.shift()?.();
+      this.#limiter.release();
     }
-  }
-
-  /** Waits for one of the {@link MAX_IO_CALLS} slots; Unavailable after {@link IO_QUEUE_TIMEOUT_MS}. */
-  #slot(name: string): Promise<void> {
-    if (this.#running < this.#maxIo) {
-      this.#running++;
-      return Promise.resolve();
-    }
-    return new Promise((resolve, reject) => {
-      const grant = () => {
-        clearTimeout(timer);
-        this.#running++;
-        resolve();
-      };
-      const timer = setTimeout(() => {
-        const i = this.#waiting.indexOf(grant);
-        if (i >= 0) this.#waiting.splice(i, 1);
-        reject(new CsiProxyError(Code.Unavailable, `${name}: ${this.#maxIo} Win32 path or device calls have not returned for ${this.#ioQueueTimeoutMs / 1000} s (a path or device is not answering)`));
-      }, this.#ioQueueTimeoutMs);
-      this.#waiting.push(grant);
-    });
   }
 
   /** GetFileAttributesW; null when the path does not exist (FILE/PATH_NOT_FOUND). */

@@ -1,5 +1,6 @@
-// Replay of AWS EBS (kubernetes-sigs/aws-ebs-csi-driver, gRPC mode)'s Windows node calls against the
-// daemon (Linux sockets, loop device), with the csi-proxy versions it dials (aws-family-replay.ts).
+// Replay of AWS EBS (kubernetes-sigs/aws-ebs-csi-driver, gRPC mode: pkg/mounter/mount_windows_proxyV1.go)
+// Windows node calls against the daemon, from the driver's code (aws-family-model.ts cites file:line).
+// Its HostProcess mode (mount_windows_proxyV2.go, csi-proxy as an in-process library) makes no gRPC call.
 import { describeAwsFamilyReplay } from "./aws-family-replay.ts";
 
-describeAwsFamilyReplay("AWS EBS", "aws-ebs");
+describeAwsFamilyReplay("AWS EBS", "ebs");

@@ -8,7 +8,6 @@ const spec: BlockDriverSpec = {
   name: "AzureDisk",
   versions: { disk: "v1", filesystem: "v1", volume: "v1" },
   mountCheck: "exists+symlink",
-  stagedCheck: "mount-check",
   setOnline: false,
   unstage: "flush+rmdir",
   publishMountCheck: true,

@@ -1,12 +1,12 @@
-// A client-side model of the block drivers' Windows node paths (AzureDisk, GCE PD, AWS EBS and its
-// amazon-ecs-agent copy, vSphere before its move to the csi-proxy library), restated from their
+// A client-side model of the block drivers' Windows node paths (AzureDisk, GCE PD, vSphere before its
+// move to the csi-proxy library; AWS EBS and amazon-ecs-agent have their own, aws-family-model.ts), restated from their
 // code (docs/driver-compat.md: facts only). They share one shape — a k8s mount-utils
 // "CSIProxyMounter" over the disk/filesystem/volume v1 clients — and differ in the flags below.
-// Every branch a driver takes on a csi-proxy answer is here: success, error, and the aws-ebs regexp.
+// Every branch a driver takes on a csi-proxy answer is here: success and error.
 import assert from "node:assert/strict";
 import { mkdirSync, writeFileSync, readFileSync, existsSync, rmSync, lstatSync } from "node:fs";
 import * as path from "node:path";
-import { CsiError, outcome, ProxyError, type BlockEnv, type Proxy } from "./replay-harness.ts";
+import { CsiError, outcome, type BlockEnv, type Proxy } from "./replay-harness.ts";
 
 export interface BlockDriverSpec {
   name: string;
@@ -14,34 +14,28 @@ export interface BlockDriverSpec {
   versions: { disk: string; filesystem: string; volume: string };
   /**
    * IsLikelyNotMountPoint: "exists+symlink" = PathExists (missing → os.ErrNotExist) then IsSymlink
-   * (AzureDisk, AWS EBS, Trident); "symlink" = IsSymlink only, any error = not mounted (GCE);
+   * (AzureDisk, Trident); "symlink" = IsSymlink only, any error = not mounted (GCE);
    * "local-lstat" = the driver's own os.Lstat and symlink bit, no csi-proxy call (vSphere).
    */
   mountCheck: "exists+symlink" | "symlink" | "local-lstat";
-  /** NodeStage's "already staged" test: mount check (AzureDisk, GCE, vSphere) or GetDeviceNameFromMount + regexp (AWS). */
-  stagedCheck: "mount-check" | "aws-device-name";
-  /** FormatAndMount sets the disk online after PartitionDisk (GCE, AWS, vSphere). */
+  /** FormatAndMount sets the disk online after PartitionDisk (GCE, vSphere). */
   setOnline: boolean;
   /**
    * NodeUnstage: "flush+rmdir" = GetVolumeIDFromTargetPath (error only logged) + WriteVolumeCache +
    * Rmdir(force) (AzureDisk); "unmount+offline" = [PathExists: missing → OK (GCE)] +
    * GetVolumeIDFromTargetPath + UnmountVolume + Rmdir(force) + GetDiskNumberFromVolumeID +
-   * SetDiskState(offline) (GCE, vSphere); "aws" = GetDeviceNameFromMount + regexp (no match → Internal,
-   * "not mounted" → OK) then as unmount+offline.
+   * SetDiskState(offline) (GCE, vSphere).
    */
-  unstage: "flush+rmdir" | "unmount+offline" | "aws";
+  unstage: "flush+rmdir" | "unmount+offline";
   /** The node server checks the staging path exists before unmounting (missing → OK): vSphere's VerifyTargetDir. */
   unstageChecksExists?: boolean;
   /** The mounter's Unmount starts with PathExists (missing → OK): GCE UnmountDevice, vSphere Unmount. */
   unmountExistsCheck?: boolean;
-  /** NodePublish runs the mount check after preparing the path (AzureDisk ensureMountPoint, AWS isMounted). */
+  /** NodePublish runs the mount check after preparing the path (AzureDisk ensureMountPoint). */
   publishMountCheck?: boolean;
-  /** NodeGetVolumeStats on a missing path: the driver's own stat answers NotFound (GCE, AWS) or it asks csi-proxy (AzureDisk). */
+  /** NodeGetVolumeStats on a missing path: the driver's own stat answers NotFound (GCE, vSphere) or it asks csi-proxy (AzureDisk). */
   statsLocalStat: boolean;
 }
-
-/** aws-ebs pkg/mounter/mount_windows.go handleGetDeviceNameFromMountError (same in amazon-ecs-agent). */
-export const AWS_NOT_MOUNTED = /(Get-Item -Path \S+).Target, output: , error: <nil>|because it does not exist/;
 
 export class BlockDriver {
   readonly spec: BlockDriverSpec;
@@ -80,17 +74,6 @@ export class BlockDriver {
     if (!formatted) await this.proxy.call("volume", "formatVolume", { volumeId });
     await this.proxy.call("volume", "mountVolume", { volumeId, targetPath: target });
   }
-  /** aws-ebs GetDeviceNameFromMount: [disk number, refCount]; the regexp turns "not mounted" texts into ("", 0). */
-  async awsDeviceName(p: string): Promise<{ device: string; refCount: number }> {
-    try {
-      const volumeId = await this.volumeIdAt(p);
-      const { diskNumber } = (await this.proxy.call("volume", "getDiskNumberFromVolumeID", { volumeId })) as { diskNumber: number };
-      return { device: String(diskNumber), refCount: 1 };
-    } catch (e) {
-      if (e instanceof ProxyError && AWS_NOT_MOUNTED.test(e.message)) return { device: "", refCount: 0 };
-      throw e;
-    }
-  }
   async unmountAndOffline(p: string): Promise<void> {
     if (this.spec.unmountExistsCheck && !(await this.existsPath(p))) return;
     const volumeId = await this.volumeIdAt(p);
@@ -105,11 +88,7 @@ export class BlockDriver {
     const wrap = (what: string) => (e: unknown) => {
       throw e instanceof CsiError ? e : new CsiError("Internal", `${what}: ${(e as Error).message}`);
     };
-    if (this.spec.stagedCheck === "aws-device-name") {
-      if (!(await this.existsPath(staging).catch(wrap("PathExists")))) await this.proxy.call("filesystem", "mkdir", { path: staging }).catch(wrap("MakeDir"));
-      const { device } = await this.awsDeviceName(staging).catch(wrap("failed to check if volume is already mounted"));
-      if (device === String(this.diskNumber)) return; // already staged
-    } else {
+    {
       let mounted: boolean;
       if (this.spec.mountCheck === "local-lstat") {
         mounted = lstatSync(staging, { throwIfNoEntry: false })?.isSymbolicLink() ?? false;
@@ -155,13 +134,6 @@ export class BlockDriver {
         if (this.spec.unstageChecksExists && !(await this.existsPath(staging).catch(fail))) return;
         await this.unmountAndOffline(staging).catch(fail);
         return;
-      case "aws": {
-        const { refCount } = await this.awsDeviceName(staging).catch((e) => {
-          throw new CsiError("Internal", `failed to check if target is a mount point: ${(e as Error).message}`);
-        });
-        if (refCount === 0) return; // "not staged": OK
-        await this.unmountAndOffline(staging).catch(fail);
-      }
     }
   }
 

@@ -8,7 +8,6 @@ const spec: BlockDriverSpec = {
   name: "GCE PD",
   versions: { disk: "v1", filesystem: "v1", volume: "v1" },
   mountCheck: "symlink",
-  stagedCheck: "mount-check",
   setOnline: true,
   unstage: "unmount+offline",
   unmountExistsCheck: true,

@@ -148,6 +148,14 @@ export const smbSkipReason = (): string | null =>
 
 export interface SmbEnv {
   kubelet: string;
+  /** The daemon's socket directory (a driver probes an endpoint there as go-winio's DialPipe does). */
+  socketDir: string;
+  /**
+   * What os.Readlink of an SMB staging link gives a driver on Windows: the UNC path it was mapped from.
+   * The Linux host links into its CIFS mount instead; that mount's source (the daemon's mount table) gives
+   * the share, the rest of the link target the path inside it. null when `linkTarget` is in no CIFS mount.
+   */
+  remoteOfLink(linkTarget: string): Promise<string | null>;
   proxy(versions: Partial<Record<Group, string>>): Proxy;
   /** CIFS mounts the daemon made (tmpfs stand-ins), by source. */
   mounts(): Promise<string[]>;
@@ -172,10 +180,24 @@ export async function startSmbEnv(label: string): Promise<SmbEnv> {
   const proxies: Proxy[] = [];
   return {
     kubelet,
+    socketDir,
     proxy(versions) {
       const p = new Proxy(socketDir, versions);
       proxies.push(p);
       return p;
+    },
+    async remoteOfLink(linkTarget) {
+      const text = await fs.readFile(`/proc/${daemon.child.pid}/mountinfo`, "utf8");
+      for (const line of text.split("\n")) {
+        const [left, right] = line.split(" - ");
+        const mountPoint = left?.split(" ")[4];
+        const source = right?.split(" ")[1];
+        if (!mountPoint || !source || !mountPoint.startsWith(path.join(dir, "state"))) continue;
+        if (linkTarget !== mountPoint && !linkTarget.startsWith(mountPoint + "/")) continue;
+        const rest = linkTarget.slice(mountPoint.length).split("/").filter(Boolean);
+        return [source.replaceAll("/", "\\"), ...rest].join("\\");
+      }
+      return null;
     },
     async mounts() {
       const text = await fs.readFile(`/proc/${daemon.child.pid}/mountinfo`, "utf8");

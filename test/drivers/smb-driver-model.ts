@@ -1,5 +1,5 @@
-// A client-side model of csi-driver-smb's Windows node paths (AzureFile's safe mounter has the same
-// shape), restated from their code: filesystem v1 + smb v1 over a mount-utils CSIProxyMounter.
+// A client-side model of AzureFile's Windows node paths, restated from its code: filesystem v1 + smb v1
+// over a mount-utils CSIProxyMounter (csi-driver-smb has its own, csi-driver-smb-model.ts).
 // docs/driver-compat.md lists the sequences.
 import { lstatSync } from "node:fs";
 import * as path from "node:path";

@@ -1,7 +1,6 @@
-// The replay of csi-driver-smb / AzureFile node calls (smb-driver-model.ts) against the daemon in
-// the SMB stand-in namespace: stage twice, publish twice, stats (kubelet-side), expand
-// (unimplemented by these drivers), unpublish twice, unstage twice, and unstage after a stage that
-// failed halfway. Shared by csi-driver-smb.test.ts and azurefile.test.ts.
+// The replay of AzureFile's node calls (smb-driver-model.ts) against the daemon in the SMB stand-in
+// namespace: stage twice, publish twice, stats (kubelet-side), expand (unimplemented by the driver),
+// unpublish twice, unstage twice, and unstage after a stage that failed halfway (azurefile.test.ts).
 import assert from "node:assert/strict";
 import { existsSync, lstatSync, mkdirSync, readlinkSync, writeFileSync } from "node:fs";
 import * as path from "node:path";

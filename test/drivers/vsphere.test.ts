@@ -8,7 +8,6 @@ const spec: BlockDriverSpec = {
   name: "vSphere",
   versions: { disk: "v1", filesystem: "v1", volume: "v1" },
   mountCheck: "local-lstat",
-  stagedCheck: "mount-check",
   setOnline: true,
   unstage: "unmount+offline",
   unstageChecksExists: true,

@@ -149,7 +149,11 @@ describe("disk and volume groups on loop devices", { skip: skip ?? false }, () =
       await c.volume.formatVolume({ volumeId });
       assert.equal((await c.volume.isVolumeFormatted({ volumeId })).formatted, true);
       assert.equal(probe(partitionOf(loop)), "ext4");
-      await c.volume.formatVolume({ volumeId }); // already ext4: no-op
+      // Nothing uses it: formatted again (OK means formatted), a new filesystem.
+      const firstUuid = probe(partitionOf(loop), "UUID");
+      await c.volume.formatVolume({ volumeId });
+      assert.equal(probe(partitionOf(loop)), "ext4");
+      assert.notEqual(probe(partitionOf(loop), "UUID"), firstUuid, "FormatVolume answered OK without formatting");
 
       const stage = path.join(ext4.kubeletDir, "plugins", "kubernetes.io", "csi", "pv", "v1", "globalmount");
       mkdirSync(stage, { recursive: true });
@@ -157,6 +161,9 @@ describe("disk and volume groups on loop devices", { skip: skip ?? false }, () =
       await c.volume.mountVolume({ volumeId, targetPath: stage }); // idempotent
       assert.deepEqual(loop.mounts(), [stage]);
       writeMarker(stage, "v1 data");
+      // In use (mounted, even in the kubelet dir): refused naming the mount, nothing written.
+      await rejectsWithCode(c.volume.formatVolume({ volumeId }), Code.FailedPrecondition, new RegExp(`is mounted at ${stage.replace(/[.]/g, "\\.")}; unmount it first`));
+      assert.equal(readMarker(stage), "v1 data");
 
       const stats = await c.volume.getVolumeStats({ volumeId });
       assert.ok(stats.totalBytes > BigInt(200 * MiB) && stats.totalBytes <= BigInt(256 * MiB), `total ${stats.totalBytes}`);
@@ -304,6 +311,62 @@ describe("disk and volume groups on loop devices", { skip: skip ?? false }, () =
         withReadOnlyMount(partitionOf(loop), (d) => assert.equal(readMarker(d), "xfs data"));
       } finally {
         c.close();
+      }
+    });
+
+    it("FormatVolume (-default-fs-type xfs) replaces an unused xfs: its data gone, a new filesystem UUID", async () => {
+      const c = await clients(xfs);
+      try {
+        const loop = newLoop(512, "xfs-again");
+        await c.disk.partitionDisk({ diskNumber: loop.diskNumber });
+        const [volumeId] = (await c.volume.listVolumesOnDisk({ diskNumber: loop.diskNumber, partitionNumber: 0 })).volumeIds;
+        await c.volume.formatVolume({ volumeId });
+        const dir = mkdtempSync(path.join(tmpdir(), "csi-it-x-"));
+        run("mount", [partitionOf(loop), dir]);
+        writeMarker(dir, "tenant 1");
+        run("umount", [dir]);
+        rmSync(dir, { recursive: true });
+        const before = probe(partitionOf(loop), "UUID");
+        await c.volume.formatVolume({ volumeId });
+        assert.equal(probe(partitionOf(loop)), "xfs");
+        assert.notEqual(probe(partitionOf(loop), "UUID"), before);
+        withReadOnlyMount(partitionOf(loop), (d) => assert.throws(() => readMarker(d), /ENOENT/));
+      } finally {
+        c.close();
+      }
+    });
+
+    it("FormatVolume of an ext4 volume mounted only in another mount namespace: refused naming the mount and its pid, data intact", async () => {
+      const c = await clients(ext4);
+      const loop = newLoop(256, "other-ns");
+      let holder: ReturnType<typeof spawn> | undefined;
+      const dir = mkdtempSync(path.join(tmpdir(), "csi-it-ns-"));
+      try {
+        await c.disk.partitionDisk({ diskNumber: loop.diskNumber });
+        const [volumeId] = (await c.volume.listVolumesOnDisk({ diskNumber: loop.diskNumber, partitionNumber: 0 })).volumeIds;
+        await c.volume.formatVolume({ volumeId });
+        // A process in a private mount namespace mounts it (invisible in the daemon's mount table) and writes a file.
+        holder = spawn("unshare", ["--mount", "--propagation", "private", "--", "sh", "-c", 'mount "$0" "$1" && echo data > "$1/marker.txt" && sync && echo ready && exec sleep 600', partitionOf(loop), dir], {
+          stdio: ["ignore", "pipe", "inherit"],
+        });
+        await new Promise<void>((resolve, reject) => {
+          holder!.stdout!.on("data", (d: Buffer) => d.toString().includes("ready") && resolve());
+          holder!.on("exit", (code) => reject(new Error(`unshare exited ${code}`)));
+        });
+        assert.deepEqual(loop.mounts(), [], "the mount is not in this namespace");
+        await rejectsWithCode(
+          c.volume.formatVolume({ volumeId }),
+          Code.FailedPrecondition,
+          new RegExp(`refusing to format ${partitionOf(loop)}: it is mounted at ${dir} \\(mount namespace of pid \\d+\\)`),
+        );
+        holder.kill("SIGKILL");
+        await new Promise((r) => holder!.once("exit", r));
+        holder = undefined;
+        withReadOnlyMount(partitionOf(loop), (d) => assert.equal(readMarker(d), "data\n"));
+      } finally {
+        if (holder && holder.exitCode === null) holder.kill("SIGKILL");
+        c.close();
+        rmSync(dir, { recursive: true, force: true });
       }
     });
 

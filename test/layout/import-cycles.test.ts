@@ -14,10 +14,10 @@ function modules(dir: string): string[] {
     .map((e) => path.join(e.parentPath, e.name));
 }
 
-/** Relative .ts imports of `file`: `from "…"`, `import("…")`, `export … from "…"`. */
+/** Relative .ts imports of `file`: `from "…"`, `import("…")`, `import "…"`, `export … from "…"`. */
 function importsOf(file: string): string[] {
   const text = readFileSync(file, "utf8");
-  const specs = [...text.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*)["'](\.{1,2}\/[^"']+\.ts)["']/g)].map((m) => m[1]);
+  const specs = [...text.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)["'](\.{1,2}\/[^"']+\.ts)["']/g)].map((m) => m[1]);
   return specs.map((s) => path.resolve(path.dirname(file), s));
 }
 
@@ -41,4 +41,13 @@ it("src/ has no import cycles", () => {
   for (const f of graph.keys()) visit(f);
   assert.ok(graph.size > 50, "modules found");
   assert.deepEqual(cycles, []);
+});
+
+it("the product imports nothing outside src/ (test doubles live in test/, outside the build)", () => {
+  const outside = modules(src).flatMap((f) =>
+    importsOf(f)
+      .filter((dep) => path.relative(src, dep).startsWith(".."))
+      .map((dep) => `${path.relative(src, f)} → ${path.relative(repoRoot, dep)}`),
+  );
+  assert.deepEqual(outside, []);
 });

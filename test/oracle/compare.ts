@@ -4,10 +4,10 @@
  * Texts are compared, never codes (upstream answers Unknown for every error; ours carry precise
  * codes). Upstream's messages end, where Go's os produced them, with Wine's FormatMessage text,
  * which words some codes differently from Windows: {@link windowsText} maps that part, by error
- * code, to Windows' own text (src/win32/win32.ts), so what is compared is what upstream says on
+ * code, to Windows' own text (src/win32/win32-errors.ts), so what is compared is what upstream says on
  * Windows.
  */
-import { win32Message } from "../../src/win32/win32.ts";
+import { win32Message } from "../../src/win32/win32-errors.ts";
 import type { Answer } from "./oracle-run.ts";
 
 /** Wine 8's message-table texts (en-US) and the Win32 error code each one is. */

@@ -141,7 +141,7 @@ describe("gRPC over HTTP/2 (src/rpc/grpc-connection.ts)", () => {
     replies.forEach((r, i) => assert.equal(fromBinary(PathExistsResponseSchema, r.body).exists, i % 2 === 1));
   });
 
-  it("a client's RST_STREAM before the answer aborts the handler's signal (Cancelled)", async () => {
+  it("a client's RST_STREAM before the answer aborts the handler's signal (Canceled)", async () => {
     const before = aborted.length;
     const req = session.request({ ":method": "POST", ":path": "/v1.Filesystem/PathExists", "content-type": "application/grpc" });
     req.on("error", () => {});
@@ -149,7 +149,7 @@ describe("gRPC over HTTP/2 (src/rpc/grpc-connection.ts)", () => {
     await new Promise((r) => setTimeout(r, 100));
     req.close(http2.constants.NGHTTP2_CANCEL);
     for (let i = 0; i < 50 && aborted.length === before; i++) await new Promise((r) => setTimeout(r, 10));
-    assert.equal((aborted.at(-1) as CsiProxyError).code, Code.Cancelled);
+    assert.equal((aborted.at(-1) as CsiProxyError).code, Code.Canceled);
   });
 
   it("closes a connection whose first bytes are not the HTTP/2 preface", async () => {

@@ -14,9 +14,10 @@ import { WindowsVolumeHost } from "../../src/host/windows/volume.ts";
 import { WindowsVolumeCim, type VolumeWin32 } from "../../src/host/windows/volume-cim.ts";
 import { createDiskService } from "../../src/groups/disk/disk-service.ts";
 import { createVolumeService, RESIZE_THRESHOLD_BYTES as MIN_GROWTH } from "../../src/groups/volume/volume-service.ts";
-import { mapWorkerError, codeForReturnValue } from "../../src/host/windows/powershell-pool.ts";
+import { mapWorkerError, codeForReturnValue } from "../../src/host/windows/worker-error-codes.ts";
 import { page83FromDescriptor } from "../../src/host/windows/cim-output.ts";
-import { IO_REPARSE_TAG_MOUNT_POINT, IO_REPARSE_TAG_SYMLINK, Win32Error, codeForWin32 } from "../../src/win32/win32.ts";
+import { IO_REPARSE_TAG_MOUNT_POINT, IO_REPARSE_TAG_SYMLINK } from "../../src/win32/win32-constants.ts";
+import { Win32Error, codeForWin32 } from "../../src/win32/win32-errors.ts";
 import { GPT_BASIC_DATA, GPT_MICROSOFT_RESERVED } from "../../src/host/windows/cim-types.ts";
 import { createFakePool, type FakePool } from "./fake-pool.ts";
 
@@ -70,6 +71,8 @@ test("worker errors map to gRPC codes (CIM native code, method return value, scr
     [methodError("MSFT_Partition.Resize", 5), Code.InvalidArgument],
     [{ message: "volume \\\\?\\Volume{x}\\ not found", kind: "NotFound", category: "OperationStopped" }, Code.NotFound],
     [{ message: "unknown op x", kind: "UnknownOp" }, Code.Internal], // csi-proxy called an op its own script lacks: its bug
+    // volume.format's own refusal at the moment of acting (a drive letter or access path, another file system)
+    [{ message: "refusing to format volume \\\\?\\Volume{x}\\: it is in use at E:\\", kind: "FailedPrecondition", category: "OperationStopped" }, Code.FailedPrecondition],
     [{ message: "No MSFT_Disk objects found with property 'Number' equal to '9'.", category: "ObjectNotFound", fqid: "CmdletizationQuery_NotFound_Number,Get-Disk" }, Code.NotFound],
     [{ message: "The operation timed out", category: "OperationTimeout" }, Code.DeadlineExceeded],
     [{ ...cimError("Failed", "NotSpecified", "The requested access path is already in use.", 1), MessageId: "StorageWMI 42002" }, Code.AlreadyExists],
@@ -345,7 +348,7 @@ test("UnmountVolume: flushes first, refuses another volume, is not idempotent", 
   assert.match(again.message, /is not a mount point/);
 });
 
-test("IsVolumeFormatted / FormatVolume: Unknown formats NTFS, NTFS is left alone, another file system is refused", async () => {
+test("IsVolumeFormatted / FormatVolume: Unknown formats NTFS, an unused NTFS is formatted again, another file system is refused", async () => {
   const { svc, p } = volumeService({ "volume.partition": { result: DATA }, "volume.get": [{ result: { ...VOL, fileSystemType: 0, fileSystem: "" } }, { result: { ...VOL, fileSystemType: 0, fileSystem: "" } }, { result: VOL }, { result: { ...VOL, fileSystemType: 15, fileSystem: "ReFS" } }] }, { mounts: new Map() });
   assert.deepEqual(await svc.isVolumeFormatted({ volumeId: VOL.uniqueId }), { formatted: false });
   await svc.formatVolume({ volumeId: VOL.uniqueId });
@@ -353,7 +356,7 @@ test("IsVolumeFormatted / FormatVolume: Unknown formats NTFS, NTFS is left alone
   const e = await reject(svc.formatVolume({ volumeId: VOL.uniqueId }));
   assert.equal(e.code, Code.FailedPrecondition);
   assert.match(e.message, /already holds ReFS/);
-  assert.equal(p.recorded().requests.filter((r) => r.op === "volume.format").length, 1);
+  assert.equal(p.recorded().requests.filter((r) => r.op === "volume.format").length, 2);
 });
 
 test("ResizeVolume: 0 = GetSupportedSize max, growth under 100 MiB and shrinking are no-ops, negative is InvalidArgument", async () => {

@@ -1,5 +1,5 @@
 /**
- * A PowerShellPool whose workers are the fake worker (src/host/fake/powershell-worker.ts) started
+ * A PowerShellPool whose workers are the fake worker (test/doubles/fake-powershell-worker.ts) started
  * with the exact arguments powershell.exe would get, plus access to what the workers received.
  */
 import * as fs from "node:fs";
@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import { PowerShellPool, type PowerShellPoolOptions } from "../../src/host/windows/powershell-pool.ts";
 import { powershellArgs } from "../../src/host/windows/scripts/worker-script.ts";
 
-const fakeWorker = fileURLToPath(new URL("../../src/host/fake/powershell-worker.ts", import.meta.url));
+const fakeWorker = fileURLToPath(new URL("../doubles/fake-powershell-worker.ts", import.meta.url));
 
 export interface Recorded {
   /** One entry per worker start: its argv, the script decoded from -EncodedCommand, and its environment. */

@@ -22,7 +22,7 @@ import { createIscsiService } from "../../src/groups/iscsi/iscsi-service.ts";
 import { createSystemService } from "../../src/groups/system/system-service.ts";
 import type { JsonStateFile } from "../../src/state/atomic-file.ts";
 import type { SmbState } from "../../src/groups/smb/smb-state.ts";
-import type { PathPolicy } from "../../src/groups/filesystem/path-policy.ts";
+import type { PathPolicy } from "../../src/policy/path-policy.ts";
 import { Code, CsiProxyError } from "../../src/errors.ts";
 import { createFakePool } from "./fake-pool.ts";
 import { HOSTILE, requestRecorder, testHostileStringsReachWorkerAsData, type WorkerOperation } from "./injection-harness.ts";

@@ -16,7 +16,7 @@ import { WindowsVolumeCim, type VolumeWin32 } from "../../src/host/windows/volum
 import { createVolumeService } from "../../src/groups/volume/volume-service.ts";
 import { createDiskService } from "../../src/groups/disk/disk-service.ts";
 import { WORKER_SCRIPT } from "../../src/host/windows/scripts/worker-script.ts";
-import { IO_REPARSE_TAG_MOUNT_POINT } from "../../src/win32/win32.ts";
+import { IO_REPARSE_TAG_MOUNT_POINT } from "../../src/win32/win32-constants.ts";
 import { Code, CsiProxyError } from "../../src/errors.ts";
 import { createFakePool } from "./fake-pool.ts";
 import { HOSTILE, requestRecorder, testHostileStringsReachWorkerAsData, type WorkerOperation } from "./injection-harness.ts";

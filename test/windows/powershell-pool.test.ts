@@ -7,7 +7,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Code, CsiProxyError } from "../../src/errors.ts";
-import { PowerShellPool, asciiJson } from "../../src/host/windows/powershell-pool.ts";
+import { PowerShellPool } from "../../src/host/windows/powershell-pool.ts";
+import { asciiJson } from "../../src/host/windows/powershell-worker.ts";
 import { WORKER_OPS, WORKER_SCRIPT, powershellArgs } from "../../src/host/windows/scripts/worker-script.ts";
 import { powershellExe } from "../../src/host/windows/block-services.ts";
 import { createFakePool } from "./fake-pool.ts";

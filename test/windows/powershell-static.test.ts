@@ -12,7 +12,7 @@ import { powershellArgs, WORKER_OPS, WORKER_SCRIPT } from "../../src/host/window
 import { SMB_ISCSI_SYSTEM_OPS, SMB_ISCSI_SYSTEM_SCRIPT } from "../../src/host/windows/scripts/worker-ops-smb-iscsi-system.ts";
 import { CIM_CLASSES, CMDLETS } from "../../src/host/windows/scripts/cim-signatures.ts";
 import { STORAGE_STATUS } from "../../src/host/windows/storage-status.ts";
-import { mapWorkerError } from "../../src/host/windows/powershell-pool.ts";
+import { mapWorkerError } from "../../src/host/windows/worker-error-codes.ts";
 import { Code } from "../../src/errors.ts";
 import { analyze, powershellParser, type Analysis } from "./powershell-analysis.ts";
 
@@ -88,7 +88,7 @@ test("every documented return code of a method we call maps to a gRPC code and a
         assert.equal(grpc, status.code);
         assert.ok(message.includes(status.text), message);
         assert.notEqual(grpc, Code.Internal, `${cls}.${method} ${code}: Internal is for csi-proxy's own bugs`);
-        assert.ok(!([Code.Unavailable, Code.ResourceExhausted, Code.Aborted, Code.Cancelled] as Code[]).includes(grpc), `${cls}.${method} ${code}: a final failure, not "in progress"`);
+        assert.ok(!([Code.Unavailable, Code.ResourceExhausted, Code.Aborted, Code.Canceled] as Code[]).includes(grpc), `${cls}.${method} ${code}: a final failure, not "in progress"`);
       }
     }
   }

@@ -18,14 +18,15 @@ import { WindowsIscsiHost } from "../../src/host/windows/iscsi.ts";
 import { WindowsSystemHost } from "../../src/host/windows/system.ts";
 import { windowsErrorOf } from "../../src/host/windows/worker-errors.ts";
 import { parseEnumServiceStatus, parseServiceConfig, type ScmServiceInfo, type ServiceControlManager } from "../../src/win32/scm.ts";
-import { Win32Error, SYMBOLIC_LINK_FLAG_DIRECTORY } from "../../src/win32/win32.ts";
+import { Win32Error } from "../../src/win32/win32-errors.ts";
+import { SYMBOLIC_LINK_FLAG_DIRECTORY } from "../../src/win32/win32-constants.ts";
 import { createSmbService } from "../../src/groups/smb/smb-service.ts";
 import { createIscsiService } from "../../src/groups/iscsi/iscsi-service.ts";
 import { createSystemService } from "../../src/groups/system/system-service.ts";
 import { ServiceStatus, StartType } from "../../src/groups/system/types.ts";
 import type { JsonStateFile } from "../../src/state/atomic-file.ts";
 import type { SmbState } from "../../src/groups/smb/smb-state.ts";
-import type { PathPolicy } from "../../src/groups/filesystem/path-policy.ts";
+import type { PathPolicy } from "../../src/policy/path-policy.ts";
 import { createFakePool, type FakePool } from "./fake-pool.ts";
 
 const pools: FakePool[] = [];

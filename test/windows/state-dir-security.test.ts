@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { Code, CsiProxyError } from "../../src/errors.ts";
-import { Win32Error, WinError } from "../../src/win32/win32.ts";
+import { Win32Error, WinError } from "../../src/win32/win32-errors.ts";
 import {
   ADMINISTRATORS_SID,
   STATE_DIR_DACL,

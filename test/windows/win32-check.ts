@@ -12,12 +12,14 @@
  *     mismatch fails to compile, naming the function and parameter;
  *   * a main() printing, as JSON, the size and each field's offset and size of every structure of
  *     WIN32_STRUCTS and of the hand-read layouts (SCM_LAYOUT, DEVICE_ID_LAYOUT), and the value of
- *     every exported constant with a windows.h name (win32.ts's UPPER_CASE exports, WinError as
+ *     every exported constant with a windows.h name (win32-constants.ts's exports, WinError as
  *     ERROR_*), which the test compares with koffi's view (koffi.sizeof/offsetof) and our values.
  */
 import koffi from "koffi";
-import * as win32Module from "../../src/win32/win32.ts";
-import { Win32, WIN32_STRUCTS, WinError, type DeclKind } from "../../src/win32/win32.ts";
+import * as win32Constants from "../../src/win32/win32-constants.ts";
+import { Win32, type DeclKind } from "../../src/win32/win32.ts";
+import { WIN32_STRUCTS, win32Types } from "../../src/win32/win32-structs.ts";
+import { WinError } from "../../src/win32/win32-errors.ts";
 import { Scm, SCM_LAYOUT } from "../../src/win32/scm.ts";
 import { serviceApi } from "../../src/win32/service.ts";
 import { DEVICE_ID_LAYOUT } from "../../src/host/windows/cim-output.ts";
@@ -77,7 +79,7 @@ export function collectDeclarations(): { decls: Declaration[]; structs: Record<s
   new Scm(recorder as never);
   owner = "src/win32/service.ts";
   serviceApi(recorder as never);
-  const types = win32Module.win32Types(recorder as never);
+  const types = win32Types(recorder as never);
   const structs: Record<string, KType> = {};
   for (const name of Object.keys(WIN32_STRUCTS)) structs[name] = koffi.type(types[name] as never) as unknown as KType;
   return { decls, structs };
@@ -92,16 +94,25 @@ export function handLayouts(): Record<string, { struct: string; field: string; v
   return out;
 }
 
-/** The constants with windows.h names: win32.ts's UPPER_CASE numeric exports and WinError (as ERROR_*). */
+/** The constants with windows.h names: win32-constants.ts's UPPER_CASE numeric exports and WinError (as ERROR_*). */
 export function constants(): Record<string, number> {
   const out: Record<string, number> = {};
-  for (const [name, value] of Object.entries(win32Module)) if (/^[A-Z][A-Z0-9_]+$/.test(name) && typeof value === "number") out[name] = value;
+  for (const [name, value] of Object.entries(win32Constants)) if (/^[A-Z][A-Z0-9_]+$/.test(name) && typeof value === "number") out[name] = value;
   for (const [name, value] of Object.entries(WinError)) out[`ERROR_${name}`] = value;
   return out;
 }
 
-/** Our own exported numbers that are not windows.h names. */
-export const OWN_CONSTANTS = new Set(["MAX_IO_CALLS", "IO_QUEUE_TIMEOUT_MS"]);
+/** Our own exported numbers that are not windows.h names (none today; a name here is not checked). */
+export const OWN_CONSTANTS = new Set<string>([]);
+
+/** Constants that stand for a windows.h enum value (not a macro): our name → the enum member. */
+export const ENUM_CONSTANTS: Record<string, string> = {
+  FILE_DISPOSITION_INFO_CLASS: "FileDispositionInfo",
+  SE_FILE_OBJECT: "SE_FILE_OBJECT",
+  SE_KERNEL_OBJECT: "SE_KERNEL_OBJECT",
+  TOKEN_USER_CLASS: "TokenUser",
+  STORAGE_DEVICE_ID_PROPERTY: "StorageDeviceIdProperty",
+};
 
 const INTEGERS: Record<string, [number, boolean]> = {
   Int8: [1, true],
@@ -214,6 +225,8 @@ export function cppSource(decls: Declaration[], structs: Record<string, KType>):
   Object.keys(constants())
     .filter((n) => !OWN_CONSTANTS.has(n))
     .forEach((name, i) => {
+      const member = ENUM_CONSTANTS[name];
+      if (member) return void lines.push(`  std::printf("%s\\"${name}\\":%llu", ${i ? '","' : '""'}, (unsigned long long)(unsigned long)(${member}));`);
       lines.push(`#ifdef ${name}`, `  std::printf("%s\\"${name}\\":%llu", ${i ? '","' : '""'}, (unsigned long long)(unsigned long)(${name}));`, "#else", `  std::printf("%s\\"${name}\\":null", ${i ? '","' : '""'});`, "#endif");
     });
   lines.push('  std::printf("}}\\n");', "  return 0;", "}", "");

@@ -72,12 +72,13 @@ test("io calls run asynchronously and read the last error inside koffi's complet
 test("at most maxIoCalls run at once; a held slot makes the next calls wait, then fail Unavailable; a release serves the next", async () => {
   const f = fakeKoffi();
   const w = new Win32(f.koffi as never, { maxIoCalls: 2, ioQueueTimeoutMs: 300 });
+  // Taken before the third call starts its queue timer, so a slow tick under load cannot shorten the measured wait.
+  const started = Date.now();
   const a = w.getVolumePathName("C:\\a");
   const b = w.getVolumePathName("C:\\b");
   const c = w.getVolumePathName("C:\\c");
   await tick();
   assert.deepEqual(f.pending.map((p) => p.args[0]), ["C:\\a", "C:\\b"], "the third waits for a slot");
-  const started = Date.now();
   await assert.rejects(c, (e: { code: number; message: string }) => e.code === Code.Unavailable && /have not returned/.test(e.message));
   assert.ok(Date.now() - started >= 250);
   const d = w.getVolumePathName("C:\\d");

@@ -1,5 +1,5 @@
 /**
- * The disk service's decisions against the stateful, Windows-shaped fake host (host/fake/disk.ts):
+ * The disk service's decisions against the stateful, Windows-shaped fake host (test/doubles/fake-disk-host.ts):
  * upstream master's PartitionDisk / SetDiskState flows (reference-behaviour.md §2.2) and csi-proxy's
  * refusals, decided from the host's facts alone. The Linux meaning of the same decisions is tested in
  * host/linux/disk.test.ts, the Windows CIM mapping in test/windows/cim-fixtures.test.ts.
@@ -7,9 +7,9 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createDiskService } from "./disk-service.ts";
-import { createPathPolicy } from "../filesystem/path-policy.ts";
-import { FakeStorage, MICROSOFT_RESERVED } from "../../host/fake/storage-world.ts";
-import { FakeDiskHost } from "../../host/fake/disk.ts";
+import { createPathPolicy } from "../../policy/path-policy.ts";
+import { FakeStorage, MICROSOFT_RESERVED } from "../../../test/doubles/fake-storage.ts";
+import { FakeDiskHost } from "../../../test/doubles/fake-disk-host.ts";
 import { Code, internal, notFound } from "../../errors.ts";
 import { rejectsWithCode } from "../../../test/helpers/assert-coded.ts";
 import { everyDiskRpc, testPartitionDiskCases, type PartitionDiskCase } from "../../../test/helpers/disk-service-cases.ts";
@@ -120,6 +120,14 @@ describe("PartitionDisk", () => {
     },
     { name: "the system disk: FailedPrecondition naming the system volume", disk: 0, code: Code.FailedPrecondition, message: /holds the Windows system volume C:/, calls: [] },
     { name: "offline disk: FailedPrecondition", tweak: (w) => (w.disk(1).online = false), code: Code.FailedPrecondition, message: /offline; bring it online/, calls: [] },
+    {
+      name: "offline disk that already has a data partition: OK, left alone (drivers partition before onlining)",
+      tweak: (w) => {
+        w.addPartition(1, { online: false });
+        w.disk(1).online = false;
+      },
+      calls: [],
+    },
     {
       name: "a busy partition: FailedPrecondition",
       tweak: (w) => void w.addPartition(1, { use: { busy: ["in use by /dev/dm-0 (holders)"] } }),

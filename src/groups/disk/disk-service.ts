@@ -3,9 +3,9 @@ import type { DiskHostApi, HostDevice, HostDisk, HostPartition } from "./host-ap
 import type { KeyedMutex } from "../../util/keyed-mutex.ts";
 import { createKeyedMutex } from "../../util/keyed-mutex.ts";
 import { Code, CsiProxyError, failedPrecondition, internal, invalidArgument, notFound } from "../../errors.ts";
-import { allowedMountPoint, checkDiskNumber, diskLockKey, hostFailure, privilegeGuard, refuseInUse, requireOnline, withContext } from "./block-policy.ts";
+import { allowedMountPoint, checkDiskNumber, diskLockKey, hostFailure, privilegeGuard, refuseInUse, requireOnline, withContext } from "../../policy/block-policy.ts";
 
-export { diskLockKey } from "./block-policy.ts";
+export { diskLockKey } from "../../policy/block-policy.ts";
 
 export interface DiskServiceDeps {
   host: DiskHostApi;
@@ -58,6 +58,10 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
       let layout = await host.getDiskLayout(n);
       const { disk } = layout;
       const what = `partition disk ${n} (${disk.name})`;
+      // An offline disk that already has a data partition is left alone, OK (upstream): nothing changes, so
+      // nothing is refused. AWS EBS, GCE PD and vSphere call PartitionDisk before SetDiskState(online), also
+      // when staging again a disk their NodeUnstage took offline.
+      if (disk.online === false && layout.partitions.some(isData)) return;
       requireOnline(disk.online, n, disk.name, what);
       await refuseInUse([disk, ...layout.partitions], what, true, isAllowed);
       // What a disk holds is read only once it may be changed at all.

@@ -4,40 +4,31 @@
  * concepts (MSFT_Disk numbers, RAW/GPT/MBR partition styles, partitions with types):
  * - Linux: host/linux/disk.ts (block devices; docs/linux-concept-map.md maps every concept);
  * - Windows: host/windows/disk.ts (MSFT_Disk / MSFT_Partition through CIM);
- * - fake: host/fake/disk.ts (stateful, Windows-shaped).
+ * - fake: test/doubles/fake-disk-host.ts (stateful, Windows-shaped).
  *
- * Implementations are pass-through (style-anchors §5.4): they report what the host shows, as facts,
- * and carry out one operation each. Every decision — initialise only a raw disk that holds nothing,
- * add a data partition only when there is none, refuse disks that are offline or in use, when to
- * bring a partition online — is made in disk-service.ts from these facts.
+ * Who decides what:
+ * - disk-service.ts decides, from the facts reported here: initialise only a raw disk that holds
+ *   nothing, add a data partition only when there is none, refuse disks that are offline or in use
+ *   (policy/block-policy.ts), when to bring a partition online.
+ * - A host reports what it sees and carries out one operation per method. At the moment of writing
+ *   it re-verifies the facts it acts on and may refuse on its own — FailedPrecondition, nothing
+ *   written; a second look, never a new policy:
+ *   * Linux (host/linux/disk.ts, `#verifyWrite`): the disk is not the one looked up (`expect`); it or
+ *     a partition holds the OS, is busy (swap, holders, stacked loops, kernel partitions out of step)
+ *     or is mounted anywhere; it holds a signature other than a partition table (initializeDisk: any
+ *     signature); the kernel refuses the exclusive claim (sfdisk then takes it again itself). The
+ *     Linux host also keeps state: the offline marks (host/linux/offline-marks-file.ts).
+ *   * Windows (host/windows/disk.ts): no refusals of its own; the CIM provider's failures come back
+ *     coded (host/windows/worker-error-codes.ts), and the service re-checks identity before writing.
  *
  * Errors: an unknown disk number is NotFound; a failing tool, syscall or CIM method rejects with a
  * CsiProxyError (Internal unless the host knows better). Hosts never choose codes from request meaning.
  */
+import type { HostDevice } from "../../policy/host-device.ts";
 import type { DiskIds, DiskLocation } from "./types.ts";
 
-/**
- * How a disk, partition or volume is used. The services refuse to change devices in use, from these
- * facts alone; a host reports what it can see (Windows sees no holders or swap, for instance).
- */
-export interface DeviceUse {
-  /**
-   * The operating system's own filesystem on it (`the root filesystem /`, `the Windows system volume C:`),
-   * null when none. Its mount is not repeated in {@link mountPoints}.
-   */
-  system: string | null;
-  /** Where it is mounted by anyone: absolute mount points as the host shows them. */
-  mountPoints: string[];
-  /** Other uses that keep it busy, each a phrase that follows "is" (`in use as swap`, `in use by /dev/dm-0 (holders)`). */
-  busy: string[];
-}
-
-/** A disk or partition, named for messages, with its uses. */
-export interface HostDevice {
-  /** For messages: `/dev/loop3`, `\\.\PhysicalDrive1`, `disk 1 partition 2`. */
-  name: string;
-  use: DeviceUse;
-}
+/** The device facts shared with the volume group live in policy/host-device.ts. */
+export type { DeviceUse, HostDevice } from "../../policy/host-device.ts";
 
 export interface HostDisk extends HostDevice {
   /** The disk number of the API (uint32). */

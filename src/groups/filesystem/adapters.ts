@@ -1,3 +1,4 @@
+import type { CallContext } from "../../api/handlers.ts";
 import type { GroupAdapters } from "../../api/adapters.ts";
 import type { FilesystemService } from "./types.ts";
 
@@ -9,7 +10,7 @@ import type { FilesystemService } from "./types.ts";
 const legacy = (fs: FilesystemService) => ({
   pathExists: (req: { path: string }) => fs.pathExists({ path: req.path }),
   mkdir: async (req: { path: string }) => (await fs.mkdir({ path: req.path }), {}),
-  rmdir: async (req: { path: string; force: boolean }) => (await fs.rmdir({ path: req.path, force: req.force }), {}),
+  rmdir: async (req: { path: string; force: boolean }, ctx: CallContext) => (await fs.rmdir({ path: req.path, force: req.force }, { signal: ctx.signal }), {}),
   linkPath: async (req: { sourcePath: string; targetPath: string }) => (await fs.createSymlink({ sourcePath: req.sourcePath, targetPath: req.targetPath }), {}),
   isMountPoint: async (req: { path: string }) => ({ isMountPoint: (await fs.isSymlink({ path: req.path })).isSymlink }),
 });
@@ -18,7 +19,7 @@ const legacy = (fs: FilesystemService) => ({
 const current = (fs: FilesystemService) => ({
   pathExists: (req: { path: string }) => fs.pathExists({ path: req.path }),
   mkdir: async (req: { path: string }) => (await fs.mkdir({ path: req.path }), {}),
-  rmdir: async (req: { path: string; force: boolean }) => (await fs.rmdir({ path: req.path, force: req.force }), {}),
+  rmdir: async (req: { path: string; force: boolean }, ctx: CallContext) => (await fs.rmdir({ path: req.path, force: req.force }, { signal: ctx.signal }), {}),
   createSymlink: async (req: { sourcePath: string; targetPath: string }) => (await fs.createSymlink({ sourcePath: req.sourcePath, targetPath: req.targetPath }), {}),
   isSymlink: (req: { path: string }) => fs.isSymlink({ path: req.path }),
 });
@@ -30,6 +31,6 @@ export const filesystemAdapters: GroupAdapters<"filesystem", FilesystemService> 
   v1: current,
   v2alpha1: (fs) => ({
     ...current(fs),
-    rmdirContents: async (req: { path: string }) => (await fs.rmdirContents({ path: req.path }), {}),
+    rmdirContents: async (req: { path: string }, ctx: CallContext) => (await fs.rmdirContents({ path: req.path }, { signal: ctx.signal }), {}),
   }),
 };

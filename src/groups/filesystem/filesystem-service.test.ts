@@ -1,8 +1,8 @@
 import { describe, it, beforeEach } from "node:test";
 import assert from "node:assert/strict";
 import { createFilesystemService } from "./filesystem-service.ts";
-import { createPathPolicy } from "./path-policy.ts";
-import { FakeFilesystemHost } from "../../host/fake/filesystem.ts";
+import { createPathPolicy } from "../../policy/path-policy.ts";
+import { FakeFilesystemHost } from "../../../test/doubles/fake-filesystem-host.ts";
 import { Code } from "../../errors.ts";
 import type { FilesystemService } from "./types.ts";
 import { rejectsWithCsiProxyError } from "../../../test/helpers/assert-coded.ts";

@@ -1,7 +1,7 @@
 import * as path from "node:path";
 import type { FilesystemService } from "./types.ts";
 import type { EntryKind, FilesystemHostApi } from "./host-api.ts";
-import type { PathPolicy } from "./path-policy.ts";
+import type { PathPolicy } from "../../policy/path-policy.ts";
 import { alreadyExists, failedPrecondition, invalidArgument, notFound, permissionDenied } from "../../errors.ts";
 import { FragmentError, fragmentError } from "../../compat/driver-fragments.ts";
 
@@ -74,7 +74,7 @@ export function createFilesystemService(deps: { host: FilesystemHostApi; policy:
       if (kind === null) await host.mkdirAll(checked);
     },
 
-    async rmdir({ path: p, force }) {
+    async rmdir({ path: p, force }, options) {
       const checked = await policy.check(p);
       await refuseRoot(checked, "remove");
       if (force) {
@@ -84,7 +84,7 @@ export function createFilesystemService(deps: { host: FilesystemHostApi; policy:
         if (deps.platform === "linux" && (await host.lstat(checked)) === "directory" && (await host.isMountPoint(checked))) {
           throw failedPrecondition(`refusing to remove ${p}: it is a mount point; unmount it first (UnmountVolume)`);
         }
-        return host.removeAll(checked);
+        return host.removeAll(checked, options);
       }
       const kind = await host.lstat(checked);
       if (kind === null) {
@@ -95,17 +95,17 @@ export function createFilesystemService(deps: { host: FilesystemHostApi; policy:
           : fragmentError("rmdir-parent-missing", `remove ${p}: The system cannot find the path specified.`);
       }
       // a file (not a link): removed, as upstream's os.Remove does; the entry itself, never followed
-      if (kind === "file") return host.removeAll(checked);
+      if (kind === "file") return host.removeAll(checked, options);
       await host.removeDir(checked);
     },
 
-    async rmdirContents({ path: p }) {
+    async rmdirContents({ path: p }, options) {
       const checked = await policy.check(p, { followFinal: true });
       await refuseRoot(checked, "empty");
       const kind = await host.lstat(checked);
       if (kind === null) throw notFound(win32 ? await goMissing("open", p, checked) : `rmdir contents ${p}: no such directory`);
       if (win32 && kind === "file") throw failedPrecondition(`readdir ${p}: The system cannot find the path specified.`);
-      await host.removeContents(checked);
+      await host.removeContents(checked, options);
     },
 
     async createSymlink({ sourcePath, targetPath }) {

@@ -1,9 +1,21 @@
 /** What is at a path, without following a final symlink. */
 export type EntryKind = "file" | "directory" | "symlink" | "other";
 
+/** Options of the recursive deletes. */
+export interface RemoveOptions {
+  /**
+   * Aborting it stops the delete within one second: nothing new starts, the call settles once what
+   * was in flight has, rejecting with the signal's code (DeadlineExceeded/Cancelled) and what was removed.
+   */
+  signal?: AbortSignal;
+}
+
 /**
- * Host operations of the filesystem group. Implementations are pass-through: no validation, no
- * decisions (those live in filesystem-service.ts). Paths are absolute and already checked.
+ * Host operations of the filesystem group. Implementations validate nothing and decide nothing
+ * (filesystem-service.ts and policy/path-policy.ts do). Paths are absolute and already checked; the
+ * one refusal a host makes on its own is at the moment of acting: the Linux host works through
+ * directory handles opened without following links (host/linux/dir-handle.ts), so a checked
+ * directory swapped for a link meanwhile makes the call fail (FailedPrecondition), never act elsewhere.
  * Errors carry codes: missing path NotFound, existing AlreadyExists, non-empty FailedPrecondition,
  * access PermissionDenied.
  */
@@ -27,10 +39,12 @@ export interface FilesystemHostApi {
   /**
    * Removes `path` recursively without following symlinks (a link is removed itself) and without
    * entering mount points (FailedPrecondition, see the platform hosts); a missing path is fine.
+   * Bounded descriptors and memory whatever the depth; settles only after all of its work has stopped;
+   * a failure says how much was removed and what is left.
    */
-  removeAll(path: string): Promise<void>;
+  removeAll(path: string, options?: RemoveOptions): Promise<void>;
   /** Removes everything inside the directory `path` under removeAll's rules; missing `path` NotFound. */
-  removeContents(path: string): Promise<void>;
+  removeContents(path: string, options?: RemoveOptions): Promise<void>;
   /** Names of the entries of a directory. */
   readDir(path: string): Promise<string[]>;
   /** Creates a symlink at `linkPath` whose target is `target` (a directory link when target is a directory). */

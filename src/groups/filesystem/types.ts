@@ -1,6 +1,8 @@
+import type { RemoveOptions } from "./host-api.ts";
+
 /**
  * Version-agnostic filesystem API (newest shapes, v2alpha1). Every path must lie inside the
- * kubelet path or a working directory (see path-policy.ts); violations are PermissionDenied,
+ * kubelet path or a working directory (see policy/path-policy.ts); violations are PermissionDenied,
  * malformed paths InvalidArgument.
  */
 export interface FilesystemService {
@@ -12,9 +14,9 @@ export interface FilesystemService {
    * Removes the directory at `path`. `force`: recursive and idempotent (missing path succeeds), never
    * follows symlinks. Without `force`: the directory must exist (NotFound) and be empty (FailedPrecondition).
    */
-  rmdir(req: { path: string; force: boolean }): Promise<void>;
+  rmdir(req: { path: string; force: boolean }, options?: RemoveOptions): Promise<void>;
   /** Removes everything inside the directory `path`, keeping it; never follows symlinks. Missing dir: NotFound. */
-  rmdirContents(req: { path: string }): Promise<void>;
+  rmdirContents(req: { path: string }, options?: RemoveOptions): Promise<void>;
   /** Creates a symlink at `targetPath` pointing to `sourcePath`. Existing `targetPath`: AlreadyExists. */
   createSymlink(req: { sourcePath: string; targetPath: string }): Promise<void>;
   /** True when `path` is a symlink or mount point whose target exists. Missing path: NotFound. */

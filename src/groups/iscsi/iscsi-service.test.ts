@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { Code, CsiProxyError, internal } from "../../errors.ts";
-import { FakeIscsiHost } from "../../host/fake/iscsi.ts";
+import { FakeIscsiHost } from "../../../test/doubles/fake-iscsi-host.ts";
 import { createIscsiService } from "./iscsi-service.ts";
 import type { AuthenticationType, TargetPortal } from "./types.ts";
 import { rejectsWithCsiProxyError } from "../../../test/helpers/assert-coded.ts";

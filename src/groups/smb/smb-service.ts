@@ -1,7 +1,7 @@
 import { nodeCrypto } from "../../util/node-crypto.ts";
 import type { SmbService } from "./types.ts";
 import type { SmbHostApi } from "./host-api.ts";
-import type { PathPolicy } from "../filesystem/path-policy.ts";
+import type { PathPolicy } from "../../policy/path-policy.ts";
 import type { JsonStateFile } from "../../state/atomic-file.ts";
 import { StateDirRefusal } from "../../state/state-dir.ts";
 import { CsiProxyError, Code, failedPrecondition, invalidArgument } from "../../errors.ts";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { Code } from "../../errors.ts";
-import { FakeSystemHost } from "../../host/fake/system.ts";
+import { FakeSystemHost } from "../../../test/doubles/fake-system-host.ts";
 import { createSystemService } from "./system-service.ts";
 import { ServiceStatus, StartType } from "./types.ts";
 import { rejectsWithCsiProxyError } from "../../../test/helpers/assert-coded.ts";

@@ -1,14 +1,33 @@
 /**
  * What the volume group knows about the host. One interface for every platform, modelled on
  * upstream csi-proxy's Windows concepts (MSFT_Volume ids, the partition behind a volume, volume mount
- * points): Linux (host/linux/volume.ts), Windows (host/windows/volume.ts), fake (host/fake/volume.ts).
- * Pass-through like disk/host-api.ts: the facts here feed every decision of volume-service.ts.
+ * points): Linux (host/linux/volume.ts), Windows (host/windows/volume.ts), fake (test/doubles/fake-volume-host.ts).
+ *
+ * Who decides what (as in disk/host-api.ts):
+ * - volume-service.ts decides, from the facts reported here: what may be formatted (an empty volume
+ *   or one holding the default filesystem, not mounted anywhere), mounted, unmounted and resized,
+ *   and the refusals of policy/block-policy.ts (disk offline; the volume or its disk holds the OS,
+ *   is busy, or is mounted outside the allowed directories — or anywhere, for a format).
+ * - A host reports what it sees and carries out one operation per method. At the moment of writing
+ *   it re-verifies and may refuse on its own — FailedPrecondition, nothing changed:
+ *   * Linux (host/linux/volume.ts, `checksAtWrite`): on a fresh reading taken right before the write
+ *     it runs the service's {@link WriteCheck} (the service's refusals, on the same facts), then its
+ *     own: not the volume looked up (`expect`); it or its disk holds the OS or is busy; format: it is
+ *     mounted (in any mount namespace), wipefs sees a signature other than one of the filesystem
+ *     being created, the kernel refuses the exclusive claim (mkfs keeps its own mounted-device
+ *     refusal); resize/grow/mount of an unmounted volume: the exclusive claim; mount: a link on the
+ *     way to the target or a target moved (anchored-mount.ts).
+ *   * Windows (host/windows/volume.ts; expect and WriteCheck are not used): the service locates the
+ *     volume once more and re-runs its refusals just before the write; the worker script's
+ *     `volume.format` refuses, in the same PowerShell call as the Format, a partition with a drive
+ *     letter or access path or a filesystem other than NTFS; the CIM provider's failures come back
+ *     coded (host/windows/worker-error-codes.ts).
  *
  * Volume ids are the host's own (`\\?\Volume{GUID}\` on Windows; the Linux shape is in
  * docs/linux-concept-map.md). A volume id the host does not know is NotFound; a string that cannot
  * be a volume id on this host may be InvalidArgument.
  */
-import type { HostDevice } from "../disk/host-api.ts";
+import type { HostDevice } from "../../policy/host-device.ts";
 
 /** Where a volume lives and what it depends on. */
 export interface VolumeLocation {
@@ -114,7 +133,12 @@ export interface VolumeHostApi {
   getVolumeFilesystem?(volumeId: string): Promise<string | null>;
   /** Filesystem sizes (MSFT_Volume Size/SizeRemaining; Linux statfs or the superblock). FailedPrecondition when the host cannot measure what the volume holds. */
   getVolumeUsage(volumeId: string): Promise<VolumeUsage>;
-  /** Creates {@link defaultFileSystem} on the volume. */
+  /**
+   * Creates {@link defaultFileSystem} on the volume (a quick format), replacing one of that type. At the
+   * moment of acting the host refuses (FailedPrecondition, nothing written) a volume in use — Linux:
+   * mounted in any mount namespace, held, claimed; Windows: a drive letter or an access path — or one
+   * holding anything else.
+   */
   formatVolume(volumeId: string, expect?: string, check?: WriteCheck): Promise<void>;
   /** Writes the volume's cached data to stable storage. */
   flushVolume(volumeId: string): Promise<void>;

@@ -1,5 +1,5 @@
 /**
- * The volume service's decisions against the stateful, Windows-shaped fake host (host/fake/volume.ts):
+ * The volume service's decisions against the stateful, Windows-shaped fake host (test/doubles/fake-volume-host.ts):
  * upstream master's flows (reference-behaviour.md §2.3) and csi-proxy's refusals, decided from the
  * host's facts alone. The Linux meaning of the same decisions is tested in host/linux/volume.test.ts,
  * the Windows CIM/Win32 mapping in test/windows/cim-fixtures.test.ts.
@@ -7,9 +7,9 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createVolumeService, RESIZE_THRESHOLD_BYTES, sameVolumeId } from "./volume-service.ts";
-import { createPathPolicy } from "../filesystem/path-policy.ts";
-import { FakeStorage, MICROSOFT_RESERVED, type FakeVolume } from "../../host/fake/storage-world.ts";
-import { FakeVolumeHost } from "../../host/fake/volume.ts";
+import { createPathPolicy } from "../../policy/path-policy.ts";
+import { FakeStorage, MICROSOFT_RESERVED, type FakeVolume } from "../../../test/doubles/fake-storage.ts";
+import { FakeVolumeHost } from "../../../test/doubles/fake-volume-host.ts";
 import { Code } from "../../errors.ts";
 import { rejectsWithCode } from "../../../test/helpers/assert-coded.ts";
 
@@ -153,8 +153,33 @@ describe("IsVolumeFormatted / FormatVolume", () => {
 
   const cases = [
     { name: "nothing on it: formatted with the host's default (NTFS)", calls: (id: string) => [`formatVolume ${id}`], fs: "NTFS" },
-    { name: "the default already there: success, not reformatted", volume: ntfs, calls: () => [], fs: "NTFS" },
-    { name: "the default in another case: success", volume: { fileSystem: "ntfs" }, calls: () => [], fs: "ntfs" },
+    {
+      name: "the default already there, nothing uses it: formatted again (its data gone)",
+      volume: { fileSystem: "NTFS", freeBytes: 1n * GiB },
+      calls: (id: string) => [`formatVolume ${id}`],
+      fs: "NTFS",
+      freeBytes: 10n * GiB - 1024n * 1024n,
+    },
+    { name: "the default in another case: formatted", volume: { fileSystem: "ntfs" }, calls: (id: string) => [`formatVolume ${id}`], fs: "NTFS" },
+    {
+      name: "a drive letter: FailedPrecondition naming it, data intact",
+      volume: { fileSystem: "NTFS", freeBytes: 1n * GiB },
+      tweak: (w: FakeStorage) => (w.disk(1).partitions[1].driveLetter = "E"),
+      code: Code.FailedPrecondition,
+      message: /in use at E:\\/,
+      calls: () => [],
+      fs: "NTFS",
+      freeBytes: 1n * GiB,
+    },
+    {
+      name: "a folder access path (mounted in the kubelet dir): FailedPrecondition naming it",
+      volume: ntfs,
+      tweak: (w: FakeStorage) => (w.disk(1).partitions[1].accessPaths = [`${STAGE}\\`]),
+      code: Code.FailedPrecondition,
+      message: /in use at C:\\var\\lib\\kubelet/,
+      calls: () => [],
+      fs: "NTFS",
+    },
     { name: "another file system: FailedPrecondition", volume: { fileSystem: "ReFS" }, code: Code.FailedPrecondition, message: /as NTFS: it already holds ReFS; formatting would destroy/, calls: () => [], fs: "ReFS" },
     { name: "a foreign signature: FailedPrecondition", volume: { foreign: "conflicting signatures (x)" }, code: Code.FailedPrecondition, message: /conflicting signatures/, calls: () => [], fs: null },
     {
@@ -174,6 +199,7 @@ describe("IsVolumeFormatted / FormatVolume", () => {
       else await p;
       assert.deepEqual(s.world.calls, c.calls(s.id));
       assert.equal(s.world.volume(s.id).volume.fileSystem, c.fs);
+      if (c.freeBytes !== undefined) assert.equal(s.world.volume(s.id).volume.freeBytes, c.freeBytes);
     });
   }
   test("FormatVolume: the system volume is refused (even though it holds the default)", async () => {

@@ -11,7 +11,7 @@ import {
   refuseInUse,
   requireOnline,
   withContext,
-} from "../disk/block-policy.ts";
+} from "../../policy/block-policy.ts";
 import { fragmentError } from "../../compat/driver-fragments.ts";
 
 export interface VolumeServiceDeps {
@@ -48,8 +48,9 @@ export function sameVolumeId(a: string, b: string): boolean {
  * - UnmountVolume: the path must hold exactly this volume (beyond upstream), flushed first; not a
  *   mount point is NotFound (upstream: not idempotent); both refusals carry `The access path is not
  *   valid` (compat/driver-fragments.ts);
- * - FormatVolume: never formats over anything (beyond upstream): the default filesystem already there
- *   is success, any other content FailedPrecondition;
+ * - FormatVolume: OK only when it formatted: an unused volume holding nothing or the default
+ *   filesystem is formatted (quick, as upstream); in use — mounted anywhere, inside the kubelet dir
+ *   too — or holding anything else is FailedPrecondition (beyond upstream, which formats over both);
  * - ResizeVolume: size is the partition size, 0 = the largest supported, growth below 100 MiB and
  *   shrinking succeed without change, negative is InvalidArgument, beyond the supported size
  *   OutOfRange; then the filesystem follows where the host needs a separate step; every refusal
@@ -81,10 +82,13 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
     return locks.run(diskLockKey(first.diskNumber), () => session(async () => fn(await host.locateVolume(volumeId))));
   }
 
-  /** Every refusal that guards a change of the volume: its disk offline, or it (or its disk) in use. */
-  async function refuseChange(vol: VolumeLocation, what: string): Promise<void> {
+  /**
+   * Every refusal that guards a change of the volume: its disk offline, or it (or its disk) in use.
+   * Mounts inside the allowed dirs are csi-proxy's own and allowed unless `allowMountsInside` is false.
+   */
+  async function refuseChange(vol: VolumeLocation, what: string, allowMountsInside = true): Promise<void> {
     requireOnline(vol.diskOnline, vol.diskNumber, null, what);
-    await refuseInUse(vol.devices, what, true, isAllowed);
+    await refuseInUse(vol.devices, what, allowMountsInside, isAllowed);
   }
 
   /**
@@ -94,11 +98,11 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
    * to run on its own reading right before writing (returned, to pass to the write); others are
    * checked here, on the volume located once more.
    */
-  async function reverify(volumeId: string, vol: VolumeLocation, what: string): Promise<WriteCheck | undefined> {
+  async function reverify(volumeId: string, vol: VolumeLocation, what: string, allowMountsInside = true): Promise<WriteCheck | undefined> {
     if (vol.identity === undefined) return undefined;
     const check: WriteCheck = async (now) => {
       if (now.identity !== vol.identity) throw failedPrecondition(`refusing to ${what}: the volume changed since it was looked up (${vol.identity} → ${now.identity})`);
-      await refuseChange(now, what);
+      await refuseChange(now, what, allowMountsInside);
     };
     if (host.checksAtWrite) return check;
     await check(await host.locateVolume(volumeId));
@@ -147,20 +151,24 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
     });
   }
 
+  /**
+   * OK only when the volume was formatted: an unused volume holding nothing or a filesystem of the type
+   * being created gets a new one (its data gone: callers such as local-static-provisioner's cleaner
+   * erase released volumes so). Mounted anywhere (inside the kubelet dir too) or otherwise in use:
+   * FailedPrecondition saying by what; any other content: FailedPrecondition, nothing written.
+   */
   async function formatVolume(volumeId: string): Promise<void> {
     requireId(volumeId);
     await withVolume(volumeId, async (vol) => {
       const fs = host.defaultFileSystem;
       const what = `format volume ${volumeId} (${vol.name})`;
-      await refuseChange(vol, what);
+      await refuseChange(vol, what, false);
       const content = await host.getVolumeContent(volumeId);
-      if (content.empty) {
-        const check = await reverify(volumeId, vol, what);
-        await withContext(`${what} as ${fs}`, host.formatVolume(volumeId, vol.identity, check));
-        return;
+      if (!content.empty && content.fileSystem?.toLowerCase() !== fs.toLowerCase()) {
+        throw failedPrecondition(`refusing to ${what} as ${fs}: it already holds ${content.description}; formatting would destroy that data`);
       }
-      if (content.fileSystem?.toLowerCase() === fs.toLowerCase()) return; // already formatted as asked: keep the data
-      throw failedPrecondition(`refusing to ${what} as ${fs}: it already holds ${content.description}; formatting would destroy that data`);
+      const check = await reverify(volumeId, vol, what, false);
+      await withContext(`${what} as ${fs}`, host.formatVolume(volumeId, vol.identity, check));
     });
   }
 

@@ -65,12 +65,12 @@ describe("runCommand()", () => {
     }
   });
 
-  it("a child killed by a signal csi-proxy did not send is FailedPrecondition (final; never an in-progress code); the call's own cancellation is Cancelled", async () => {
+  it("a child killed by a signal csi-proxy did not send is FailedPrecondition (final; never an in-progress code); the call's own cancellation is Canceled", async () => {
     await assert.rejects(runCommand(node, ["-e", "process.kill(process.pid, 'SIGKILL')"]), (err: HostCommandError) => err.code === Code.FailedPrecondition && /killed by SIGKILL/.test(err.message));
     const controller = new AbortController();
     const run = runCommand(node, ["-e", "setTimeout(() => {}, 60000)"], { signal: controller.signal });
     setTimeout(() => controller.abort(), 100);
-    await assert.rejects(run, (err: HostCommandError) => err.code === Code.Cancelled);
+    await assert.rejects(run, (err: HostCommandError) => err.code === Code.Canceled);
   });
 
   it("says which program is missing (FailedPrecondition: install it)", async () => {

@@ -30,9 +30,9 @@ export interface RunResult {
  * (argv shown with JSON quoting, secrets masked), exit code and stderr tail. A host tool failing is
  * not a bug of csi-proxy, so its gRPC code is never Internal; callers re-throw with a better one
  * where they recognise the failure. By default: timed out → DeadlineExceeded (the step may have
- * been partly done; a retry converges), killed by a signal csi-proxy did not send → Aborted, the
- * call's own cancellation → Cancelled, anything else (non-zero exit, program missing or not
- * executable) → FailedPrecondition.
+ * been partly done; a retry converges), the call's own cancellation → Canceled, anything else
+ * (non-zero exit, killed by a signal csi-proxy did not send, program missing or not executable) →
+ * FailedPrecondition: a final failure of this call.
  */
 export class HostCommandError extends CsiProxyError {
   override name = "HostCommandError";
@@ -107,7 +107,7 @@ export function runCommand(file: string, args: readonly string[], options: RunOp
       clearTimeout(timer);
       const code = (cause as NodeJS.ErrnoException).code;
       const reason = code === "ENOENT" ? `${file} is not installed` : code === "ABORT_ERR" ? "aborted" : cause.message;
-      reject(new HostCommandError(`${command}: ${reason}`, command, null, "", false, cause, code === "ABORT_ERR" ? Code.Cancelled : undefined));
+      reject(new HostCommandError(`${command}: ${reason}`, command, null, "", false, cause, code === "ABORT_ERR" ? Code.Canceled : undefined));
     });
     child.once("close", (exitCode, signal) => {
       clearTimeout(timer);

@@ -15,7 +15,7 @@
  *   from its parent's is a mount point (bind mounts of the same filesystem included).
  * - Handles must be closed by the caller (`close`, idempotent).
  */
-import { constants } from "node:fs";
+import { constants, readFileSync } from "node:fs";
 import * as fs from "node:fs/promises";
 import * as path from "node:path";
 import { Code, CsiProxyError } from "../../errors.ts";
@@ -26,13 +26,21 @@ const O_PATH = 0o10000000;
 /** A directory handle: never a link (ENOTDIR), no read permission needed on ancestors (0711 dirs). */
 const DIR_FLAGS = O_PATH | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 
-/** An open directory, anchored: names below it never pass through a symbolic link or a rename. */
+/**
+ * An open directory, anchored: names below it never pass through a symbolic link or a rename.
+ * Lifetime: `/proc/self/fd/<fd>` strings exist only inside {@link DirHandle.use}; `close` waits until
+ * every `use` has settled, and a `use` or `at` after `close` began is refused (Internal), so no
+ * operation can reach a descriptor number after it was closed and possibly reused.
+ */
 export class DirHandle {
   readonly #file: fs.FileHandle;
   /** The path this directory had when it was opened (for messages and mount-table comparisons). */
   readonly path: string;
   /** The kernel's id of the mount the directory lies on. */
   readonly mountId: number;
+  #inFlight = 0;
+  #closing: Promise<void> | undefined;
+  #idle: (() => void) | undefined;
 
   constructor(file: fs.FileHandle, shownPath: string, mountId: number) {
     this.#file = file;
@@ -40,28 +48,57 @@ export class DirHandle {
     this.mountId = mountId;
   }
 
-  get fd(): number {
-    return this.#file.fd;
+  get closed(): boolean {
+    return this.#closing !== undefined;
   }
 
-  /** `/proc/self/fd/<fd>` (the directory itself) or `/proc/self/fd/<fd>/<name>` (an entry in it). */
+  /**
+   * `/proc/self/fd/<fd>` (the directory itself) or `/proc/self/fd/<fd>/<name>` (an entry in it), for
+   * an operation the caller awaits before it closes this handle. Throws Internal once closing began.
+   */
   at(name?: string): string {
-    return name === undefined ? `/proc/self/fd/${this.fd}` : `/proc/self/fd/${this.fd}/${name}`;
+    if (this.#closing !== undefined) throw new CsiProxyError(Code.Internal, `directory handle of ${this.path} used after close`);
+    const fd = this.#file.fd;
+    return name === undefined ? `/proc/self/fd/${fd}` : `/proc/self/fd/${fd}/${name}`;
+  }
+
+  /** Runs `op` on `at(name)`; `close` waits for it. */
+  async use<T>(name: string | undefined, op: (p: string) => Promise<T>): Promise<T> {
+    const p = this.at(name);
+    this.#inFlight++;
+    try {
+      return await op(p);
+    } finally {
+      if (--this.#inFlight === 0) this.#idle?.();
+    }
+  }
+
+  /** fstat of the held directory (device and inode as bigints). */
+  stat(): Promise<import("node:fs").BigIntStats> {
+    return this.use(undefined, () => this.#file.stat({ bigint: true }));
   }
 
   /** Where the held directory is now (it may have been renamed since it was opened). */
   async currentPath(): Promise<string> {
-    return fs.readlink(this.at());
+    return this.use(undefined, (p) => fs.readlink(p));
   }
 
-  async close(): Promise<void> {
-    await this.#file.close().catch(() => {});
+  /** Idempotent; resolves once every {@link use} has settled and the descriptor is closed. */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      if (this.#inFlight > 0) await new Promise<void>((resolve) => (this.#idle = resolve));
+      await this.#file.close().catch(() => {});
+    })();
+    return this.#closing;
   }
 }
 
-/** The mount id of an open descriptor (Linux ≥ 3.15). */
-export async function mountIdOf(fd: number): Promise<number> {
-  const info = await fs.readFile(`/proc/self/fdinfo/${fd}`, "utf8");
+/**
+ * The mount id of an open descriptor (Linux ≥ 3.15), from /proc/self/fdinfo. Read synchronously:
+ * procfs answers from memory and never waits for a filesystem; the caller owns `fd` for the call.
+ */
+export function mountIdOf(fd: number): number {
+  const info = readFileSync(`/proc/self/fdinfo/${fd}`, "utf8");
   const m = /^mnt_id:\s*(\d+)/m.exec(info);
   if (!m) throw new CsiProxyError(Code.Internal, `no mnt_id in /proc/self/fdinfo/${fd}`);
   return Number(m[1]);
@@ -71,25 +108,46 @@ const linkSwapped = (shown: string) =>
   new CsiProxyError(Code.FailedPrecondition, `${shown} is a symbolic link or not a directory now (the path changed since it was checked); refusing to follow it`);
 
 /**
- * Opens `name` inside `parent` without following a link. Resolves null when the entry is a symbolic
- * link or not a directory (ELOOP/ENOTDIR), throws coded errors otherwise (ENOENT → NotFound).
+ * Opens `name` inside `parent` without following a link, as a handle shown as `shown`. Resolves
+ * null when the entry is a symbolic link or not a directory (ELOOP/ENOTDIR), throws coded errors
+ * otherwise (ENOENT → NotFound).
  */
-export async function openChildDir(parent: DirHandle, name: string): Promise<DirHandle | null> {
-  const shown = path.posix.join(parent.path, name);
+export async function openDirAt(parent: DirHandle, name: string, shown: string): Promise<DirHandle | null> {
   let file: fs.FileHandle;
   try {
-    file = await fs.open(parent.at(name), DIR_FLAGS);
+    file = await parent.use(name, (p) => fs.open(p, DIR_FLAGS));
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === "ELOOP" || code === "ENOTDIR") return null;
     throw fsError(err, "open", shown);
   }
   try {
-    return new DirHandle(file, shown, await mountIdOf(file.fd));
+    return new DirHandle(file, shown, mountIdOf(file.fd));
   } catch (err) {
     await file.close().catch(() => {});
     throw err;
   }
+}
+
+/** The parent of the held directory `child` (by `..`), shown as `shown`; the caller checks it is the one it expects. */
+export async function openParentOf(child: DirHandle, shown: string): Promise<DirHandle> {
+  const file = await child.use("..", (p) => fs.open(p, DIR_FLAGS)).catch((err) => {
+    throw fsError(err, "open", shown);
+  });
+  try {
+    return new DirHandle(file, shown, mountIdOf(file.fd));
+  } catch (err) {
+    await file.close().catch(() => {});
+    throw err;
+  }
+}
+
+/**
+ * Opens `name` inside `parent` without following a link. Resolves null when the entry is a symbolic
+ * link or not a directory (ELOOP/ENOTDIR), throws coded errors otherwise (ENOENT → NotFound).
+ */
+export function openChildDir(parent: DirHandle, name: string): Promise<DirHandle | null> {
+  return openDirAt(parent, name, path.posix.join(parent.path, name));
 }
 
 /**
@@ -99,10 +157,14 @@ export async function openChildDir(parent: DirHandle, name: string): Promise<Dir
 export async function openDirNoFollow(dir: string): Promise<DirHandle> {
   if (!path.posix.isAbsolute(dir)) throw new CsiProxyError(Code.Internal, `openDirNoFollow needs an absolute path: ${dir}`);
   const rootFile = await fs.open("/", DIR_FLAGS);
-  let cur = new DirHandle(rootFile, "/", await mountIdOf(rootFile.fd).catch(async (e) => {
+  let rootMount: number;
+  try {
+    rootMount = mountIdOf(rootFile.fd);
+  } catch (e) {
     await rootFile.close();
     throw e;
-  }));
+  }
+  let cur = new DirHandle(rootFile, "/", rootMount);
   try {
     for (const name of dir.split("/").filter((c) => c !== "" && c !== ".")) {
       if (name === "..") throw new CsiProxyError(Code.Internal, `openDirNoFollow needs a normalised path: ${dir}`);

@@ -1,5 +1,5 @@
 import * as fs from "node:fs/promises";
-import type { EntryKind, FilesystemHostApi } from "../../groups/filesystem/host-api.ts";
+import type { EntryKind, FilesystemHostApi, RemoveOptions } from "../../groups/filesystem/host-api.ts";
 import { fsError } from "../fs-error.ts";
 import { readMountTable } from "./mountinfo.ts";
 import { mkdirAllNoFollow, withParent } from "./dir-handle.ts";
@@ -69,12 +69,12 @@ export class LinuxFilesystemHost implements FilesystemHostApi {
   }
 
   /** Through directory handles, never following a link or entering a mount point (remove-tree.ts). */
-  removeAll(path: string): Promise<void> {
-    return removeTree(path);
+  removeAll(path: string, options?: RemoveOptions): Promise<void> {
+    return removeTree(path, options);
   }
 
-  removeContents(path: string): Promise<void> {
-    return removeContents(path);
+  removeContents(path: string, options?: RemoveOptions): Promise<void> {
+    return removeContents(path, options);
   }
 
   async readDir(path: string): Promise<string[]> {

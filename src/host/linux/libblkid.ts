@@ -18,13 +18,13 @@
  * Calls that touch the device (open, probe, close) run on koffi worker threads, each bounded by
  * `timeoutMs` (default 30 s as the programs had, under the daemon's -host-command-timeout cap;
  * DeadlineExceeded, as a hung tool was); calls that only read the probe's memory are made
- * directly. The probe is freed (its descriptor closed) after the answer, without waiting; a probe whose
- * call timed out is never freed (the hung call may still use it).
+ * directly. The probe is freed (its descriptor closed) before the call settles; a probe whose call
+ * timed out is never freed (the hung call may still use it).
  */
 import { Code, CsiProxyError, failedPrecondition } from "../../errors.ts";
 import { loadKoffi } from "../../win32/native.ts";
 import { cappedTimeoutMs } from "../exec/run-command.ts";
-import type { ProbeResult, Signature } from "./block-tools.ts";
+import type { ProbeResult, Signature } from "./block-tools-api.ts";
 
 export interface Blkid {
   probe(devPath: string, timeoutMs?: number): Promise<ProbeResult>;
@@ -105,8 +105,8 @@ export function loadBlkid(): Promise<Blkid> {
       try {
         return await body(pr, call);
       } finally {
-        // Not waited for (the answer is read; the close of a read-only descriptor cannot change it), never while a call hangs.
-        if (!hung) call(freeProbe, pr).catch(() => {});
+        // Waited for (bounded by timeoutMs), so the call answers after its descriptor is closed; never while a call hangs.
+        if (!hung) await call(freeProbe, pr).catch(() => {});
       }
     }
 

@@ -2,24 +2,28 @@
  * {@link BlockTools} on the real system. Reads go to sysfs/procfs without processes, except the
  * signature probe (blkid -p), which has no kernel interface; changes are sysfs writes or util-linux
  * (sfdisk, partx, losetup, blockdev), e2fsprogs and xfsprogs through runCommand argv arrays.
- * Pass-through: no decisions here.
+ * Each method does one thing and decides nothing about the API (block-model.ts interprets, the
+ * hosts and services decide); the refusals here are the kernel's and the tools' own (an exclusive
+ * claim the kernel refuses, mkfs without force flags). State: the offline marks, kept in
+ * offline-marks-file.ts.
  */
 import { mkdir, mkdtemp, open, readFile, readdir, realpath, rename, rmdir, stat, statfs, writeFile } from "node:fs/promises";
 import { constants, existsSync, readFileSync, readdirSync, realpathSync } from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import type { BlockDisk, BlockMount, BlockTools, DevNumber, DeviceClaim, FilesystemUsage, LoopDevice, ManagedFsType, OfflineMark, PartitionTable, ProbeResult, Signature } from "./block-tools.ts";
+import type { BlockDisk, BlockMount, BlockTools, DevNumber, DeviceClaim, FilesystemUsage, LoopDevice, ManagedFsType, NamespaceMount, OfflineMark, PartitionTable, ProbeResult, Signature } from "./block-tools-api.ts";
 import { HostCommandError, runCommand, type RunOptions } from "../exec/run-command.ts";
 import { fsError } from "../fs-error.ts";
 import { inspectDirectory } from "../inspect-directory.ts";
+import { mountsInAnyNamespace } from "./mountinfo.ts";
 import { createMountTableCache, type MountTableCache } from "./mount-table-cache.ts";
 import { mountOnDir, unmountDir } from "./anchored-mount.ts";
 import { loadLibc } from "./libc.ts";
 import { listBlockDisks, readBlockDisk, SYS_BLOCK } from "./sysfs-block.ts";
 import { readPartitionTable } from "./partition-table.ts";
 import { loadBlkid, type Blkid } from "./libblkid.ts";
+import { OfflineMarksFile } from "./offline-marks-file.ts";
 import { Code, CsiProxyError, failedPrecondition, internal } from "../../errors.ts";
-import { readStateFile, writeFileAtomic } from "../../state/atomic-file.ts";
 
 /** The Debian package of each tool run here, for "install it" messages. */
 const PACKAGE_OF: Record<string, string> = {
@@ -127,7 +131,7 @@ const blkidOrNull = (() => {
 })();
 
 export interface LinuxBlockToolsOptions {
-  /** Where offline marks persist (JSON). Kept on a tmpfs (/run) they vanish at reboot, with the device numbers they name. */
+  /** Where offline marks persist (offline-marks-file.ts). Kept on a tmpfs (/run) they vanish at reboot, with the device numbers they name. */
   stateFile: string;
 }
 
@@ -141,15 +145,19 @@ function kernelText(file: string): string {
 }
 
 export class LinuxBlockTools implements BlockTools {
-  readonly #stateFile: string;
+  readonly #offlineMarks: OfflineMarksFile;
   /** As fresh as reading /proc/self/mountinfo on every call (mount-table-cache.ts), parsed only after a change. */
   readonly #mountTable: MountTableCache = createMountTableCache();
   constructor(options: LinuxBlockToolsOptions) {
-    this.#stateFile = options.stateFile;
+    this.#offlineMarks = new OfflineMarksFile(options.stateFile);
   }
 
   effectiveUid(): number {
     return process.geteuid?.() ?? 0;
+  }
+
+  mountsInAnyNamespace(dev: DevNumber): Promise<NamespaceMount[]> {
+    return mountsInAnyNamespace(dev.major, dev.minor);
   }
 
   async effectiveCapabilities(): Promise<Set<string>> {
@@ -272,7 +280,10 @@ export class LinuxBlockTools implements BlockTools {
       if (code === "ENOENT" || code === "ENXIO") throw failedPrecondition(`${devPath} is gone (the device changed since it was looked up)`);
       throw fsError(e, "open", devPath);
     }
-    const st = await fh.stat({ bigint: true });
+    const st = await fh.stat({ bigint: true }).catch(async (e: unknown) => {
+      await fh.close();
+      throw fsError(e, "stat", devPath);
+    });
     const got = decodeDev(st.rdev);
     if (!st.isBlockDevice() || got.major !== dev.major || got.minor !== dev.minor) {
       await fh.close();
@@ -292,29 +303,12 @@ export class LinuxBlockTools implements BlockTools {
     return readPartitionTable(disk.devPath, disk.logicalBlockSize, disk.sizeBytes);
   }
 
-  /**
-   * A file that cannot be read or parsed (torn, planted garbage) is FailedPrecondition naming it:
-   * guessing would show an offline disk online. Removing the file brings every disk back online.
-   */
-  async readOfflineMarks(): Promise<OfflineMark[]> {
-    let text: string | null;
-    try {
-      text = await readStateFile(this.#stateFile);
-    } catch (e) {
-      throw CsiProxyError.from(e, Code.FailedPrecondition);
-    }
-    if (text === null) return [];
-    try {
-      const parsed = JSON.parse(text) as { offline?: OfflineMark[] };
-      return Array.isArray(parsed.offline) ? parsed.offline : [];
-    } catch (e) {
-      throw failedPrecondition(`disk offline-state file ${this.#stateFile} is not valid JSON (${(e as Error).message}): remove it (every disk then counts as online) or repair it`);
-    }
+  readOfflineMarks(): Promise<OfflineMark[]> {
+    return this.#offlineMarks.read();
   }
 
-  /** Atomic and durable replace (src/state/atomic-file.ts): a crash leaves the old or the new marks. */
-  async writeOfflineMarks(marks: OfflineMark[]): Promise<void> {
-    await writeFileAtomic(this.#stateFile, JSON.stringify({ offline: marks }, null, 2) + "\n", { mode: 0o600 });
+  writeOfflineMarks(marks: OfflineMark[]): Promise<void> {
+    return this.#offlineMarks.write(marks);
   }
 
   inspectDirectory(p: string): Promise<{ isDirectory: boolean; empty: boolean } | null> {
@@ -390,10 +384,11 @@ export class LinuxBlockTools implements BlockTools {
 
   /* ---------------------------------------------------------------- volumes */
 
-  async makeFilesystem(devPath: string, fsType: ManagedFsType): Promise<void> {
-    // No -F / -f: mke2fs and mkfs.xfs keep refusing devices that already hold a filesystem.
+  async makeFilesystem(devPath: string, fsType: ManagedFsType, replace = false): Promise<void> {
+    // mke2fs (stdin not a terminal) checks only that the device is not mounted or busy; mkfs.xfs also
+    // refuses an existing filesystem unless -f, which never overrides its mounted-device refusal.
     if (fsType === "ext4") await tool("mkfs.ext4", ["-q", devPath], LONG);
-    else await tool("mkfs.xfs", ["-q", devPath], LONG);
+    else await tool("mkfs.xfs", replace ? ["-q", "-f", devPath] : ["-q", devPath], LONG);
   }
 
   /** mount(2) on the target held as a directory handle (anchored-mount.ts): no link is followed. */

@@ -101,7 +101,10 @@ describe("openMountChangeProbe() on this host", { skip: root ? false : "needs ro
         execFileSync("umount", [at]);
       }
       assert.equal((await cache.table()).some((m) => m.mountPoint === at), false, "an unmount made just before is seen");
+      await probe.close!();
+      assert.equal(probe.changed(), true, "a closed probe answers changed");
     } finally {
+      await probe.close!();
       rmSync(dir, { recursive: true, force: true });
     }
   });

@@ -24,6 +24,8 @@ import { loadKoffi } from "../../win32/native.ts";
 /** Says whether the table may have changed since its previous call (or since it was opened). */
 export interface MountChangeProbe {
   changed(): boolean;
+  /** Closes the probe's descriptor; `changed` answers true from then on. Idempotent. */
+  close?(): Promise<void>;
 }
 
 export interface MountTableCache {
@@ -42,17 +44,24 @@ const POLLNVAL = 0x20;
 export async function openMountChangeProbe(file = "/proc/self/mountinfo"): Promise<MountChangeProbe> {
   const koffi = await loadKoffi();
   const poll = koffi.load("libc.so.6").func("int poll(void *fds, unsigned long nfds, int timeout)") as unknown as (fds: Buffer, n: number, timeout: number) => number;
+  // The probe object owns the open file (its state lives there) until close(); the descriptor number
+  // is copied into the pollfd only for the synchronous poll that uses it, never kept across an await.
   const handle = await fs.open(file, "r");
+  let closing: Promise<void> | undefined;
   // struct pollfd { int fd; short events; short revents; }
   const pfd = Buffer.alloc(8);
-  pfd.writeInt32LE(handle.fd, 0);
   pfd.writeInt16LE(POLLPRI, 4);
   return {
     changed() {
+      if (closing !== undefined || handle.fd < 0) return true;
+      pfd.writeInt32LE(handle.fd, 0);
       pfd.writeInt16LE(0, 6);
       const n = poll(pfd, 1, 0);
-      void handle; // held open: the probe's state lives in this open file
       return n < 0 || (pfd.readInt16LE(6) & (POLLPRI | POLLERR | POLLHUP | POLLNVAL)) !== 0;
+    },
+    close() {
+      closing ??= handle.close().catch(() => {});
+      return closing;
     },
   };
 }

@@ -4,7 +4,7 @@
  * The parser is a pure function of the bytes; only {@link readPartitionTable} does I/O.
  */
 import { open } from "node:fs/promises";
-import type { PartitionTable } from "./block-tools.ts";
+import type { PartitionTable } from "./block-tools-api.ts";
 
 /** A GUID as stored on disk (first three fields little-endian) → canonical lower-case text. */
 export function guidToString(b: Uint8Array): string {
@@ -155,8 +155,8 @@ export async function readPartitionTable(devPath: string, lbs: number, sizeBytes
       sizeBytes,
     );
   } finally {
-    // Not waited for: the table is parsed, and a read-only descriptor's close cannot change it.
-    fh.close().catch(() => {});
+    // Waited for: the call settles after its descriptor is closed (a read-only close cannot fail the answer).
+    await fh.close().catch(() => {});
   }
 }
 

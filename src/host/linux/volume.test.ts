@@ -5,14 +5,14 @@ import assert from "node:assert/strict";
  * LinuxVolumeHost / LinuxDiskHost, on the fake Linux block tools.
  */
 import { createVolumeService, RESIZE_THRESHOLD_BYTES } from "../../groups/volume/volume-service.ts";
-import type { ManagedFsType } from "./block-tools.ts";
+import type { ManagedFsType } from "./block-tools-api.ts";
 import { createDiskService } from "../../groups/disk/disk-service.ts";
 import { diskNumberOf, parseVolumeId } from "./block-model.ts";
 import { LinuxDiskHost } from "./disk.ts";
 import { LinuxVolumeHost } from "./volume.ts";
-import { createPathPolicy } from "../../groups/filesystem/path-policy.ts";
-import { FakeBlockWorld } from "../fake/block-world.ts";
-import { FakeBlockTools } from "../fake/block-tools.ts";
+import { createPathPolicy } from "../../policy/path-policy.ts";
+import { FakeBlockWorld } from "../../../test/doubles/fake-block-world.ts";
+import { FakeBlockTools } from "../../../test/doubles/fake-block-tools.ts";
 import { createKeyedMutex } from "../../util/keyed-mutex.ts";
 import { Code } from "../../errors.ts";
 import { rejectsWithCode } from "../../../test/helpers/assert-coded.ts";
@@ -273,13 +273,35 @@ describe("IsVolumeFormatted / FormatVolume", () => {
   const cases: Case[] = [
     { name: "empty: mkfs.ext4 (default)", calls: ["makeFilesystem /dev/loop3p1 ext4"], data: [] },
     { name: "empty with -default-fs-type xfs: mkfs.xfs", fsType: "xfs", calls: ["makeFilesystem /dev/loop3p1 xfs"], data: [] },
-    { name: "already ext4: success, not reformatted, data intact", tweak: formatted, calls: [], data: ["precious"] },
+    { name: "already ext4, nothing uses it: formatted again, its data gone", tweak: formatted, calls: ["makeFilesystem /dev/loop3p1 ext4 replace"], data: [] },
+    { name: "already xfs with -default-fs-type xfs: mkfs.xfs replaces it", fsType: "xfs", tweak: (w) => formatted(w, "xfs"), calls: ["makeFilesystem /dev/loop3p1 xfs replace"], data: [] },
     {
-      name: "already ext4 and mounted in the kubelet dir: success, untouched",
+      name: "already ext4 and mounted in the kubelet dir: FailedPrecondition naming the mount, data intact",
       tweak: (w) => {
         formatted(w);
         w.mountDirect("/dev/loop3p1", STAGE);
       },
+      code: Code.FailedPrecondition,
+      message: /loop3p1 is mounted at \/var\/lib\/kubelet\/plugins\/kubernetes.io\/csi\/pv\/globalmount; unmount it first/,
+      calls: [],
+      data: ["precious"],
+    },
+    {
+      name: "ext4 mounted only in another mount namespace: FailedPrecondition naming it and the pid, data intact",
+      tweak: (w) => {
+        formatted(w);
+        w.otherNamespaceMounts.push({ major: 259, minor: 0, pid: 4242, mountPoint: "/data" });
+      },
+      code: Code.FailedPrecondition,
+      message: /refusing to format \/dev\/loop3p1: it is mounted at \/data \(mount namespace of pid 4242\)/,
+      calls: [],
+      data: ["precious"],
+    },
+    {
+      name: "ext3 when ext4 is asked: FailedPrecondition (another type, even of the same family)",
+      tweak: (w) => formatted(w, "ext3"),
+      code: Code.FailedPrecondition,
+      message: /already holds ext3; formatting would destroy/,
       calls: [],
       data: ["precious"],
     },

@@ -6,7 +6,7 @@
  */
 import type { FilesystemGrowth, MountedVolume, VolumeContent, VolumeHostApi, VolumeLocation, VolumeUsage, WriteCheck } from "../../groups/volume/host-api.ts";
 import { Code, CsiProxyError, failedPrecondition } from "../../errors.ts";
-import type { BlockMount, BlockTools, ManagedFsType, ProbeResult } from "./block-tools.ts";
+import type { BlockMount, BlockTools, ManagedFsType, ProbeResult } from "./block-tools-api.ts";
 import { SnapshotSessions } from "./snapshot-session.ts";
 import {
   describeSignatures,
@@ -169,13 +169,24 @@ export class LinuxVolumeHost implements VolumeHostApi {
     return this.#tools.readFilesystemUsage(vol.devPath, family);
   }
 
-  /** Verified unmounted, unused and without any signature right before mkfs, which then takes the kernel's exclusive claim itself. */
+  /**
+   * Right before mkfs (which then takes the kernel's exclusive claim itself), verified: unused (holders,
+   * swap, stacked devices, root), mounted in no mount namespace the host shows (/proc/<pid>/mountinfo,
+   * not only this daemon's), holding no signature or only those of one filesystem of the type being
+   * created (replaced: a quick format), and unclaimed. Anything else is FailedPrecondition saying what.
+   */
   async #formatVolume(volumeId: string, expect?: string, check?: WriteCheck): Promise<void> {
     const { vol } = await this.#verifyWrite(volumeId, "format", expect, true, check);
+    const elsewhere = await this.#tools.mountsInAnyNamespace(vol.dev);
+    if (elsewhere.length) {
+      const where = elsewhere.map((m) => `${m.mountPoint} (mount namespace of pid ${m.pid})`).join(", ");
+      throw failedPrecondition(`refusing to format ${vol.devPath}: it is mounted at ${where}`);
+    }
     const sigs = await this.#tools.listSignatures(vol.devPath);
-    if (sigs.length) throw failedPrecondition(`refusing to format ${vol.devPath}: it holds ${describeSignatures(sigs)}`);
+    const foreign = sigs.filter((x) => x.type.toLowerCase() !== this.defaultFileSystem);
+    if (foreign.length || sigs.length > 1) throw failedPrecondition(`refusing to format ${vol.devPath} as ${this.defaultFileSystem}: it holds ${describeSignatures(sigs)}`);
     await this.#checkUnclaimed(vol);
-    await this.#tools.makeFilesystem(vol.devPath, this.defaultFileSystem);
+    await this.#tools.makeFilesystem(vol.devPath, this.defaultFileSystem, sigs.length === 1);
   }
 
   async flushVolume(volumeId: string): Promise<void> {

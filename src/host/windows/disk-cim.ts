@@ -12,7 +12,7 @@ export type DiskIoctls = Awaitable<Pick<Win32, "openForQuery" | "closeHandle" | 
  * (koffi) each. Pass-through; host/windows/disk.ts turns this into the disk group's host.
  *
  * Errors are CsiProxyErrors: unknown disk / partition NotFound; CIM errors and failed method return
- * values mapped by powershell-pool.ts; Win32 errors by win32/win32.ts.
+ * values mapped by worker-error-codes.ts; Win32 errors by win32/win32-errors.ts.
  */
 export class WindowsDiskCim {
   readonly #pool: PowerShellPool;

@@ -1,9 +1,11 @@
 import * as fs from "node:fs/promises";
 import * as path from "node:path";
-import type { EntryKind, FilesystemHostApi } from "../../groups/filesystem/host-api.ts";
+import type { EntryKind, FilesystemHostApi, RemoveOptions } from "../../groups/filesystem/host-api.ts";
+import { stopIfAborted } from "../stop-if-aborted.ts";
 import { CsiProxyError, Code } from "../../errors.ts";
 import { windowsFsError } from "./windows-fs-error.ts";
-import { FILE_ATTRIBUTE_REPARSE_POINT, IO_REPARSE_TAG_MOUNT_POINT, type Awaitable, type Handle, type Win32 } from "../../win32/win32.ts";
+import { FILE_ATTRIBUTE_REPARSE_POINT, IO_REPARSE_TAG_MOUNT_POINT } from "../../win32/win32-constants.ts";
+import type { Awaitable, Handle, Win32 } from "../../win32/win32.ts";
 
 /** The Win32 calls the filesystem host needs (a {@link Win32}, or a fake in tests). */
 export type ReparseProbe = Awaitable<Pick<Win32, "getFileAttributes" | "reparseTag" | "openEntryNoFollow" | "deleteByHandle" | "closeHandle">>;
@@ -115,7 +117,8 @@ export class WindowsFilesystemHost implements FilesystemHostApi {
    * Removes the entry `p` (its ancestors held): opened as itself and held while it is inspected and
    * emptied, then deleted through that handle, so what is deleted is the entry that was inspected.
    */
-  async #removeEntry(p: string): Promise<void> {
+  async #removeEntry(p: string, signal: AbortSignal | undefined): Promise<void> {
+    stopIfAborted(signal);
     const h = await this.#win32.openEntryNoFollow(p, true);
     if (h === null) return;
     try {
@@ -132,7 +135,7 @@ export class WindowsFilesystemHost implements FilesystemHostApi {
           }
           // another kind of reparse point: removed as an entry, never entered
         } else {
-          for (const name of await this.readDir(p)) await this.#removeEntry(path.join(p, name));
+          for (const name of await this.readDir(p)) await this.#removeEntry(path.join(p, name), signal);
         }
       }
       // a file, a link or junction (the link itself), an emptied directory
@@ -143,18 +146,20 @@ export class WindowsFilesystemHost implements FilesystemHostApi {
   }
 
   /** Never follows a link or junction, never enters a volume mount point (FailedPrecondition); missing is fine. */
-  async removeAll(p: string): Promise<void> {
+  async removeAll(p: string, options?: RemoveOptions): Promise<void> {
+    stopIfAborted(options?.signal);
     const pins = await this.#pinAncestors(p);
     if (pins === null) return;
     try {
-      await this.#removeEntry(p);
+      await this.#removeEntry(p, options?.signal);
     } finally {
       await this.#release(pins);
     }
   }
 
   /** removeAll of every entry of the directory `p`, which is held meanwhile; `p` itself a volume mount point: FailedPrecondition. */
-  async removeContents(p: string): Promise<void> {
+  async removeContents(p: string, options?: RemoveOptions): Promise<void> {
+    stopIfAborted(options?.signal);
     const pins = await this.#pinAncestors(p);
     if (pins === null) throw new CsiProxyError(Code.NotFound, `read directory ${p}: no such directory`);
     try {
@@ -165,7 +170,7 @@ export class WindowsFilesystemHost implements FilesystemHostApi {
           throw new CsiProxyError(Code.FailedPrecondition, `${p} is a link or junction now (the path changed since it was checked); refusing to follow it`);
         }
         if (await this.#isVolumeMountPoint(p)) throw new CsiProxyError(Code.FailedPrecondition, `empty ${p}: a volume is mounted there; unmount it first`);
-        for (const name of await this.readDir(p)) await this.#removeEntry(path.join(p, name));
+        for (const name of await this.readDir(p)) await this.#removeEntry(path.join(p, name), options?.signal);
       } finally {
         await this.#win32.closeHandle(h);
       }

@@ -25,7 +25,8 @@
 import type { IscsiHostApi } from "../../groups/iscsi/host-api.ts";
 import type { AuthenticationType, TargetPortal } from "../../groups/iscsi/types.ts";
 import { Code, internal } from "../../errors.ts";
-import type { Json, PowerShellPool } from "./powershell-pool.ts";
+import type { PowerShellPool } from "./powershell-pool.ts";
+import type { Json } from "./powershell-worker.ts";
 import { list } from "./cim-output.ts";
 import { recode } from "./worker-errors.ts";
 

@@ -21,7 +21,7 @@
 import type { SystemHostApi } from "../../groups/system/host-api.ts";
 import { ServiceStatus, StartType } from "../../groups/system/types.ts";
 import { CsiProxyError, Code, internal } from "../../errors.ts";
-import { Win32Error, WinError } from "../../win32/win32.ts";
+import { Win32Error, WinError } from "../../win32/win32-errors.ts";
 import type { ServiceControlManager } from "../../win32/scm.ts";
 import type { PowerShellPool } from "./powershell-pool.ts";
 import { recode } from "./worker-errors.ts";

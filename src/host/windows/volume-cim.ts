@@ -14,7 +14,7 @@ export type VolumeWin32 = Awaitable<Pick<Win32, "setVolumeMountPoint" | "deleteV
  * (koffi) each. Pass-through; host/windows/volume.ts turns this into the volume group's host.
  *
  * Errors are CsiProxyErrors: unknown volume / partition NotFound; CIM errors and failed method
- * return values mapped by powershell-pool.ts; Win32 errors by win32/win32.ts.
+ * return values mapped by worker-error-codes.ts; Win32 errors by win32/win32-errors.ts.
  */
 export class WindowsVolumeCim {
   readonly #pool: PowerShellPool;
@@ -35,7 +35,12 @@ export class WindowsVolumeCim {
     return parseVolume("volume.get", await this.#pool.call("volume.get", { volumeId }));
   }
 
-  /** MSFT_Volume.Format(FileSystem="NTFS", FileSystemLabel="", Full=false, Force=true). */
+  /**
+   * MSFT_Volume.Format(FileSystem="NTFS", FileSystemLabel="", Full=false, Force=true): a quick format. Refused
+   * first, in the same worker call (FailedPrecondition, nothing written), when the partition has a drive
+   * letter or any access path besides its `\\?\Volume{…}` name, or the volume holds a file system other
+   * than NTFS.
+   */
   async formatVolume(volumeId: string): Promise<void> {
     await this.#pool.call("volume.format", { volumeId }, { timeoutMs: 15 * 60_000 });
   }

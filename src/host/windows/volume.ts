@@ -8,7 +8,8 @@
 import * as path from "node:path";
 import type { FilesystemGrowth, MountedVolume, VolumeContent, VolumeHostApi, VolumeLocation, VolumeUsage } from "../../groups/volume/host-api.ts";
 import { failedPrecondition } from "../../errors.ts";
-import { IO_REPARSE_TAG_MOUNT_POINT, IO_REPARSE_TAG_SYMLINK, Win32Error } from "../../win32/win32.ts";
+import { IO_REPARSE_TAG_MOUNT_POINT, IO_REPARSE_TAG_SYMLINK } from "../../win32/win32-constants.ts";
+import { Win32Error } from "../../win32/win32-errors.ts";
 import type { PowerShellPool } from "./powershell-pool.ts";
 import { inspectDirectory } from "../inspect-directory.ts";
 import { WindowsVolumeCim, type VolumeWin32 } from "./volume-cim.ts";

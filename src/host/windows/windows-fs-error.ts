@@ -1,5 +1,5 @@
 import { CsiProxyError } from "../../errors.ts";
-import { win32Message, WinError } from "../../win32/win32.ts";
+import { win32Message, WinError } from "../../win32/win32-errors.ts";
 import { fsError } from "../fs-error.ts";
 
 /**

@@ -1,11 +1,11 @@
 /**
  * Error handling shared by the SMB, iSCSI and System hosts on Windows: secrets removed from any
  * error text, and the Windows error number a worker error carries (so that a host can choose a
- * gRPC code better than the generic CIM mapping of powershell-pool.ts).
+ * gRPC code better than the generic CIM mapping of worker-error-codes.ts).
  */
 import { CsiProxyError, Code } from "../../errors.ts";
 import { redactWhole } from "../../log/redact.ts";
-import { WorkerError, type WorkerErrorInfo } from "./powershell-pool.ts";
+import { WorkerError, type WorkerErrorInfo } from "./worker-error-codes.ts";
 
 /** `text` with every whole occurrence of each non-empty secret replaced by `***` (src/log/redact.ts). */
 export function redact(text: string, secrets: readonly string[]): string {

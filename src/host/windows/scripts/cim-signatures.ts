@@ -277,7 +277,7 @@ export const CIM_CLASSES: Record<string, CimClassSignature> = {
   MSFT_Partition: {
     namespace: "root/Microsoft/Windows/Storage",
     source: `${STORAGE}/msft-partition`,
-    properties: { DiskNumber: "UInt32", PartitionNumber: "UInt32", GptType: "String", MbrType: "UInt16", Size: "UInt64", Offset: "UInt64", DriveLetter: "Char16" },
+    properties: { DiskNumber: "UInt32", PartitionNumber: "UInt32", GptType: "String", MbrType: "UInt16", Size: "UInt64", Offset: "UInt64", DriveLetter: "Char16", AccessPaths: "String[]" },
     methods: {
       Online: {
         static: false,

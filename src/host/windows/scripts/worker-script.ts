@@ -129,7 +129,13 @@ $ops = @{
       ForEach-Object { Get-CimAssociatedInstance -InputObject $_ -ResultClassName MSFT_Volume } | ForEach-Object { [string]$_.UniqueId }) }
   'volume.get' = { param($a) $v = Volume $a
     @{ uniqueId = [string]$v.UniqueId; fileSystemType = [int]$v.FileSystemType; fileSystem = [string]$v.FileSystem; size = [string]$v.Size; sizeRemaining = [string]$v.SizeRemaining } }
-  'volume.format' = { param($a) $null = Call (Volume $a) 'Format' @{ FileSystem = 'NTFS'; FileSystemLabel = ''; Full = $false; Force = $true }; $null }
+  'volume.format' = { param($a) $v = Volume $a; $p = VolumePartition $v
+    $paths = @(@($p.AccessPaths) | Where-Object { $_ -and -not ([string]$_).StartsWith('\\?\Volume{', [StringComparison]::OrdinalIgnoreCase) } | ForEach-Object { [string]$_ })
+    if ($p.DriveLetter -and [int][char]$p.DriveLetter -ne 0) { $dl = [string]$p.DriveLetter + ':\'; if (-not ($paths -contains $dl)) { $paths = @($dl) + $paths } }
+    if ($paths.Count -gt 0) { Fail 'FailedPrecondition' ('refusing to format volume ' + [string]$v.UniqueId + ': it is in use at ' + ($paths -join ', ')) }
+    $t = [int]$v.FileSystemType
+    if ($t -ne 0 -and $t -ne 14) { Fail 'FailedPrecondition' ('refusing to format volume ' + [string]$v.UniqueId + ' as NTFS: it holds ' + [string]$v.FileSystem) }
+    $null = Call $v 'Format' @{ FileSystem = 'NTFS'; FileSystemLabel = ''; Full = $false; Force = $true }; $null }
   'volume.flush' = { param($a) $null = Call (Volume $a) 'Flush'; $null }
   'volume.partition' = { param($a) PartitionInfo (VolumePartition (Volume $a)) }
   'volume.supportedSize' = { param($a) $r = Call (VolumePartition (Volume $a)) 'GetSupportedSize'; @{ sizeMin = [string]$r.SizeMin; sizeMax = [string]$r.SizeMax } }

@@ -1,5 +1,5 @@
-import type { SmbHostApi } from "../../groups/smb/host-api.ts";
-import { alreadyExists, notFound, type CsiProxyError } from "../../errors.ts";
+import type { SmbHostApi } from "../../src/groups/smb/host-api.ts";
+import { alreadyExists, notFound, type CsiProxyError } from "../../src/errors.ts";
 
 type Method = "getMapping" | "createMapping" | "removeMapping" | "isPathValid" | "createDirLink" | "readDirLink";
 

@@ -1,6 +1,6 @@
-import type { FilesystemGrowth, MountedVolume, VolumeContent, VolumeHostApi, VolumeLocation, VolumeUsage } from "../../groups/volume/host-api.ts";
-import { notFound } from "../../errors.ts";
-import { FakeStorage } from "./storage-world.ts";
+import type { FilesystemGrowth, MountedVolume, VolumeContent, VolumeHostApi, VolumeLocation, VolumeUsage } from "../../src/groups/volume/host-api.ts";
+import { failedPrecondition, notFound } from "../../src/errors.ts";
+import { FakeStorage } from "./fake-storage.ts";
 
 /** Paths compare like Windows paths: case-insensitive, trailing backslashes ignored. */
 const key = (p: string) => p.replace(/\\+$/, "").toLowerCase();
@@ -58,9 +58,15 @@ export class FakeVolumeHost implements VolumeHostApi {
     const { volume } = this.world.volume(volumeId);
     return { totalBytes: volume.sizeBytes, freeBytes: volume.freeBytes };
   }
+  /** As the worker's volume.format: refused while the partition has a drive letter or an access path, or the volume holds another file system. */
   async formatVolume(volumeId: string): Promise<void> {
+    const { volume, partition } = this.world.volume(volumeId);
+    const paths = [...(partition.driveLetter ? [`${partition.driveLetter}:\\`] : []), ...(partition.accessPaths ?? [])];
+    if (paths.length) throw failedPrecondition(`refusing to format volume ${volumeId}: it is in use at ${paths.join(", ")}`);
+    if (volume.foreign !== null || (volume.fileSystem !== null && volume.fileSystem.toUpperCase() !== "NTFS")) {
+      throw failedPrecondition(`refusing to format volume ${volumeId} as NTFS: it holds ${volume.fileSystem ?? volume.foreign}`);
+    }
     this.world.enter("formatVolume", volumeId, true);
-    const { volume } = this.world.volume(volumeId);
     Object.assign(volume, { fileSystem: this.world.defaultFileSystem, foreign: null, freeBytes: volume.sizeBytes - 1024n * 1024n });
   }
   async flushVolume(volumeId: string): Promise<void> {

@@ -3,15 +3,11 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { Code, CsiProxyError } from "../../errors.ts";
-import {
-  createFsResolver,
-  createPathPolicy,
-  isWithin,
-  validateWindowsPathSyntax,
-  type PathResolver,
-  type Platform,
-} from "./path-policy.ts";
+import { Code, CsiProxyError } from "../errors.ts";
+import { isWithin } from "./path-arithmetic.ts";
+import { createPathPolicy } from "./path-policy.ts";
+import { createFsResolver, type PathResolver } from "./path-resolver.ts";
+import { validateWindowsPathSyntax, type Platform } from "./path-syntax.ts";
 
 /** Expected outcome of one case: the returned path, or a coded error with its exact message (or a pattern). */
 type Want = string | { code: Code; message: string | RegExp };

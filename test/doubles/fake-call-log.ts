@@ -1,4 +1,4 @@
-import { internal } from "../../errors.ts";
+import { internal } from "../../src/errors.ts";
 
 /**
  * The call log and failure injection of a stateful fake world: the fake hosts call {@link enter} at

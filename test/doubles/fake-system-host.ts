@@ -1,6 +1,6 @@
-import type { SystemHostApi } from "../../groups/system/host-api.ts";
-import { ServiceStatus, StartType } from "../../groups/system/types.ts";
-import { notFound } from "../../errors.ts";
+import type { SystemHostApi } from "../../src/groups/system/host-api.ts";
+import { ServiceStatus, StartType } from "../../src/groups/system/types.ts";
+import { notFound } from "../../src/errors.ts";
 
 interface FakeService {
   displayName: string;

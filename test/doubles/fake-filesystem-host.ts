@@ -1,6 +1,7 @@
 import * as path from "node:path";
-import type { EntryKind, FilesystemHostApi } from "../../groups/filesystem/host-api.ts";
-import { alreadyExists, failedPrecondition, notFound } from "../../errors.ts";
+import type { EntryKind, FilesystemHostApi, RemoveOptions } from "../../src/groups/filesystem/host-api.ts";
+import { alreadyExists, failedPrecondition, notFound } from "../../src/errors.ts";
+import { stopIfAborted } from "../../src/host/stop-if-aborted.ts";
 
 type Entry = { kind: "file" } | { kind: "directory" } | { kind: "symlink"; target: string } | { kind: "mount" };
 
@@ -62,12 +63,14 @@ export class FakeFilesystemHost implements FilesystemHostApi {
     if (this.children(p).length) throw failedPrecondition(`rmdir ${p}: directory not empty`);
     this.entries.delete(p);
   }
-  async removeAll(p: string): Promise<void> {
+  async removeAll(p: string, options?: RemoveOptions): Promise<void> {
     this.calls.push(`removeAll ${p}`);
+    stopIfAborted(options?.signal);
     for (const key of [...this.entries.keys()]) if (key === p || key.startsWith(p + "/")) this.entries.delete(key);
   }
-  async removeContents(p: string): Promise<void> {
+  async removeContents(p: string, options?: RemoveOptions): Promise<void> {
     this.calls.push(`removeContents ${p}`);
+    stopIfAborted(options?.signal);
     if (!this.entries.has(p)) throw notFound(`read directory ${p}: missing`);
     for (const key of [...this.entries.keys()]) if (key.startsWith(p + "/")) this.entries.delete(key);
   }

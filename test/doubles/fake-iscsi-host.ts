@@ -1,6 +1,6 @@
-import type { IscsiHostApi } from "../../groups/iscsi/host-api.ts";
-import type { AuthenticationType, TargetPortal } from "../../groups/iscsi/types.ts";
-import { CsiProxyError, Code, alreadyExists, notFound } from "../../errors.ts";
+import type { IscsiHostApi } from "../../src/groups/iscsi/host-api.ts";
+import type { AuthenticationType, TargetPortal } from "../../src/groups/iscsi/types.ts";
+import { CsiProxyError, Code, alreadyExists, notFound } from "../../src/errors.ts";
 
 type Method = keyof IscsiHostApi;
 const key = (p: TargetPortal) => `${p.targetAddress.toLowerCase()}:${p.targetPort}`;

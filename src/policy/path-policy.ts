@@ -1,8 +1,10 @@
 /**
- * Path confinement for the filesystem group (and SMB `local_path`): every path a client names must lie
- * inside the kubelet path or one of the configured working directories.
+ * Path confinement for the filesystem group (and SMB `local_path`, and mount points seen by the disk
+ * and volume refusals): every path a client names must lie inside the kubelet path or one of the
+ * configured working directories. Built on path-syntax.ts (the syntax checks), path-arithmetic.ts
+ * (normalisation, inside-ness) and path-resolver.ts (symlink resolution).
  *
- * Contract of everything exported here (codes are `Code` values from errors.ts):
+ * Contract of `check` (codes are `Code` values from errors.ts):
  * - malformed input (empty, relative, NUL/control characters, too long, forbidden characters,
  *   `..` component on Windows) → `CsiProxyError` with `Code.InvalidArgument`;
  * - a well-formed path that is, or resolves (through symlinks of its existing parents, or of the
@@ -35,25 +37,10 @@
  * makes the call fail, never act elsewhere. A bind mount is not a link: with `bindSources` (Linux)
  * a path inside a bind mount of an outside directory is refused as if it were a link there.
  */
-import path from "node:path";
-import { Code, CsiProxyError } from "../../errors.ts";
-import { fragmentError } from "../../compat/driver-fragments.ts";
-
-/** Which path grammar applies. `linux` = POSIX paths, `win32` = drive-letter Windows paths. */
-export type Platform = "linux" | "win32";
-
-/**
- * Injected canonicaliser (a realpath). Contract:
- * - something exists at `p` → its canonical absolute path (every symlink/junction resolved);
- * - `p` is a dangling symlink → where it points, canonicalised as far as that exists — never null,
- *   otherwise a dangling link in a parent (`kubelet/link -> /etc/new`) would look like a plain
- *   missing directory and `Mkdir kubelet/link/x` would escape;
- * - there is no directory entry at `p` (ENOENT / ENOTDIR) → `null`;
- * - anything else → throw (errno-style errors with `code` keep their meaning, see module doc).
- * A bare `fs.realpath` mapped ENOENT→null does NOT satisfy the dangling-link rule; use
- * {@link createFsResolver}.
- */
-export type PathResolver = (p: string) => Promise<string | null>;
+import { Code, CsiProxyError } from "../errors.ts";
+import { isSamePath, isWithinNormalised, normalisePath, pathApi } from "./path-arithmetic.ts";
+import type { PathResolver } from "./path-resolver.ts";
+import { validateLinuxPathSyntax, validateWindowsPathSyntax, type Platform } from "./path-syntax.ts";
 
 export interface PathPolicyOptions {
   platform: Platform;
@@ -118,186 +105,7 @@ export interface PathPolicy {
   isAllowedRoot(checked: string): Promise<boolean>;
 }
 
-/** Linux PATH_MAX: the longest accepted path, in UTF-8 bytes. */
-export const LINUX_PATH_MAX = 4096;
-/** Upstream's Windows limit (MAX_PATH), compared with the UTF-8 byte length as Go's `len` does. */
-export const WINDOWS_MAX_PATH = 260;
-/** Symlink hops followed by {@link createFsResolver} when resolving dangling links (Linux MAXSYMLINKS). */
-const MAX_LINK_HOPS = 40;
-
-const pathFor = (platform: Platform) => (platform === "win32" ? path.win32 : path.posix);
-
 const invalid = (message: string) => new CsiProxyError(Code.InvalidArgument, message);
-
-/**
- * Linux syntax rules, in this order: non-empty, at most {@link LINUX_PATH_MAX} UTF-8 bytes, no NUL
- * byte, absolute. Throws `CsiProxyError` with `Code.InvalidArgument`; returns nothing otherwise.
- * Empty and relative paths carry the `path-not-absolute` fragment (compat/driver-fragments.ts), as
- * upstream's empty and non-`X:\` paths do.
- * `..`, `.` and duplicate slashes are allowed here (normalised later).
- */
-export function validateLinuxPathSyntax(p: string): void {
-  if (p.length === 0) throw fragmentError("path-not-absolute", "path must not be empty");
-  const bytes = Buffer.byteLength(p, "utf8");
-  if (bytes > LINUX_PATH_MAX) throw invalid(`path length ${bytes} exceeds maximum bytes: ${LINUX_PATH_MAX}`);
-  if (p.includes("\0")) throw invalid(`path contains a NUL byte: ${JSON.stringify(p)}`);
-  if (!p.startsWith("/")) throw fragmentError("path-not-absolute", `not an absolute path: ${p}`);
-}
-
-const DRIVE_PREFIX = /^[a-zA-Z]:\\/;
-/** Upstream's set `" / : ? * |`, plus `<`, `>` and C0 controls (NUL included). */
-const WINDOWS_INVALID_CHARS = /["/:?*|<>\x00-\x1f]/;
-/** `..`, `...`, `.. `, `. .`: only dots and spaces, at least two dots. */
-const DOTS_ONLY_COMPONENT = /^[. ]*\.[. ]*\.[. ]*$/;
-
-/**
- * Upstream's Windows syntax checks, in upstream's order and with its exact texts, all
- * `Code.InvalidArgument` (`<p>` = the path as given):
- * 1. UTF-8 byte length > 260 → `path length <n> exceeds maximum characters: 260`;
- * 2. leading `\` (UNC `\\server\share`, `\\?\`, `\\.\pipe\…`, rooted `\x`) →
- *    `invalid character \ at beginning of path: <p>`; (upstream's separate UNC check after it is
- *    unreachable and therefore omitted);
- * 3. after a `X:\` prefix: any of `" / : ? * |` — and here also `<`, `>`, U+0000–U+001F — or a `..`
- *    component (or a dots-and-spaces-only component with two or more dots) →
- *    `path contains invalid characters: <p>`; unlike upstream, `..` inside a name (`a..b`) passes;
- *    without that prefix, the same characters anywhere in the path or `..` anywhere (`C:/x`, `C:x`,
- *    `/x`, `a..b`) → the same text, as upstream;
- * 4. any other path not starting with `X:\` (including the empty path) →
- *    `not an absolute Windows path: <p>`.
- */
-export function validateWindowsPathSyntax(p: string): void {
-  const bytes = Buffer.byteLength(p, "utf8");
-  if (bytes > WINDOWS_MAX_PATH) throw invalid(`path length ${bytes} exceeds maximum characters: ${WINDOWS_MAX_PATH}`);
-  if (p.startsWith("\\")) throw invalid(`invalid character \\ at beginning of path: ${p}`);
-  if (DRIVE_PREFIX.test(p)) {
-    const rest = p.slice(3);
-    if (WINDOWS_INVALID_CHARS.test(rest) || rest.split("\\").some((c) => DOTS_ONLY_COMPONENT.test(c))) {
-      throw invalid(`path contains invalid characters: ${p}`);
-    }
-  } else {
-    // as upstream: without the `X:\` prefix the whole path is searched, `..` anywhere counts
-    if (WINDOWS_INVALID_CHARS.test(p) || p.includes("..")) throw invalid(`path contains invalid characters: ${p}`);
-    throw fragmentError("path-not-absolute", `not an absolute Windows path: ${p}`);
-  }
-}
-
-/** Lexical normalisation: `.`, `..`, duplicate and trailing separators (root kept); `/` → `\` on win32. */
-function normalise(p: string, platform: Platform): string {
-  const m = pathFor(platform);
-  let n = m.normalize(p);
-  const root = m.parse(n).root;
-  while (n.length > root.length && (n.endsWith(m.sep) || (platform === "win32" && n.endsWith("/")))) {
-    n = n.slice(0, -1);
-  }
-  return n;
-}
-
-/**
- * Windows case folding for comparisons: per code point simple upper-casing, keeping characters
- * whose upper case is not a single character (NTFS's upcase table is 1:1, `ß` stays `ß`).
- */
-function foldWin32(s: string): string {
-  let out = "";
-  for (const ch of s) {
-    const up = ch.toUpperCase();
-    out += up.length === ch.length ? up : ch;
-  }
-  return out;
-}
-
-/** `isWithin` on already normalised paths. */
-function within(child: string, parent: string, platform: Platform): boolean {
-  const m = pathFor(platform);
-  const c = platform === "win32" ? foldWin32(child) : child;
-  const p = platform === "win32" ? foldWin32(parent) : parent;
-  if (c === p) return true;
-  const prefix = p.endsWith(m.sep) ? p : p + m.sep;
-  return c.startsWith(prefix);
-}
-
-function samePath(a: string, b: string, platform: Platform): boolean {
-  return platform === "win32" ? foldWin32(a) === foldWin32(b) : a === b;
-}
-
-/**
- * True when `child` equals `parent` or lies inside it on a directory boundary (`/a/bc` is not inside
- * `/a/b`). Both are normalised lexically first (`.`, `..`, duplicate/trailing separators; on
- * win32 `/` counts as `\`); comparison is case-insensitive on win32 and byte-exact on linux. Pure
- * string logic: no symlink resolution. Never throws.
- */
-export function isWithin(child: string, parent: string, platform: Platform): boolean {
-  return within(normalise(child, platform), normalise(parent, platform), platform);
-}
-
-/** Anything that failed with an errno-style `code` of ENOENT/ENOTDIR: "no such entry". */
-function isMissing(e: unknown): boolean {
-  const code = (e as { code?: unknown } | null)?.code;
-  return code === "ENOENT" || code === "ENOTDIR";
-}
-
-/** The filesystem primitives {@link createFsResolver} needs; `node:fs/promises` satisfies it. */
-export interface ResolverFs {
-  realpath(p: string): Promise<string>;
-  lstat(p: string): Promise<{ isSymbolicLink(): boolean }>;
-  readlink(p: string): Promise<string>;
-}
-
-/**
- * A {@link PathResolver} honouring the full contract, dangling symlinks included, built from
- * injected fs primitives (pass `fs.promises` in the composition root). Uses `realpath` and only
- * falls back to `lstat`/`readlink` when that reports a missing entry. Throws an error with
- * `code: "ELOOP"` after {@link MAX_LINK_HOPS} dangling-link hops.
- * Windows caveat (unverified on a real host): Node's realpath uses GetFinalPathNameByHandle, so
- * a folder that is a volume mount point may resolve to a path outside the allowed dirs or fail;
- * check this with the Windows integration tests before relying on it there.
- */
-export function createFsResolver(fs: ResolverFs, platform: Platform): PathResolver {
-  const m = pathFor(platform);
-  const resolveAt = async (p: string, hops: number): Promise<string | null> => {
-    try {
-      return await fs.realpath(p);
-    } catch (e) {
-      if (!isMissing(e)) throw e;
-    }
-    let isLink: boolean;
-    try {
-      isLink = (await fs.lstat(p)).isSymbolicLink();
-    } catch (e) {
-      if (isMissing(e)) return null;
-      throw e;
-    }
-    // An entry exists at p, so its parent exists (and resolves).
-    let parent: string;
-    try {
-      parent = await fs.realpath(m.dirname(p));
-    } catch (e) {
-      if (isMissing(e) && hops < MAX_LINK_HOPS) return resolveAt(p, hops + 1); // renamed meanwhile
-      throw e;
-    }
-    if (!isLink) return m.join(parent, m.basename(p)); // created between realpath and lstat
-    if (hops >= MAX_LINK_HOPS) {
-      throw Object.assign(new Error(`too many levels of symbolic links: ${p}`), { code: "ELOOP" });
-    }
-    let link: string;
-    try {
-      link = await fs.readlink(p);
-    } catch (e) {
-      // Replaced or removed since lstat (a concurrent rename): resolve again from the start.
-      const code = (e as { code?: unknown } | null)?.code;
-      if ((code === "EINVAL" || isMissing(e)) && hops < MAX_LINK_HOPS) return resolveAt(p, hops + 1);
-      throw e;
-    }
-    const target = m.resolve(parent, link);
-    const tail: string[] = [];
-    for (let cur = target; ; cur = m.dirname(cur)) {
-      const real = await resolveAt(cur, hops + 1);
-      if (real !== null) return tail.length ? m.join(real, ...tail) : real;
-      if (m.dirname(cur) === cur) return target;
-      tail.unshift(m.basename(cur));
-    }
-  };
-  return (p) => resolveAt(p, 0);
-}
 
 interface AllowedRoot {
   /** Canonical form of the dir (followed through a final symlink): inside-ness is tested against it. */
@@ -314,13 +122,13 @@ interface AllowedRoot {
  */
 export function createPathPolicy(options: PathPolicyOptions): PathPolicy {
   const { platform, resolve } = options;
-  const m = pathFor(platform);
+  const m = pathApi(platform);
   const allowedDirs = Object.freeze([...options.allowedDirs]);
   const lexicalRoots = allowedDirs.map((d) => {
     if (!m.isAbsolute(d) || (platform === "win32" && !/^(?:[a-zA-Z]:[\\/]|[\\/]{2})/.test(d))) {
       throw invalid(`allowed directory is not an absolute path: ${JSON.stringify(d)}`);
     }
-    return normalise(d, platform);
+    return normalisePath(d, platform);
   });
   const cache: (AllowedRoot | undefined)[] = [];
 
@@ -348,7 +156,7 @@ export function createPathPolicy(options: PathPolicyOptions): PathPolicy {
     if (!m.isAbsolute(r)) {
       throw new CsiProxyError(Code.Internal, `failed to resolve ${p}: resolver returned a non-absolute path`);
     }
-    return normalise(r, platform);
+    return normalisePath(r, platform);
   };
 
   /**
@@ -400,23 +208,23 @@ export function createPathPolicy(options: PathPolicyOptions): PathPolicy {
     async check(input, { followFinal = false, alongside } = {}) {
       if (platform === "win32") validateWindowsPathSyntax(input);
       else validateLinuxPathSyntax(input);
-      const lexical = normalise(input, platform);
+      const lexical = normalisePath(input, platform);
       const roots = await allowedRoots();
       // Lexical pre-filter: never touch the filesystem for paths plainly outside (no oracle).
       const plausible =
-        lexicalRoots.some((r) => within(lexical, r, platform)) ||
-        roots.some((r) => within(lexical, r.real, platform) || within(lexical, r.entry, platform));
+        lexicalRoots.some((r) => isWithinNormalised(lexical, r, platform)) ||
+        roots.some((r) => isWithinNormalised(lexical, r.real, platform) || isWithinNormalised(lexical, r.entry, platform));
       if (!plausible) throw denied(input, lexical);
       const canonical = alongside?.(lexical);
       const known = canonical ? await canonical.catch(() => false) : false;
       const checked = known === true ? lexical : (await canonicalise(lexical, followFinal)).path;
-      if (!roots.some((r) => within(checked, r.real, platform) || samePath(checked, r.entry, platform))) {
+      if (!roots.some((r) => isWithinNormalised(checked, r.real, platform) || isSamePath(checked, r.entry, platform))) {
         throw denied(input, checked);
       }
       if (options.bindSources) {
         const [source, ...rootSources] = await options.bindSources([checked, ...roots.map((r) => r.real)]);
         if (source !== null) {
-          const inside = (dir: string | null) => dir !== null && within(normalise(source, platform), normalise(dir, platform), platform);
+          const inside = (dir: string | null) => dir !== null && isWithinNormalised(normalisePath(source, platform), normalisePath(dir, platform), platform);
           if (!roots.some((r) => inside(r.real)) && !rootSources.some(inside)) throw denied(input, source);
         }
       }
@@ -424,7 +232,7 @@ export function createPathPolicy(options: PathPolicyOptions): PathPolicy {
     },
     async isAllowedRoot(checked) {
       const roots = await allowedRoots();
-      return roots.some((r) => samePath(checked, r.real, platform) || samePath(checked, r.entry, platform));
+      return roots.some((r) => isSamePath(checked, r.real, platform) || isSamePath(checked, r.entry, platform));
     },
   };
 }

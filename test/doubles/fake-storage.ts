@@ -1,7 +1,7 @@
 /**
  * A stateful in-memory storage host in upstream's (Windows') terms — numbered disks with a partition
  * style, partitions with types and drive letters, volumes with `\\?\Volume{GUID}\` ids, file systems
- * and mount points — behind the platform-neutral fakes of host/fake/disk.ts and host/fake/volume.ts.
+ * and mount points — behind the platform-neutral fakes of test/doubles/fake-disk-host.ts and test/doubles/fake-volume-host.ts.
  * The group services' unit tests run against it.
  *
  * It behaves like Windows where that matters for the services' decisions: Initialize turns a RAW
@@ -10,10 +10,10 @@
  * Resize grows the file system with its partition, SetVolumeMountPoint needs an existing directory.
  * Every mutating host call is logged in `calls`; `failNext(method, error)` injects a failure.
  */
-import type { DeviceUse } from "../../groups/disk/host-api.ts";
-import type { DiskIds, DiskLocation } from "../../groups/disk/types.ts";
-import { alreadyExists, internal, notFound } from "../../errors.ts";
-import { FakeCallLog } from "./call-log.ts";
+import type { DeviceUse } from "../../src/policy/host-device.ts";
+import type { DiskIds, DiskLocation } from "../../src/groups/disk/types.ts";
+import { alreadyExists, internal, notFound } from "../../src/errors.ts";
+import { FakeCallLog } from "./fake-call-log.ts";
 
 const MiB = 1024n * 1024n;
 export const BASIC_DATA = "{ebd0a0a2-b9e5-4433-87c0-68b6b72699c7}";
@@ -39,6 +39,8 @@ export interface FakePartitionRow {
   /** null: the host does not report it (Windows). */
   online: boolean | null;
   driveLetter: string;
+  /** Access paths besides the drive letter and the volume's own `\\?\Volume{…}` name (folder mount points). */
+  accessPaths?: string[];
   /** Extra uses to report (holders, swap, mounts): for tests of the refusals. */
   use: Partial<DeviceUse>;
   volume: FakeVolume | null;

@@ -1,7 +1,7 @@
 /**
  * The Linux kernel interfaces and tools the Linux disk and volume hosts (disk.ts, volume.ts) are built
  * on: sysfs/procfs reads, blkid, util-linux, e2fsprogs, xfsprogs. One implementation runs them for
- * real (linux-block-tools.ts); a stateful fake (host/fake/block-tools.ts) models a Linux host's block
+ * real (linux-block-tools.ts); a stateful fake (test/doubles/fake-block-tools.ts) models a Linux host's block
  * devices for the unit tests of the Linux semantics.
  *
  * Every method does one thing and decides nothing: what a Linux block device means in the API's
@@ -159,6 +159,12 @@ export interface FilesystemUsage {
   freeBytes: bigint;
 }
 
+/** A mount seen in some mount namespace: the pid it was read through and the mount point there. */
+export interface NamespaceMount {
+  pid: number;
+  mountPoint: string;
+}
+
 /** Filesystems csi-proxy creates and grows on Linux. */
 export type ManagedFsType = "ext4" | "xfs";
 
@@ -177,6 +183,12 @@ export interface BlockTools {
   /** The whole block device with this number (via /sys/dev/block), null when there is none (or it is a partition). */
   findDisk(dev: DevNumber): Promise<BlockDisk | null>;
   readMounts(): Promise<BlockMount[]>;
+  /**
+   * Mounts of the device number in every mount namespace this process can see (each /proc/<pid>/mountinfo,
+   * one process per namespace), this process's own included: what FormatVolume names when it refuses a
+   * mounted volume. Processes that end or cannot be read meanwhile are skipped.
+   */
+  mountsInAnyNamespace(dev: DevNumber): Promise<NamespaceMount[]>;
   /** Devices in use as swap (/proc/swaps). */
   readSwapDevices(): Promise<DevNumber[]>;
   /** Signature probe of a device node (blkid -p). */
@@ -228,8 +240,13 @@ export interface BlockTools {
   writeOfflineMarks(marks: OfflineMark[]): Promise<void>;
 
   /* ---- volumes */
-  /** Creates a filesystem (mkfs.ext4 / mkfs.xfs without force flags: the tools' own "already formatted" checks stay armed). */
-  makeFilesystem(devPath: string, fsType: ManagedFsType): Promise<void>;
+  /**
+   * Creates a filesystem, quick (mkfs.ext4 / mkfs.xfs defaults: no full write of the device). `replace`:
+   * the device holds a filesystem of `fsType` the caller verified as unused, to be replaced (mkfs.xfs
+   * refuses an existing filesystem without -f; mke2fs asks only on a terminal). Without it no force flag
+   * is passed. Neither ever overrides the tools' own refusal of a mounted or busy device.
+   */
+  makeFilesystem(devPath: string, fsType: ManagedFsType, replace?: boolean): Promise<void>;
   /**
    * Mounts devPath (fsType, no options) on target, an absolute canonical directory, which is held as a
    * handle opened without following links; a link on the way or a target moved meanwhile: FailedPrecondition.

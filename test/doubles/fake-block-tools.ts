@@ -3,9 +3,9 @@
  * {@link FakeBlockWorld}. Put a LinuxDiskHost and a LinuxVolumeHost over it to unit-test the Linux
  * semantics of the disk and volume groups. Every mutating call is logged in `world.calls`.
  */
-import type { BlockDisk, BlockMount, BlockTools, DevNumber, DeviceClaim, FilesystemUsage, LoopDevice, ManagedFsType, OfflineMark, PartitionTable, ProbeResult, Signature } from "../linux/block-tools.ts";
-import { FakeBlockWorld } from "./block-world.ts";
-import { failedPrecondition, internal } from "../../errors.ts";
+import type { BlockDisk, BlockMount, BlockTools, DevNumber, DeviceClaim, FilesystemUsage, LoopDevice, ManagedFsType, NamespaceMount, OfflineMark, PartitionTable, ProbeResult, Signature } from "../../src/host/linux/block-tools-api.ts";
+import { FakeBlockWorld } from "./fake-block-world.ts";
+import { failedPrecondition, internal } from "../../src/errors.ts";
 
 export class FakeBlockTools implements BlockTools {
   readonly world: FakeBlockWorld;
@@ -36,6 +36,15 @@ export class FakeBlockTools implements BlockTools {
   async readMounts(): Promise<BlockMount[]> {
     this.world.enter("readMounts");
     return this.world.mounts.map((m) => ({ ...m }));
+  }
+  /** This namespace's mounts (pid 1 stands for it) and those of `world.otherNamespaceMounts`. */
+  async mountsInAnyNamespace(dev: DevNumber): Promise<NamespaceMount[]> {
+    this.world.enter("mountsInAnyNamespace");
+    const same = (m: DevNumber) => m.major === dev.major && m.minor === dev.minor;
+    return [
+      ...this.world.mounts.filter(same).map((m) => ({ pid: 1, mountPoint: m.mountPoint })),
+      ...this.world.otherNamespaceMounts.filter(same).map((m) => ({ pid: m.pid, mountPoint: m.mountPoint })),
+    ];
   }
   async readSwapDevices(): Promise<DevNumber[]> {
     this.world.enter("readSwapDevices");
@@ -144,9 +153,9 @@ export class FakeBlockTools implements BlockTools {
 
   /* ---------------------------------------------------------------- volumes */
 
-  async makeFilesystem(devPath: string, fsType: ManagedFsType): Promise<void> {
-    this.world.enter("makeFilesystem", `${devPath} ${fsType}`, true);
-    this.world.makeFilesystem(devPath, fsType);
+  async makeFilesystem(devPath: string, fsType: ManagedFsType, replace = false): Promise<void> {
+    this.world.enter("makeFilesystem", `${devPath} ${fsType}${replace ? " replace" : ""}`, true);
+    this.world.makeFilesystem(devPath, fsType, replace);
   }
   async mount(devPath: string, target: string, fsType: string): Promise<void> {
     this.world.enter("mount", `${devPath} ${target} ${fsType}`, true);

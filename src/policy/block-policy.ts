@@ -1,10 +1,10 @@
 /**
  * Decisions shared by the disk and volume services: privilege, disk-number validation, the per-disk
  * lock, and the refusals that keep csi-proxy from destroying data (docs/linux-concept-map.md "Beyond
- * upstream: never destroy data"). Platform-neutral: they work on the facts of host-api.ts.
+ * upstream: never destroy data"). Platform-neutral: they work on the facts the hosts report (host-device.ts, groups/disk/host-api.ts).
  */
-import { Code, CsiProxyError, failedPrecondition, invalidArgument, permissionDenied } from "../../errors.ts";
-import type { HostDevice } from "./host-api.ts";
+import { Code, CsiProxyError, failedPrecondition, invalidArgument, permissionDenied } from "../errors.ts";
+import type { HostDevice } from "./host-device.ts";
 
 /** Lock key of a disk, shared by both services: operations on one disk and its volumes serialise. */
 export const diskLockKey = (diskNumber: number) => `disk:${diskNumber}`;

@@ -1,6 +1,6 @@
 /**
  * A stateful in-memory model of a Linux host's block devices, behind the fake Linux block tools
- * (host/fake/block-tools.ts) and the unit tests of the Linux disk and volume hosts.
+ * (test/doubles/fake-block-tools.ts) and the unit tests of the Linux disk and volume hosts.
  *
  * It behaves like the real host where that matters for the services' decisions: partitions appear
  * only after the kernel is told (sfdisk/partx), mkfs refuses a device that already has a signature
@@ -8,9 +8,9 @@
  * while mounted, disks grow only after a rescan. Every mutating host call is logged in `calls`;
  * `failNext(method, error)` injects a failure.
  */
-import type { BlockDisk, BlockMount, BlockPartition, DevNumber, FilesystemUsage, ManagedFsType, OfflineMark, PartitionTable, ProbeResult } from "../linux/block-tools.ts";
-import { internal, notFound, failedPrecondition } from "../../errors.ts";
-import { FakeCallLog } from "./call-log.ts";
+import type { BlockDisk, BlockMount, BlockPartition, DevNumber, FilesystemUsage, ManagedFsType, OfflineMark, PartitionTable, ProbeResult } from "../../src/host/linux/block-tools-api.ts";
+import { internal, notFound, failedPrecondition } from "../../src/errors.ts";
+import { FakeCallLog } from "./fake-call-log.ts";
 
 const MiB = 1024n * 1024n;
 
@@ -50,6 +50,8 @@ export class FakeBlockWorld extends FakeCallLog {
   capabilities = new Set(["CAP_SYS_ADMIN", "CAP_SYS_RESOURCE"]);
   disks: FakeDisk[] = [];
   mounts: BlockMount[] = [];
+  /** Mounts in other mount namespaces (a container's, another daemon's): not in `mounts`, seen only through /proc/<pid>/mountinfo. */
+  otherNamespaceMounts: (DevNumber & { pid: number; mountPoint: string })[] = [];
   swaps: DevNumber[] = [];
   marks: OfflineMark[] = [];
   scsiHosts: number[] = [];
@@ -274,10 +276,12 @@ export class FakeBlockWorld extends FakeCallLog {
     this.disk(name).pendingSizeBytes = sizeBytes;
   }
 
-  makeFilesystem(devPath: string, fsType: ManagedFsType): void {
+  /** As mkfs: refuses a device mounted in any namespace; an existing filesystem only with `replace` and of the same type. */
+  makeFilesystem(devPath: string, fsType: ManagedFsType, replace = false): void {
     const dev = this.devOf(devPath);
-    if (this.mounts.some((m) => m.major === dev.major && m.minor === dev.minor)) throw failedPrecondition(`fake mkfs: ${devPath} is mounted`);
-    if (this.contentOf(devPath)) throw internal(`fake mkfs.${fsType}: ${devPath} contains an existing filesystem`);
+    if ([...this.mounts, ...this.otherNamespaceMounts].some((m) => m.major === dev.major && m.minor === dev.minor)) throw failedPrecondition(`fake mkfs: ${devPath} is mounted`);
+    const old = this.contentOf(devPath);
+    if (old && !(replace && old.kind === "fs" && old.type === fsType)) throw internal(`fake mkfs.${fsType}: ${devPath} contains an existing filesystem`);
     this.setContent(devPath, { kind: "fs", type: fsType, sizeBytes: this.sizeOf(devPath), usedBytes: 1n * MiB, data: [] });
   }
 

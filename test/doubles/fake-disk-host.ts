@@ -1,6 +1,6 @@
-import type { DiskHostApi, DiskLayout, HostDisk, HostPartition } from "../../groups/disk/host-api.ts";
-import type { DiskIds } from "../../groups/disk/types.ts";
-import { FakeStorage, type FakeDiskRow, type FakePartitionRow } from "./storage-world.ts";
+import type { DiskHostApi, DiskLayout, HostDisk, HostPartition } from "../../src/groups/disk/host-api.ts";
+import type { DiskIds } from "../../src/groups/disk/types.ts";
+import { FakeStorage, type FakeDiskRow, type FakePartitionRow } from "./fake-storage.ts";
 
 /** Stateful fake of the disk host, in Windows' shape, over a {@link FakeStorage} (share one with a FakeVolumeHost). */
 export class FakeDiskHost implements DiskHostApi {

@@ -1,0 +1,28 @@
+/**
+ * A device as the services' shared refusals (block-policy.ts) see it: a name for messages and the
+ * uses a host reports. Disks and partitions (groups/disk/host-api.ts) and volumes
+ * (groups/volume/host-api.ts) carry it.
+ */
+
+/**
+ * How a disk, partition or volume is used. The services refuse to change devices in use, from these
+ * facts alone; a host reports what it can see (Windows sees no holders or swap, for instance).
+ */
+export interface DeviceUse {
+  /**
+   * The operating system's own filesystem on it (`the root filesystem /`, `the Windows system volume C:`),
+   * null when none. Its mount is not repeated in {@link mountPoints}.
+   */
+  system: string | null;
+  /** Where it is mounted by anyone: absolute mount points as the host shows them. */
+  mountPoints: string[];
+  /** Other uses that keep it busy, each a phrase that follows "is" (`in use as swap`, `in use by /dev/dm-0 (holders)`). */
+  busy: string[];
+}
+
+/** A disk or partition, named for messages, with its uses. */
+export interface HostDevice {
+  /** For messages: `/dev/loop3`, `\\.\PhysicalDrive1`, `disk 1 partition 2`. */
+  name: string;
+  use: DeviceUse;
+}
