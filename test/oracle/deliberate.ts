@@ -50,6 +50,11 @@ export const DELIBERATE: Deliberate[] = [
     applies: (row, upstream, ours) =>
       /^(IsSymlink|IsMountPoint)$/.test(row.method) && isPath(caseOf(row)) && ours.startsWith("error ") && (/not within the working directories|path contains invalid characters|invalid character \\ at beginning|exceeds maximum|must be absolute|not an absolute/.test(ours) || upstream.startsWith("ok ")),
   },
+  {
+    doc: "Wine's CreateSymbolicLinkW stub",
+    why: "under Wine, upstream's CreateSymlink/LinkPath over an existing entry answers OK (the stub creates and checks nothing); ours checks first and answers Go's Windows text",
+    applies: (row, upstream, ours) => /^(CreateSymlink|LinkPath)$/.test(row.method) && upstream.startsWith("ok ") && ours.includes("Cannot create a file when that file already exists."),
+  },
 ];
 
 /** The `doc` phrase of the deliberate difference covering the row, or undefined. */

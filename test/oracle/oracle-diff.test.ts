@@ -16,8 +16,8 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { wineSuite } from "../windows/wine-harness.ts";
-import { buildCorpus, ORACLE_WORK } from "./corpus.ts";
-import { bundleOracleClient, runRows, substitute, type Answer } from "./oracle-run.ts";
+import { buildCorpus, flagCases, ORACLE_WORK } from "./corpus.ts";
+import { bundleOracleClient, runFlags, runRows, substitute, type Answer } from "./oracle-run.ts";
 import { answerText, type RecordedRow, type Recording } from "./compare.ts";
 import { DELIBERATE, deliberateReason } from "./deliberate.ts";
 
@@ -31,11 +31,13 @@ const recordings: Record<string, Recording> = Object.fromEntries(
 );
 
 let ours = new Map<string, Answer>();
+const oursFlags = new Map<string, { exitCode: number | null; output: string }>();
 const { w, skip } = await wineSuite("oracle");
 before(async () => {
   if (skip) return;
   const r = await bundleOracleClient(w);
   ours = await runRows(r, w.exeWin, buildCorpus(), /Serving 23 endpoints/);
+  for (const f of flagCases) oursFlags.set(f.id, await runFlags(r, w.exeWin, f.args));
 });
 
 test("the recordings cover exactly the corpus (re-record with scripts/oracle-record.ts after changing it)", () => {
@@ -56,11 +58,12 @@ function classify(tag: string) {
   const remaining: string[] = [];
   for (const row of rec.rows) {
     const mine = ours.get(row.id);
-    if (row.powershell) {
+    const theirs = answerText(substitute(row, ORACLE_WORK));
+    // answered through Wine's stub powershell.exe, or not at all under Wine: shows Wine, not upstream
+    if (row.powershell || theirs.startsWith("none ")) {
       wineOnly.push(row.id);
       continue;
     }
-    const theirs = answerText(substitute(row, ORACLE_WORK));
     const got = answerText(mine);
     if (theirs === got) {
       equal.push(row.id);
@@ -77,9 +80,19 @@ for (const tag of Object.keys(recordings).sort()) {
   test(`every answer equals upstream ${tag}'s or is a documented deliberate difference`, { skip }, (t) => {
     const c = classify(tag);
     const deliberateCount = [...c.deliberate.values()].reduce((n, ids) => n + ids.length, 0);
-    t.diagnostic(`${tag}: ${recordings[tag]!.rows.length} rows: ${c.equal.length} equal, ${deliberateCount} deliberate, ${c.wineOnly.length} answered through Wine's powershell stub, ${c.remaining.length} remaining`);
+    t.diagnostic(`${tag}: ${recordings[tag]!.rows.length} rows: ${c.equal.length} equal, ${deliberateCount} deliberate, ${c.wineOnly.length} answered through Wine's powershell stub or not at all, ${c.remaining.length} remaining`);
     for (const [reason, ids] of c.deliberate) t.diagnostic(`  deliberate (${ids.length}): ${reason}`);
     assert.equal(c.remaining.length, 0, `rows that differ without a documented reason:\n${c.remaining.join("\n")}`);
+  });
+}
+
+for (const tag of Object.keys(recordings).sort()) {
+  test(`flags: exit codes as upstream ${tag}'s, and the same first line for a bad flag`, { skip }, () => {
+    for (const f of recordings[tag]!.flags) {
+      const mine = oursFlags.get(f.id)!;
+      assert.equal(mine.exitCode, f.exitCode, `${f.id}: exit code\n${mine.output}`);
+      if (f.exitCode !== 0) assert.equal(mine.output.split("\n")[0], f.output.split("\n")[0], `${f.id}: first line`);
+    }
   });
 }
 
