@@ -53,7 +53,13 @@ export const DELIBERATE: Deliberate[] = [
   {
     doc: "Wine's CreateSymbolicLinkW stub",
     why: "under Wine, upstream's CreateSymlink/LinkPath over an existing entry answers OK (the stub creates and checks nothing); ours checks first and answers Go's Windows text",
-    applies: (row, upstream, ours) => /^(CreateSymlink|LinkPath)$/.test(row.method) && upstream.startsWith("ok ") && ours.includes("Cannot create a file when that file already exists."),
+    applies: (row, upstream, ours) =>
+      /^(CreateSymlink|LinkPath)$/.test(row.method) && upstream.startsWith("ok ") && /Cannot create a file when that file already exists\.$|the parent directory does not exist$/.test(ours),
+  },
+  {
+    doc: "the empty path's message as recorded",
+    why: "for an empty path upstream's own text is `not an absolute Windows path: ` (its source; ours sends it); the recording holds an empty message, as node:http2 received grpc-go's trailer",
+    applies: (row, upstream, ours) => caseOf(row) === "empty" && upstream === "error " && ours === "error not an absolute Windows path: ",
   },
 ];
 
