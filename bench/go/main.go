@@ -8,6 +8,13 @@
 //	csi-proxy-bench load -socket S -path P -calls N -warmup W -concurrency C [-authority A]
 //	    one HTTP/2 connection, C goroutines issuing unary PathExists(P) calls until N have been
 //	    measured after W warm-up calls; prints one JSON line: rps, p50_us, p99_us, errors.
+//	csi-proxy-bench wait -timeout D ADDR...
+//	    prints "waiting", then polls every ADDR (Unix socket, or \\.\pipe\ name in the Windows build)
+//	    every millisecond until each has accepted once; prints one JSON line: unix_ms (wall clock, ms,
+//	    when the last one accepted), missing (those that never did within D).
+//
+// The Windows build (GOOS=windows, run under Wine by bench/windows.ts) dials named pipes with
+// overlapped I/O (dial_windows.go).
 //
 // Both speak protobuf bytes encoded by hand (PathExistsRequest{1: string path},
 // PathExistsResponse{1: bool exists}) through a pass-through codec, because Debian's grpc-go 1.33
@@ -56,12 +63,12 @@ func (bytesCodec) Unmarshal(data []byte, v interface{}) error {
 	return fmt.Errorf("bytesCodec: cannot unmarshal into %T", v)
 }
 
-func (bytesCodec) Name() string { return "proto" }
+func (bytesCodec) Name() string   { return "proto" }
 func (bytesCodec) String() string { return "proto" }
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: csi-proxy-bench server|load [flags]")
+		fmt.Fprintln(os.Stderr, "usage: csi-proxy-bench server|load|wait [flags]")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -69,8 +76,10 @@ func main() {
 		serve(os.Args[2:])
 	case "load":
 		load(os.Args[2:])
+	case "wait":
+		wait(os.Args[2:])
 	default:
-		fmt.Fprintln(os.Stderr, "usage: csi-proxy-bench server|load [flags]")
+		fmt.Fprintln(os.Stderr, "usage: csi-proxy-bench server|load|wait [flags]")
 		os.Exit(2)
 	}
 }
@@ -241,7 +250,7 @@ type result struct {
 
 func load(args []string) {
 	fs := flag.NewFlagSet("load", flag.ExitOnError)
-	socket := fs.String("socket", "", "Unix socket to dial")
+	socket := fs.String("socket", "", `Unix socket (or, in the Windows build, \\.\pipe\ name) to dial`)
 	path := fs.String("path", "/", "path sent in every PathExists request")
 	calls := fs.Int("calls", 20000, "measured calls")
 	warmup := fs.Int("warmup", 500, "warm-up calls (not measured)")
@@ -249,10 +258,7 @@ func load(args []string) {
 	authority := fs.String("authority", `%5C%5C.%5Cpipe%5Ccsi-proxy-filesystem-v1`, ":authority sent (default: what grpc-go >= 1.57 sends for the pipe)")
 	fs.Parse(args)
 
-	dialer := func(ctx context.Context, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", *socket)
-	}
+	dialer := func(ctx context.Context, _ string) (net.Conn, error) { return dialAddr(ctx, *socket) }
 	cc, err := grpc.Dial("passthrough:///csi-proxy", grpc.WithContextDialer(dialer), grpc.WithInsecure(),
 		grpc.WithAuthority(*authority), grpc.WithBlock(), grpc.WithTimeout(10*time.Second))
 	if err != nil {
@@ -313,6 +319,39 @@ func load(args []string) {
 		res.FirstError = s
 	}
 	json.NewEncoder(os.Stdout).Encode(res)
+}
+
+// --- wait ---
+
+func wait(args []string) {
+	fs := flag.NewFlagSet("wait", flag.ExitOnError)
+	timeout := fs.Duration("timeout", 60*time.Second, "give up after this long")
+	fs.Parse(args)
+	pending := map[string]bool{}
+	for _, a := range fs.Args() {
+		pending[a] = true
+	}
+	fmt.Println("waiting")
+	deadline := time.Now().Add(*timeout)
+	for len(pending) > 0 && time.Now().Before(deadline) {
+		for a := range pending {
+			if pipeAccepts(a) {
+				delete(pending, a)
+			}
+		}
+		if len(pending) > 0 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	missing := []string{}
+	for a := range pending {
+		missing = append(missing, a)
+	}
+	sort.Strings(missing)
+	json.NewEncoder(os.Stdout).Encode(struct {
+		UnixMs  float64  `json:"unix_ms"`
+		Missing []string `json:"missing"`
+	}{float64(time.Now().UnixNano()) / 1e6, missing})
 }
 
 func encodeVarint(v uint64) []byte {

@@ -39,6 +39,50 @@ export async function writeFileAtomic(file: string, data: string | Buffer, optio
   await syncDir(dir);
 }
 
+/**
+ * A directory held open by its caller (src/state/state-subdir.ts): entries are named inside it,
+ * never through a link in a parent.
+ */
+export interface HeldDir {
+  readonly path: string;
+  at(name: string): string;
+  sync(): Promise<void>;
+}
+
+/**
+ * {@link writeFileAtomic} inside the held directory `dir`: `name` (one component) is replaced
+ * atomically by a temporary file created there exclusively with O_NOFOLLOW and `mode` (default
+ * 0600); the rename replaces whatever entry `name` is (a planted link is replaced, never followed).
+ */
+export async function writeFileAtomicIn(dir: HeldDir, name: string, data: string | Buffer, options: { mode?: number } = {}): Promise<void> {
+  const mode = options.mode ?? 0o600;
+  const tmpName = `.${name}.tmp-${process.pid}-${nodeCrypto().randomBytes(6).toString("hex")}`;
+  const flags = fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW;
+  const handle = await fs.open(dir.at(tmpName), flags, mode);
+  try {
+    try {
+      await handle.writeFile(data);
+      await handle.chmod(mode);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await fs.rename(dir.at(tmpName), dir.at(name));
+  } catch (err) {
+    await fs.unlink(dir.at(tmpName)).catch(() => {});
+    throw err;
+  }
+  await dir.sync();
+}
+
+/** Removes the entry `name` of the held directory `dir` (missing is fine; a link is removed, not followed), durably. */
+export async function removeFileDurablyIn(dir: HeldDir, name: string): Promise<void> {
+  await fs.unlink(dir.at(name)).catch((err: NodeJS.ErrnoException) => {
+    if (err.code !== "ENOENT") throw err;
+  });
+  await dir.sync().catch(() => {});
+}
+
 /** Removes `file` (a missing file is fine) and makes the removal durable. */
 export async function removeFileDurably(file: string): Promise<void> {
   await fs.rm(file, { force: true });
@@ -73,7 +117,8 @@ export async function readFileIfExists(file: string): Promise<string | null> {
  * cannot hang the open), and the opened file itself is checked with fstat, so what was checked is
  * what is read. Anything else is refused with FailedPrecondition naming the file.
  */
-export async function readStateFile(file: string, options: { uid?: number | null } = {}): Promise<string | null> {
+export async function readStateFile(file: string, options: { uid?: number | null; shown?: string } = {}): Promise<string | null> {
+  const shownFile = options.shown ?? file;
   const uid = options.uid === undefined ? (process.getuid?.() ?? null) : options.uid;
   const flags = fsConstants.O_RDONLY | (fsConstants.O_NOFOLLOW ?? 0) | (fsConstants.O_NONBLOCK ?? 0);
   let handle: fs.FileHandle;
@@ -82,14 +127,14 @@ export async function readStateFile(file: string, options: { uid?: number | null
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === "ENOENT") return null;
-    if (code === "ELOOP") throw failedPrecondition(`state file ${file} is a symbolic link; csi-proxy reads state only from regular files it owns: remove it`);
+    if (code === "ELOOP") throw failedPrecondition(`state file ${shownFile} is a symbolic link; csi-proxy reads state only from regular files it owns: remove it`);
     throw err;
   }
   try {
     const st = await handle.stat();
-    if (!st.isFile()) throw failedPrecondition(`state file ${file} is not a regular file: remove it`);
+    if (!st.isFile()) throw failedPrecondition(`state file ${shownFile} is not a regular file: remove it`);
     if (uid !== null && st.uid !== uid) {
-      throw failedPrecondition(`state file ${file} is owned by uid ${st.uid}, not by the user csi-proxy runs as (uid ${uid}), so it is not trusted: check it, then remove it or chown it`);
+      throw failedPrecondition(`state file ${shownFile} is owned by uid ${st.uid}, not by the user csi-proxy runs as (uid ${uid}), so it is not trusted: check it, then remove it or chown it`);
     }
     return await handle.readFile("utf8");
   } finally {
@@ -99,7 +144,8 @@ export async function readStateFile(file: string, options: { uid?: number | null
 
 /**
  * A JSON document kept in one file. `load` parses and validates it (null when absent; throws on a
- * corrupt or invalid file, never silently resets; read with {@link readStateFile}'s checks); `save` replaces it atomically. Saves are
+ * corrupt or invalid file, never silently resets; read with {@link readStateFile}'s checks, or
+ * `options.read`: Windows passes state-file-windows.ts's no-reparse-point read); `save` replaces it atomically. Saves are
  * serialised in call order, so the file always ends up with the last saved value.
  */
 export interface JsonStateFile<T> {
@@ -108,12 +154,17 @@ export interface JsonStateFile<T> {
   save(value: T): Promise<void>;
 }
 
-export function createJsonStateFile<T>(file: string, validate: (raw: unknown) => T, options: { mode?: number } = {}): JsonStateFile<T> {
+export function createJsonStateFile<T>(
+  file: string,
+  validate: (raw: unknown) => T,
+  options: { mode?: number; read?: (file: string) => Promise<string | null> } = {},
+): JsonStateFile<T> {
   let queue: Promise<unknown> = Promise.resolve();
+  const read = options.read ?? readStateFile;
   return {
     path: file,
     async load() {
-      const text = await readStateFile(file);
+      const text = await read(file);
       if (text === null) return null;
       let raw: unknown;
       try {

@@ -14,6 +14,9 @@
  *    state files that exist must be regular files (not symbolic links, FIFOs…) owned by csi-proxy's
  *    uid; group/other access to them is removed (0600) with a warning. Reading them later goes
  *    through `readStateFile` (O_NOFOLLOW + fstat), so a file swapped in afterwards is refused too.
+ *    Every later use walks the sub-directories again (state-subdir.ts: opened inside held parents
+ *    without following links, owner and mode checked), so a link planted after start-up is refused
+ *    by the call that meets it.
  * Windows: src/state/state-dir-windows.ts (owner Administrators, protected DACL, file owners).
  *
  * A refusal does not stop the daemon and does not touch unrelated groups: the result names, per

@@ -1,7 +1,11 @@
 /** Pure parts of scripts/build-exe.ts (the full build runs in the Wine suites). */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { stripAuthenticode } from "../../scripts/build-exe.ts";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import * as esbuild from "esbuild";
+import { asciiSource, esbuildOptions, stripAuthenticode } from "../../scripts/build-exe.ts";
 
 /** A minimal PE32+ image with a security directory pointing at a trailing "certificate". */
 function pe(withCert: boolean): Buffer {
@@ -28,4 +32,31 @@ test("stripAuthenticode removes a trailing certificate table and clears the secu
   const unsigned = pe(false);
   assert.equal(stripAuthenticode(unsigned), unsigned);
   assert.throws(() => stripAuthenticode(Buffer.alloc(0x100)), /not a PE file/);
+});
+
+test("the exe's bundle is ASCII after asciiSource, with every string, template, identifier and regular expression unchanged", async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ascii-source-"));
+  try {
+    const entry = path.join(dir, "entry.ts");
+    const out = path.join(dir, "out.cjs");
+    fs.writeFileSync(entry, [
+      "/** a comment → with — non-ASCII … text */",
+      "// another → one",
+      "const café = 1;",
+      "export const values = { s: 'a → b', t: `x — ${café} …`, raw: String.raw`r \\n`, re: /é+/.source, re2: /[→😀]/u.test('😀'), n: café };",
+    ].join("\n"));
+    await esbuild.build({ ...esbuildOptions(entry, out), sourcemap: false });
+    const code = asciiSource(fs.readFileSync(out, "utf8"));
+    assert.match(code, /^[\x00-\x7f]*$/);
+    const mod = { exports: {} as { values?: Record<string, unknown> } };
+    new Function("module", "exports", "require", code)(mod, mod.exports, () => ({}));
+    assert.deepEqual(mod.exports.values, { s: "a → b", t: "x — 1 …", raw: "r \\n", re: "\\u00e9+", re2: true, n: 1 });
+    assert.ok(new RegExp(mod.exports.values!.re as string).test("é"));
+    // a raw template keeps its text as written: refused rather than changed
+    fs.writeFileSync(entry, "export const raw = String.raw`a → b`;");
+    await esbuild.build({ ...esbuildOptions(entry, out), sourcemap: false });
+    assert.throws(() => asciiSource(fs.readFileSync(out, "utf8")), /String\.raw template holds non-ASCII/);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -199,6 +199,23 @@ describe("NewSmbGlobalMapping: refusals (no host change, no count)", () => {
     assert.deepEqual(smb.references(), {});
   });
 
+  it("a rollback that fails is named in the answer, kept owed, and retried until the mapping is gone", async () => {
+    const { host, smb, state, logs } = await setup();
+    host.failures.set("createDirLink", internal("symlink failed"));
+    host.failures.set("removeMapping", internal("device busy"));
+    await rejectsWithCsiProxyError(
+      smb.newSmbGlobalMapping(req(ROOT, local("a"))),
+      Code.Internal,
+      /symlink failed; the mapping of \\\\server\\share this call made could not be removed \(.*device busy\): it is still mapped at .*; csi-proxy retries removing it \(7 attempts/,
+    );
+    assert.ok(host.mappings.has(ROOT), "left, as the answer says");
+    assert.deepEqual(JSON.parse(state.text!).roots[ROOT], { users: [], removing: true });
+    for (let i = 0; i < 100 && host.mappings.size; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(host.mappings.size, 0, "the retry removed it");
+    assert.deepEqual(JSON.parse(state.text!).roots, {});
+    assert.ok(logs.some((l) => l === `I cleanup retry 1/7 of SMB mapping ${ROOT}: done, nothing left`), logs.join("\n"));
+  });
+
   it("a host failure for a second user keeps the first user's mapping", async () => {
     const { host, smb } = await setup();
     await smb.newSmbGlobalMapping(req(ROOT, local("a")));

@@ -7,6 +7,7 @@ import { StateDirRefusal } from "../../state/state-dir.ts";
 import { CsiProxyError, Code, failedPrecondition, invalidArgument } from "../../errors.ts";
 import { parseRemotePath, quoteForError } from "./remote-path.ts";
 import { fragmentError } from "../../compat/driver-fragments.ts";
+import { describeSchedule, retryUndo } from "../../util/undo-retry.ts";
 import { emptySmbState, type SmbRootState, type SmbState, type SmbUser } from "./smb-state.ts";
 
 /** Where the service reports what it did on its own (start-up reconciliation, sweeps, rollbacks). */
@@ -17,7 +18,7 @@ export interface SmbLog {
 
 export interface SmbServiceDeps {
   host: SmbHostApi;
-  /** The filesystem group's policy: `local_path` must pass it (reference-behaviour.md §0.4). */
+  /** The filesystem group's policy: `local_path` must pass it (docs/upstream-behaviour.md, Path validation). */
   policy: PathPolicy;
   /** The reference counts' file (see smb-state.ts). */
   state: JsonStateFile<SmbState>;
@@ -49,7 +50,7 @@ export const MAX_USERNAME_BYTES = 1024;
 export const MAX_PASSWORD_BYTES = 1024;
 
 /**
- * The SMB group (reference-behaviour.md §2.4) with reference counting per share root.
+ * The SMB group (docs/upstream-behaviour.md, SMB) with reference counting per share root.
  *
  * NewSmbGlobalMapping: `remote_path` is normalised (`/` → `\`) and reduced to its share root
  * `\\server\share` (lower-cased); `local_path` (when given) must pass the path policy. The call is
@@ -160,11 +161,42 @@ export async function createSmbService(deps: SmbServiceDeps): Promise<RefCounted
     const rs = state.roots[root] ?? (state.roots[root] = { users: [] });
     rs.removing = true;
     await save();
-    const mapping = await host.getMapping(root).catch(() => null);
+    // A refusal (FailedPrecondition: e.g. a link planted in the state directory) is the answer: the
+    // removal stays owed. Other query errors mean "not mapped", as upstream.
+    const mapping = await host.getMapping(root).catch((err: unknown) => {
+      if (err instanceof CsiProxyError && err.code === Code.FailedPrecondition) throw err;
+      return null;
+    });
     if (mapping) await host.removeMapping(root);
     delete state.roots[root];
     await save();
     log.info(`SMB ${root}: last use released, mapping ${mapping ? "removed" : "was already gone"}`);
+  }
+
+  /**
+   * Removes the mapping a failed call made, then asks the host: null when it no longer lists it (or
+   * the query fails: "not mapped", as upstream), else why it is still there (the removal's error, or
+   * that the host still lists it).
+   */
+  async function rollBackMapping(root: string): Promise<string | null> {
+    const failed = await host.removeMapping(root).then(
+      () => null,
+      (e: unknown) => (e instanceof Error ? e.message : String(e)),
+    );
+    const still = await host.getMapping(root).catch(() => null); // a query error means "not mapped", as everywhere here (upstream)
+    if (still === null) return null;
+    return failed ?? `removed, but the host still lists it (status ${still.status})`;
+  }
+
+  /** One retry of an owed rollback (under the root's lock): done when a new use took the mapping over. */
+  async function retryRollBack(root: string): Promise<{ done: true } | { done: false; left: string }> {
+    const rs = state.roots[root];
+    if (!rs || rs.users.length > 0 || !rs.removing) return { done: true };
+    const left = await rollBackMapping(root);
+    if (left !== null) return { done: false, left: `${root} still mapped at ${host.linkTargetFor(root)}: ${left}` };
+    delete state.roots[root];
+    await save();
+    return { done: true };
   }
 
   /** Reuses a healthy mapping, re-creates a broken one, creates a missing one. Returns whether it created. */
@@ -274,10 +306,14 @@ export async function createSmbService(deps: SmbServiceDeps): Promise<RefCounted
           if (added) {
             rs.users = rs.users.filter((u) => u !== user);
             if (rs.users.length === 0) {
-              if (created || attempted) {
-                await host.removeMapping(rp.root).catch((e) => log.warning(`SMB ${rp.root}: rollback failed: ${e instanceof Error ? e.message : String(e)}`));
-              }
-              if (wasRemoving && !created) rs.removing = true; // the interrupted removal is still owed
+              const left = created || attempted ? await rollBackMapping(rp.root) : null;
+              if (left !== null) {
+                // Still mapped: the removal is owed (the sweep and the retry below finish it), and the answer says so.
+                rs.removing = true;
+                err = CsiProxyError.from(err, Code.Internal);
+                (err as CsiProxyError).message += `; the mapping of ${rp.root} this call made could not be removed (${left}): it is still mapped at ${host.linkTargetFor(rp.root)}; csi-proxy retries removing it (${describeSchedule()})`;
+                void retryUndo(`SMB mapping ${rp.root}`, () => withLock(rp.root, () => retryRollBack(rp.root)), log);
+              } else if (wasRemoving && !created) rs.removing = true; // the interrupted removal is still owed
               else delete state.roots[rp.root];
             }
             await save().catch((e) => log.warning(`SMB state: save failed: ${e instanceof Error ? e.message : String(e)}`));

@@ -45,11 +45,11 @@ export async function createLinuxServices(config: ProxyConfig): Promise<Services
     const removed = await smbHost.removeLeftoverCredentials().catch(() => 0);
     if (removed) config.logger?.warning(`removed ${removed} SMB credentials file(s) left by a daemon that stopped during a mount`);
   }
-  const blockTools = new LinuxBlockTools({ stateFile: path.join(config.socketDir, "csi-proxy-disk-state.json") });
+  const blockTools = new LinuxBlockTools({ stateFile: path.join(config.socketDir, "csi-proxy-disk-state.json"), log: config.logger });
   return {
     filesystem: createFilesystemService({ host: new LinuxFilesystemHost(), policy, platform: "linux" }),
     disk: createDiskService({ host: new LinuxDiskHost(blockTools), policy, locks }),
-    volume: createVolumeService({ host: new LinuxVolumeHost(blockTools, { defaultFileSystem: config.defaultFsType }), policy, locks }),
+    volume: createVolumeService({ host: new LinuxVolumeHost(blockTools, { defaultFileSystem: config.defaultFsType, log: config.logger }), policy, locks }),
     smb: await createSmbService({
       host: smbHost,
       policy,

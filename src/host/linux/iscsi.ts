@@ -1,5 +1,5 @@
 /**
- * iSCSI on Linux through open-iscsi (reference-behaviour.md §2.5 mapped onto iscsiadm):
+ * iSCSI on Linux through open-iscsi (docs/upstream-behaviour.md, iSCSI, mapped onto iscsiadm):
  * - a registered target portal is a sendtargets discovery record
  *   (`iscsiadm -m discoverydb -t sendtargets -p <portal> -o new|delete`, listed by `-m discoverydb`);
  * - discovery is `-m discoverydb ... --discover`, which also creates the node records of the
@@ -36,7 +36,11 @@ import type { IscsiHostApi } from "../../groups/iscsi/host-api.ts";
 import type { AuthenticationType, TargetPortal } from "../../groups/iscsi/types.ts";
 import { CsiProxyError, Code } from "../../errors.ts";
 import { HostCommandError, runCommand } from "../exec/run-command.ts";
-import { readFileIfExists, readStateFile, removeFileDurably, writeFileAtomic } from "../../state/atomic-file.ts";
+import { readFileIfExists, readStateFile, removeFileDurablyIn, writeFileAtomic, writeFileAtomicIn } from "../../state/atomic-file.ts";
+import { withStateDir, type StateDirHandle } from "../../state/state-subdir.ts";
+
+/** The mutual CHAP secret's name in `<state-dir>/iscsi`. */
+const MUTUAL_FILE = "mutual-chap-secret";
 
 export interface LinuxIscsiHostOptions {
   /** The daemon's state directory (`-state-dir`): holds the mutual CHAP secret. */
@@ -103,6 +107,7 @@ export class LinuxIscsiHost implements IscsiHostApi {
   readonly #nodesDir: string;
   readonly #sys: string;
   readonly #timeoutMs: number;
+  readonly #stateDir: string;
   readonly #mutualFile: string;
   readonly #stateRefusal: CsiProxyError | null;
 
@@ -111,6 +116,7 @@ export class LinuxIscsiHost implements IscsiHostApi {
     this.#nodesDir = path.resolve(options.nodesDir ?? "/etc/iscsi/nodes");
     this.#sys = options.sysDir ?? "/sys";
     this.#timeoutMs = options.timeoutMs ?? 180_000;
+    this.#stateDir = options.stateDir;
     this.#mutualFile = path.join(options.stateDir, "iscsi", "mutual-chap-secret");
     this.#stateRefusal = options.stateRefusal ?? null;
   }
@@ -158,7 +164,7 @@ export class LinuxIscsiHost implements IscsiHostApi {
     }
     if (auth.type === "MUTUAL_CHAP") {
       if (this.#stateRefusal) throw this.#stateRefusal;
-      const mutual = (await readStateFile(this.#mutualFile)) ?? "";
+      const mutual = (await this.#inIscsiState((dir) => readStateFile(dir.at(MUTUAL_FILE), { shown: this.#mutualFile }))) ?? "";
       if (mutual === "") throw new CsiProxyError(Code.FailedPrecondition, "mutual CHAP needs the initiator's mutual CHAP secret: call SetMutualChapSecret first");
       redact.push(mutual);
       lines.push(["node.session.auth.username_in", iqn], ["node.session.auth.password_in", mutual]);
@@ -195,8 +201,12 @@ export class LinuxIscsiHost implements IscsiHostApi {
 
   async setMutualChapSecret(secret: string): Promise<void> {
     if (this.#stateRefusal) throw this.#stateRefusal;
-    if (secret === "") await removeFileDurably(this.#mutualFile);
-    else await writeFileAtomic(this.#mutualFile, secret, { mode: 0o600 });
+    await this.#inIscsiState((dir) => (secret === "" ? removeFileDurablyIn(dir, MUTUAL_FILE) : writeFileAtomicIn(dir, MUTUAL_FILE, secret, { mode: 0o600 })));
+  }
+
+  /** `fn` with `<state-dir>/iscsi` held, walked without following links (src/state/state-subdir.ts). */
+  #inIscsiState<T>(fn: (dir: StateDirHandle) => Promise<T>): Promise<T> {
+    return withStateDir(this.#stateDir, ["iscsi"], fn, { createMode: 0o700 });
   }
 
   /** sysfs session names (`sessionN`) logged in to `iqn` through `portal`. */

@@ -18,6 +18,7 @@ import { inspectDirectory } from "../inspect-directory.ts";
 import { mountsInAnyNamespace } from "./mountinfo.ts";
 import { createMountTableCache, type MountTableCache } from "./mount-table-cache.ts";
 import { mountOnDir, unmountDir } from "./anchored-mount.ts";
+import type { UndoLog } from "../../util/undo-retry.ts";
 import { loadLibc } from "./libc.ts";
 import { listBlockDisks, readBlockDisk, SYS_BLOCK } from "./sysfs-block.ts";
 import { readPartitionTable } from "./partition-table.ts";
@@ -133,6 +134,8 @@ const blkidOrNull = (() => {
 export interface LinuxBlockToolsOptions {
   /** Where offline marks persist (offline-marks-file.ts). Kept on a tmpfs (/run) they vanish at reboot, with the device numbers they name. */
   stateFile: string;
+  /** Where background cleanups (a mount that could not be undone: anchored-mount.ts) log; default stderr. */
+  log?: UndoLog;
 }
 
 /** A sysfs or procfs file's text, "" when it cannot be read (generated in memory: read synchronously, as sysfs-block.ts explains). */
@@ -146,10 +149,12 @@ function kernelText(file: string): string {
 
 export class LinuxBlockTools implements BlockTools {
   readonly #offlineMarks: OfflineMarksFile;
+  readonly #log: UndoLog | undefined;
   /** As fresh as reading /proc/self/mountinfo on every call (mount-table-cache.ts), parsed only after a change. */
   readonly #mountTable: MountTableCache = createMountTableCache();
   constructor(options: LinuxBlockToolsOptions) {
     this.#offlineMarks = new OfflineMarksFile(options.stateFile);
+    this.#log = options.log;
   }
 
   effectiveUid(): number {
@@ -393,7 +398,7 @@ export class LinuxBlockTools implements BlockTools {
 
   /** mount(2) on the target held as a directory handle (anchored-mount.ts): no link is followed. */
   async mount(devPath: string, target: string, fsType: string): Promise<void> {
-    await mountOnDir(await loadLibc(), devPath, target, fsType);
+    await mountOnDir(await loadLibc(), devPath, target, fsType, { log: this.#log });
   }
 
   /** umount2(2) of the mount at target, found through its parent's handle (anchored-mount.ts). */

@@ -11,6 +11,7 @@
  *
  * Pass-through per host-api.ts: no decisions beyond translating the operations.
  */
+import { constants } from "node:fs";
 import * as fs from "node:fs/promises";
 import * as path from "node:path";
 import { nodeCrypto } from "../../util/node-crypto.ts";
@@ -20,6 +21,7 @@ import { HostCommandError, runCommand } from "../exec/run-command.ts";
 import { readMountTable } from "./mountinfo.ts";
 import { symlinkAt } from "./symlink-at.ts";
 import { fsError } from "../fs-error.ts";
+import { withStateDir, type StateDirHandle } from "../../state/state-subdir.ts";
 
 export interface LinuxSmbHostOptions {
   /** The daemon's state directory (`-state-dir`). */
@@ -52,57 +54,84 @@ export class LinuxSmbHost implements SmbHostApi {
     this.#probeTimeoutMs = options.probeTimeoutMs ?? 10_000;
   }
 
-  /** The private mount directory of a share root: readable label plus a hash (roots may hold any Unicode). */
-  mountDirFor(root: string): string {
+  /** The private mount directory's name of a share root: readable label plus a hash (roots may hold any Unicode). */
+  #mountName(root: string): string {
     const hash = nodeCrypto().createHash("sha256").update(root).digest("hex").slice(0, 16);
     const label = root.replace(/^\\\\/, "").replace(/[^a-z0-9.-]+/g, "_").slice(0, 64);
-    return path.join(this.#mountsDir, `${label}-${hash}`);
+    return `${label}-${hash}`;
+  }
+
+  /** The private mount directory of a share root. */
+  mountDirFor(root: string): string {
+    return path.join(this.#mountsDir, this.#mountName(root));
+  }
+
+  /** `fn` with `<state-dir>/smb/mounts` held, walked without following links (src/state/state-subdir.ts). */
+  #inMounts<T>(fn: (mounts: StateDirHandle, top: StateDirHandle) => Promise<T>): Promise<T> {
+    // smb/ and smb/mounts/ are traversable by others: links in the kubelet directory point in here.
+    return withStateDir(this.#stateDir, ["smb", "mounts"], fn, { createMode: [0o755, 0o755] });
   }
 
   async getMapping(root: string): Promise<{ status: string } | null> {
-    const dir = this.mountDirFor(root);
-    const real = await fs.realpath(dir).catch(() => null);
-    if (real === null) return null;
-    // Only this daemon mounts in its private directory, so whatever is mounted there is the mapping.
-    const entry = (await readMountTable()).find((m) => m.mountPoint === real);
-    return entry ? { status: "OK" } : null;
+    const name = this.#mountName(root);
+    return this.#inMounts(async (mounts) => {
+      const st = await fs.lstat(mounts.at(name)).catch(() => null);
+      if (st === null || !st.isDirectory()) return null;
+      // Only this daemon mounts in its private directory, so whatever is mounted there is the mapping.
+      const real = path.join(await fs.realpath(this.#stateDir), "smb", "mounts", name);
+      const entry = (await readMountTable()).find((m) => m.mountPoint === real);
+      return entry ? { status: "OK" } : null;
+    });
   }
 
   async createMapping(root: string, username: string, password: string, requirePrivacy: boolean): Promise<void> {
+    const name = this.#mountName(root);
     const dir = this.mountDirFor(root);
-    await fs.mkdir(dir, { recursive: true, mode: 0o755 }).catch((err) => {
-      throw fsError(err, "mkdir", dir);
-    });
-    // mount(8) follows symbolic links: never mount onto a link, or onto a directory another user made
-    // (the state directory and its smb/ parts are checked at start-up: src/state/state-dir.ts).
-    const made = await fs.lstat(dir);
-    const uid = process.getuid?.();
-    if (made.isSymbolicLink() || !made.isDirectory() || (uid !== undefined && made.uid !== uid)) {
-      throw new CsiProxyError(Code.FailedPrecondition, `mount directory ${dir} is not a directory owned by csi-proxy's user (uid ${uid}); remove it`);
-    }
-    // Links in the kubelet directory point in here: the state dir (maybe created 0700 for its
-    // secrets, which are 0600 files) must be traversable, not listable, by others.
-    const st = await fs.stat(this.#stateDir);
-    if ((st.mode & 0o011) !== 0o011) await fs.chmod(this.#stateDir, (st.mode & 0o777) | 0o011);
-    const source = root.replaceAll("\\", "/");
-    const options: string[] = [];
-    let credentials: string | undefined;
-    try {
-      if (username === "") options.push("guest");
-      else {
-        credentials = await this.#writeCredentials(username, password);
-        options.push(`credentials=${credentials}`);
-      }
-      if (requirePrivacy) options.push("seal");
-      await runCommand(this.#mount, ["-t", "cifs", source, dir, "-o", options.join(",")], {
-        timeoutMs: this.#timeoutMs,
-        redact: [password],
-      }).catch((err) => {
-        throw mountError(err, source);
+    await this.#inMounts(async (mounts, top) => {
+      await fs.mkdir(mounts.at(name), { mode: 0o755 }).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== "EEXIST") throw fsError(err, "mkdir", dir);
       });
-    } finally {
-      if (credentials !== undefined) await fs.rm(credentials, { force: true });
-    }
+      // mount(8) follows symbolic links: never mount onto a link, or onto a directory another user made.
+      const made = await fs.lstat(mounts.at(name));
+      const uid = process.geteuid?.();
+      if (made.isSymbolicLink() || !made.isDirectory() || (uid !== undefined && made.uid !== uid)) {
+        throw new CsiProxyError(Code.FailedPrecondition, `mount directory ${dir} is not a directory owned by csi-proxy's user (uid ${uid}); remove it`);
+      }
+      // Links in the kubelet directory point in here: the state dir (maybe created 0700 for its
+      // secrets, which are 0600 files) must be traversable, not listable, by others.
+      const st = await top.stat();
+      if ((st.mode & 0o011) !== 0o011) await top.chmod((st.mode & 0o777) | 0o011);
+      const source = root.replaceAll("\\", "/");
+      const options: string[] = [];
+      if (username === "") options.push("guest");
+      if (requirePrivacy) options.push("seal");
+      const mount = (extra: string[]) =>
+        runCommand(this.#mount, ["-t", "cifs", source, dir, "-o", [...extra, ...options].join(",")], {
+          timeoutMs: this.#timeoutMs,
+          redact: [password],
+        }).catch((err) => {
+          throw mountError(err, source);
+        });
+      if (username === "") await mount([]);
+      else {
+        await withStateDir(
+          this.#stateDir,
+          ["smb", "credentials"],
+          async (creds) => {
+            const file = await this.#writeCredentials(creds, username, password);
+            try {
+              await mount([`credentials=${path.join(this.#credentialsDir, file)}`]);
+            } finally {
+              // The password must not stay on disk: a failed delete is the call's answer (the start-up sweep removes leftovers).
+              await fs.unlink(creds.at(file)).catch((err: NodeJS.ErrnoException) => {
+                if (err.code !== "ENOENT") throw fsError(err, "remove credentials file", path.join(this.#credentialsDir, file));
+              });
+            }
+          },
+          { createMode: [0o755, 0o700] },
+        );
+      }
+    });
   }
 
   /**
@@ -110,46 +139,59 @@ export class LinuxSmbHost implements SmbHostApi {
    * as its mount command returns, so at start-up none is in use). Run once before serving.
    */
   async removeLeftoverCredentials(): Promise<number> {
-    const names = await fs.readdir(this.#credentialsDir).catch(() => [] as string[]);
-    const leftovers = names.filter((n) => /^cred-[0-9a-f]{24}$/.test(n));
-    for (const n of leftovers) await fs.rm(path.join(this.#credentialsDir, n), { force: true });
-    return leftovers.length;
+    const present = await fs.lstat(this.#credentialsDir).then(() => true, () => false);
+    if (!present) return 0;
+    return withStateDir(
+      this.#stateDir,
+      ["smb", "credentials"],
+      async (creds) => {
+        const leftovers = (await creds.list()).filter((n) => /^cred-[0-9a-f]{24}$/.test(n));
+        for (const n of leftovers) await fs.unlink(creds.at(n)).catch(() => {});
+        return leftovers.length;
+      },
+      { createMode: [0o755, 0o700] },
+    );
   }
 
-  /** Writes a mount.cifs credentials file (mode 0600, exclusive create) and returns its path. */
-  async #writeCredentials(username: string, password: string): Promise<string> {
-    await fs.mkdir(this.#credentialsDir, { recursive: true, mode: 0o700 });
-    await fs.chmod(this.#credentialsDir, 0o700);
-    const file = path.join(this.#credentialsDir, `cred-${nodeCrypto().randomBytes(12).toString("hex")}`);
+  /**
+   * Writes a mount.cifs credentials file (mode 0600, exclusive create, O_NOFOLLOW) inside the held
+   * credentials directory (made 0700 first) and returns its name.
+   */
+  async #writeCredentials(creds: StateDirHandle, username: string, password: string): Promise<string> {
+    await creds.chmod(0o700);
+    const name = `cred-${nodeCrypto().randomBytes(12).toString("hex")}`;
     const slash = username.indexOf("\\");
     const lines =
       slash > 0 ? [`username=${username.slice(slash + 1)}`, `password=${password}`, `domain=${username.slice(0, slash)}`] : [`username=${username}`, `password=${password}`];
-    const handle = await fs.open(file, "wx", 0o600);
+    const handle = await fs.open(creds.at(name), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
     try {
       await handle.chmod(0o600);
       await handle.writeFile(`${lines.join("\n")}\n`);
     } catch (err) {
       await handle.close();
-      await fs.rm(file, { force: true });
+      await fs.unlink(creds.at(name)).catch(() => {});
       throw err;
     }
     await handle.close();
-    return file;
+    return name;
   }
 
   async removeMapping(root: string): Promise<void> {
+    const name = this.#mountName(root);
     const dir = this.mountDirFor(root);
-    try {
-      await runCommand(this.#umount, [dir], { timeoutMs: this.#timeoutMs });
-    } catch (err) {
-      const text = err instanceof HostCommandError ? err.stderr : "";
-      if (/not mounted|no mount point specified/i.test(text)) {
-        // already gone: nothing to force
-      } else if (/busy/i.test(text)) {
-        await runCommand(this.#umount, ["-l", dir], { timeoutMs: this.#timeoutMs }); // Windows removes with -Force
-      } else throw err;
-    }
-    await fs.rmdir(dir).catch(() => {});
+    await this.#inMounts(async (mounts) => {
+      try {
+        await runCommand(this.#umount, [dir], { timeoutMs: this.#timeoutMs });
+      } catch (err) {
+        const text = err instanceof HostCommandError ? err.stderr : "";
+        if (/not mounted|no mount point specified/i.test(text)) {
+          // already gone: nothing to force
+        } else if (/busy/i.test(text)) {
+          await runCommand(this.#umount, ["-l", dir], { timeoutMs: this.#timeoutMs }); // Windows removes with -Force
+        } else throw err;
+      }
+      await fs.rmdir(mounts.at(name)).catch(() => {});
+    });
   }
 
   async isPathValid(remote: string): Promise<boolean> {

@@ -28,7 +28,7 @@ const gptId = (n: number) => `\\\\?\\Volume{00000000-0000-4000-8000-${n.toString
  * Root disk vda (whole-disk ext4 on /), loop3 with one 512 MiB partition (volume gptId(1), /dev/loop3p1)
  * on a 1 GiB disk, an empty staging directory under the kubelet dir.
  */
-function setup(options: { tweak?: (w: FakeBlockWorld) => void; fsType?: ManagedFsType } = {}) {
+function setup(options: { tweak?: (w: FakeBlockWorld) => void; fsType?: ManagedFsType; log?: { info(m: string): void; warning(m: string): void } } = {}) {
   const world = new FakeBlockWorld();
   world.addDisk({ name: "vda", major: 254, minor: 0, sizeBytes: 256n * 1024n * MiB });
   world.putFilesystem("/dev/vda", "ext4");
@@ -39,7 +39,7 @@ function setup(options: { tweak?: (w: FakeBlockWorld) => void; fsType?: ManagedF
   world.mkdir("/mnt/admin");
   options.tweak?.(world);
   const tools = new FakeBlockTools(world);
-  const host = new LinuxVolumeHost(tools, { defaultFileSystem: options.fsType ?? "ext4" });
+  const host = new LinuxVolumeHost(tools, { defaultFileSystem: options.fsType ?? "ext4", log: options.log });
   const policy = createPathPolicy({ platform: "linux", allowedDirs: [KUBELET], resolve: async (p) => p });
   const locks = createKeyedMutex();
   const volume = createVolumeService({ host, policy, locks });
@@ -498,6 +498,21 @@ describe("ResizeVolume", () => {
       if (c.fsBytes !== undefined) assert.equal(s.world.fsOf(s.dev).sizeBytes, c.fsBytes);
     });
   }
+  test("a temporary mount that cannot be unmounted is named in the answer and unmounted by the retry", async () => {
+    const lines: string[] = [];
+    const log = { info: (m: string) => lines.push(`I ${m}`), warning: (m: string) => lines.push(`W ${m}`) };
+    const s = setup({ tweak: (w) => (grown(w), formatted(w, "xfs"), w.failNext("unmount")), log });
+    await rejectsWithCode(
+      s.volume.resizeVolume({ volumeId: s.id, sizeBytes: 0n }),
+      Code.Internal,
+      /\/dev\/loop3p1 stays mounted at \/run\/fake-csi-proxy-tmp-1 \(the temporary mount for growing it\); csi-proxy retries unmounting it \(7 attempts within 118 s\)/,
+    );
+    assert.ok(s.world.mounts.some((m) => m.mountPoint === "/run/fake-csi-proxy-tmp-1"), "left where the answer says");
+    for (let i = 0; i < 100 && lines.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual(lines, ["I cleanup retry 1/7 of temporary mount of /dev/loop3p1 at /run/fake-csi-proxy-tmp-1: done, nothing left"]);
+    assert.ok(!s.world.mounts.some((m) => m.mountPoint === "/run/fake-csi-proxy-tmp-1"), "the retry unmounted it");
+    assert.deepEqual(s.world.calls.slice(-3), ["unmount /run/fake-csi-proxy-tmp-1", "unmount /run/fake-csi-proxy-tmp-1", "removeTempDir /run/fake-csi-proxy-tmp-1"]);
+  });
   test("failure growing the filesystem says the partition was grown", async () => {
     const s = setup({ tweak: (w) => (ext4Mounted(w), w.failNext("growFilesystem")) });
     await rejectsWithCode(s.volume.resizeVolume({ volumeId: s.id, sizeBytes: 0n }), Code.Internal, /partition was grown but growing the filesystem failed/);

@@ -8,6 +8,7 @@ import type { FilesystemGrowth, MountedVolume, VolumeContent, VolumeHostApi, Vol
 import { Code, CsiProxyError, failedPrecondition } from "../../errors.ts";
 import type { BlockMount, BlockTools, ManagedFsType, ProbeResult } from "./block-tools-api.ts";
 import { SnapshotSessions } from "./snapshot-session.ts";
+import { describeSchedule, retryUndo, type UndoLog } from "../../util/undo-retry.ts";
 import {
   describeSignatures,
   describeProbe,
@@ -33,6 +34,8 @@ import {
 export interface LinuxVolumeHostOptions {
   /** What FormatVolume creates (flag -default-fs-type). */
   defaultFileSystem: ManagedFsType;
+  /** Where background cleanups (a temporary mount that could not be unmounted) log; default stderr. */
+  log?: UndoLog;
 }
 
 /** What must not change between looking a volume up and writing to it: device, medium, extent. */
@@ -50,11 +53,13 @@ export class LinuxVolumeHost implements VolumeHostApi {
   readonly checksAtWrite = true;
 
   readonly #sessions: SnapshotSessions;
+  readonly #log: UndoLog | undefined;
 
   constructor(tools: BlockTools, options: LinuxVolumeHostOptions) {
     this.#tools = tools;
     this.#sessions = new SnapshotSessions((dev) => takeSnapshot(tools, dev));
     this.defaultFileSystem = options.defaultFileSystem;
+    this.#log = options.log;
   }
 
   /** Runs one operation of the service (under its disk's lock): its reads share one snapshot, its writes verify on their own (snapshot-session.ts). */
@@ -289,15 +294,31 @@ export class LinuxVolumeHost implements VolumeHostApi {
       return this.#tools.growFilesystem(vol.devPath, family, null);
     }
     const dir = await this.#tools.makeTempDir();
+    let left = false;
     try {
       await this.#tools.mount(vol.devPath, dir, "xfs");
       try {
         await this.#tools.growFilesystem(vol.devPath, family, dir);
       } finally {
-        await this.#tools.unmount(dir);
+        await this.#tools.unmount(dir).catch((err: unknown) => {
+          // The call's own temporary mount stays: the answer says where, a bounded retry removes it.
+          left = true;
+          const why = err instanceof Error ? err.message : String(err);
+          const undo = async () => {
+            await this.#tools.unmount(dir);
+            await this.#tools.removeTempDir(dir).catch(() => {});
+            return { done: true as const };
+          };
+          void retryUndo(`temporary mount of ${vol.devPath} at ${dir}`, undo, this.#log);
+          throw new CsiProxyError(
+            err instanceof CsiProxyError ? err.code : Code.FailedPrecondition,
+            `${why}; ${vol.devPath} stays mounted at ${dir} (the temporary mount for growing it); csi-proxy retries unmounting it (${describeSchedule()})`,
+            { cause: err },
+          );
+        });
       }
     } finally {
-      await this.#tools.removeTempDir(dir).catch(() => {});
+      if (!left) await this.#tools.removeTempDir(dir).catch(() => {}); // an empty private directory; a leftover is harmless
     }
   }
 

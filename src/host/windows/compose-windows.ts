@@ -15,6 +15,7 @@ import { createFilesystemService } from "../../groups/filesystem/filesystem-serv
 import { createPathPolicy } from "../../policy/path-policy.ts";
 import { createFsResolver } from "../../policy/path-resolver.ts";
 import { createSmbService } from "../../groups/smb/smb-service.ts";
+import { readWindowsStateFile } from "../../state/state-file-windows.ts";
 import { smbStateFile } from "../../groups/smb/smb-state.ts";
 import { guardStateFile, secureStateDir } from "../../state/state-dir.ts";
 import { createIscsiService } from "../../groups/iscsi/iscsi-service.ts";
@@ -56,7 +57,7 @@ export async function createWindowsServices(config: ProxyConfig): Promise<Servic
     smb: await createSmbService({
       host: new WindowsSmbHost(pool, win32),
       policy,
-      state: guardStateFile(smbStateFile(config.stateDir), trust.smb),
+      state: guardStateFile(smbStateFile(config.stateDir, { read: (file) => readWindowsStateFile(file, win32) }), trust.smb),
       requirePrivacy: config.requirePrivacy,
       platform: "win32",
       log: config.logger,
