@@ -381,12 +381,15 @@ const WINDOWS_SYNTAX_ERRORS: { name: string; path: string; message: string }[] =
     ["U+001F (not rejected upstream)", `${base}a\x1fb`, chars(`${base}a\x1fb`)],
     // not absolute
     ["empty path", "", notAbs("")],
-    ["forward slashes after the drive", "C:/var/lib/kubelet", notAbs("C:/var/lib/kubelet")],
-    ["drive-relative path", "C:var\\lib\\kubelet", notAbs("C:var\\lib\\kubelet")],
     ["relative path", "var\\lib\\kubelet", notAbs("var\\lib\\kubelet")],
-    ["POSIX path", "/var/lib/kubelet", notAbs("/var/lib/kubelet")],
-    ["digit instead of a drive letter", "1:\\var", notAbs("1:\\var")],
-    ["drive letter only", "C:", notAbs("C:")],
+    // not absolute, with upstream's invalid characters anywhere (upstream checks them first)
+    ["forward slashes after the drive", "C:/var/lib/kubelet", chars("C:/var/lib/kubelet")],
+    ["drive-relative path", "C:var\\lib\\kubelet", chars("C:var\\lib\\kubelet")],
+    ["POSIX path", "/var/lib/kubelet", chars("/var/lib/kubelet")],
+    ["digit instead of a drive letter", "1:\\var", chars("1:\\var")],
+    ["drive letter only", "C:", chars("C:")],
+    ["relative path with `..` inside a name", "var\\a..b", chars("var\\a..b")],
+    ["relative `..` component", "..\\x", chars("..\\x")],
   ];
   return rows.map(([name, p, message]) => ({ name, path: p, message }));
 })();

@@ -5,7 +5,7 @@ import type { VolumeService } from "./types.ts";
 /** v1alpha1–v1beta2: string disk ids, `path`/`size` field names, Dismount/VolumeStats/… method names. */
 const legacy = (volume: VolumeService) => ({
   listVolumesOnDisk: (req: { diskId: string }) =>
-    volume.listVolumesOnDisk({ diskNumber: parseDiskId(req.diskId, "ListVolumesOnDiskRequest.DiskId"), partitionNumber: 0 }),
+    volume.listVolumesOnDisk({ diskNumber: parseDiskId(req.diskId, "Failed to parse diskId: err="), partitionNumber: 0 }),
   mountVolume: async (req: { volumeId: string; path: string }) => (await volume.mountVolume({ volumeId: req.volumeId, targetPath: req.path }), {}),
   dismountVolume: async (req: { volumeId: string; path: string }) =>
     (await volume.unmountVolume({ volumeId: req.volumeId, targetPath: req.path }), {}),

@@ -3,7 +3,7 @@ import * as path from "node:path";
 import type { EntryKind, FilesystemHostApi, RemoveOptions } from "../../groups/filesystem/host-api.ts";
 import { stopIfAborted } from "../stop-if-aborted.ts";
 import { CsiProxyError, Code } from "../../errors.ts";
-import { fsError } from "../fs-error.ts";
+import { windowsFsError } from "./windows-fs-error.ts";
 import { FILE_ATTRIBUTE_REPARSE_POINT, IO_REPARSE_TAG_MOUNT_POINT } from "../../win32/win32-constants.ts";
 import type { Awaitable, Handle, Win32 } from "../../win32/win32.ts";
 import { removeTreeWindows } from "./windows-remove-tree.ts";
@@ -13,7 +13,8 @@ export type ReparseProbe = Awaitable<Pick<Win32, "getFileAttributes" | "reparseT
 
 /**
  * Filesystem host operations on Windows: Node's fs (libuv over Win32) plus two Win32 calls through
- * koffi. No processes.
+ * koffi. No processes. Failures read as Go's os prints them (`remove <p>: The directory is not
+ * empty.`, windows-fs-error.ts), never with a Node errno name.
  *
  * - Node's lstat reports symlinks and drive-letter junctions as symbolic links, and a volume
  *   mount point (a junction to `\??\Volume{GUID}\`) as a plain directory; isMountPoint recognises
@@ -42,7 +43,7 @@ export class WindowsFilesystemHost implements FilesystemHostApi {
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === "ENOENT" || code === "ENOTDIR") return null;
-      throw fsError(err, "stat", p);
+      throw windowsFsError(err, "CreateFile", p);
     }
   }
 
@@ -52,24 +53,24 @@ export class WindowsFilesystemHost implements FilesystemHostApi {
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === "ENOENT" || code === "ENOTDIR") return null;
-      throw fsError(err, "resolve", p);
+      throw windowsFsError(err, "resolve", p);
     }
   }
 
   async mkdirAll(p: string): Promise<void> {
     await fs.mkdir(p, { recursive: true }).catch((err) => {
-      throw fsError(err, "mkdir", p);
+      throw windowsFsError(err, "mkdir", p);
     });
   }
 
   async removeDir(p: string): Promise<void> {
     // RemoveDirectoryW removes an empty directory, or a directory symlink/junction itself.
     const st = await fs.lstat(p).catch((err) => {
-      throw fsError(err, "rmdir", p);
+      throw windowsFsError(err, "remove", p);
     });
     const remove = st.isSymbolicLink() ? fs.unlink(p).catch(() => fs.rmdir(p)) : fs.rmdir(p);
     await remove.catch((err) => {
-      throw fsError(err, "rmdir", p);
+      throw windowsFsError(err, "remove", p);
     });
   }
 
@@ -141,7 +142,7 @@ export class WindowsFilesystemHost implements FilesystemHostApi {
 
   async readDir(p: string): Promise<string[]> {
     return fs.readdir(p).catch((err) => {
-      throw fsError(err, "read directory", p);
+      throw windowsFsError(err, "open", p);
     });
   }
 
@@ -153,7 +154,7 @@ export class WindowsFilesystemHost implements FilesystemHostApi {
       // Node picks a directory link when the target is a directory (like Go's os.Symlink) and uses
       // SYMBOLIC_LINK_FLAG_ALLOW_UNPRIVILEGED_CREATE.
       await fs.symlink(target, linkPath).catch((err) => {
-        throw fsError(err, "symlink", linkPath);
+        throw windowsFsError(err, "symlink", linkPath);
       });
     } finally {
       await this.#release(pins);
