@@ -7,6 +7,16 @@ import { windowsFsError } from "./windows-fs-error.ts";
 import { FILE_ATTRIBUTE_REPARSE_POINT, IO_REPARSE_TAG_MOUNT_POINT } from "../../win32/win32-constants.ts";
 import type { Awaitable, Handle, Win32 } from "../../win32/win32.ts";
 import { removeTreeWindows } from "./windows-remove-tree.ts";
+import { win32Message, WinError } from "../../win32/win32-errors.ts";
+
+/** The deepest ancestor of `p` that exists (followed through symlinks, as Go's os.Stat), or null. */
+async function firstExistingAncestor(p: string): Promise<{ path: string; isDirectory: boolean } | null> {
+  for (let cur = path.dirname(p); ; cur = path.dirname(cur)) {
+    const st = await fs.stat(cur).catch(() => null);
+    if (st !== null) return { path: cur, isDirectory: st.isDirectory() };
+    if (path.dirname(cur) === cur) return null;
+  }
+}
 
 /** The Win32 calls the filesystem host needs (a {@link Win32}, or a fake in tests). */
 export type ReparseProbe = Awaitable<Pick<Win32, "getFileAttributes" | "reparseTag" | "openEntryNoFollow" | "fileInfo" | "openListing" | "readDirectoryBatch" | "deleteByHandle" | "closeHandle">>;
@@ -57,8 +67,18 @@ export class WindowsFilesystemHost implements FilesystemHostApi {
     }
   }
 
+  /**
+   * Creates `p` and its missing ancestors. When the deepest existing ancestor is not a directory
+   * (symlinks followed), the failure names that ancestor as Go's os.MkdirAll does: `mkdir
+   * <ancestor>: The system cannot find the path specified.` (ENOTDIR is ERROR_PATH_NOT_FOUND on
+   * Windows), FailedPrecondition. Any other failure names `p` (windows-fs-error.ts).
+   */
   async mkdirAll(p: string): Promise<void> {
-    await fs.mkdir(p, { recursive: true }).catch((err) => {
+    await fs.mkdir(p, { recursive: true }).catch(async (err) => {
+      const blocker = await firstExistingAncestor(p);
+      if (blocker !== null && !blocker.isDirectory) {
+        throw new CsiProxyError(Code.FailedPrecondition, `mkdir ${blocker.path}: ${win32Message(WinError.PATH_NOT_FOUND)}`, { cause: err });
+      }
       throw windowsFsError(err, "mkdir", p);
     });
   }
