@@ -8,8 +8,9 @@
  * Each row must be equal (Wine's system-message wording mapped to Windows', compare.ts) or be a
  * deliberate difference of {@link DELIBERATE} (each one listed, with its reason, in
  * docs/driver-compat.md "Upstream's binary as the oracle"), or one of the known, not yet fixed
- * differences listed by id in test/oracle/remaining.json (counted in the docs). Rows upstream answered through Wine's
- * stub powershell.exe show Wine, not upstream, and are not compared.
+ * differences listed by id in test/oracle/remaining.json (counted in the docs). Rows upstream
+ * answered through Wine's stub powershell.exe, or (v1.3.0) through Wine's WMI by the rule of
+ * wine-wmi.ts, show Wine, not upstream, and are not compared.
  */
 import { before, test } from "node:test";
 import assert from "node:assert/strict";
