@@ -5,6 +5,9 @@ import type { ServiceHandlers } from "../api/handlers.ts";
 import { unaryMethods, type CallObserver } from "./grpc-service.ts";
 import { GrpcConnection } from "./grpc-connection.ts";
 import { listenEndpoint } from "./listen-endpoint.ts";
+import { ByteBudget } from "./byte-budget.ts";
+import { openFileLimit } from "./open-file-limit.ts";
+import { PROCESS_BUFFERED_BYTES, connectionsPerEndpoint, type TransportLimits } from "./transport-limits.ts";
 
 /** One served group/version: its address (socket path or pipe name), service and handlers. */
 export interface Endpoint {
@@ -26,6 +29,9 @@ export interface ServingEndpoints {
  * with that endpoint's methods only (other methods get UNIMPLEMENTED), whatever `:authority` the
  * client sends. If any endpoint cannot listen, the ones already started are stopped and the
  * error is thrown (nothing half-started is left behind).
+ * Each endpoint accepts at most `connectionsPerEndpoint(RLIMIT_NOFILE)` connections at once (more
+ * are closed as they are accepted), so a flood on one endpoint cannot take the descriptors the
+ * others need; all connections share one process-wide budget of buffered request data.
  */
 export async function serveEndpoints(
   endpoints: Endpoint[],
@@ -34,6 +40,10 @@ export async function serveEndpoints(
     platform?: NodeJS.Platform;
     /** Largest request message accepted (default 4 MiB, as grpc-go and grpc-js). */
     maxMessageBytes?: number;
+    /** Overrides of the transport limits (transport-limits.ts DEFAULT_LIMITS). */
+    limits?: Partial<TransportLimits>;
+    /** Connections accepted per endpoint (default: connectionsPerEndpoint of this process's descriptor limit). */
+    maxConnectionsPerEndpoint?: number;
     /** Windows -pipe-sddl: applied to each pipe once it listens (see listenEndpoint). */
     secure?: (address: string) => Promise<unknown>;
   },
@@ -41,6 +51,9 @@ export async function serveEndpoints(
   const started: { listener: net.Server; sockets: Set<net.Socket>; address: string }[] = [];
   const isPipe = (options.platform ?? process.platform) === "win32";
   let stopping: Promise<void> | undefined;
+  const limits: Partial<TransportLimits> = { ...options.limits, ...(options.maxMessageBytes ? { maxMessageBytes: options.maxMessageBytes } : {}) };
+  const processBudget = new ByteBudget(PROCESS_BUFFERED_BYTES);
+  const maxConnections = options.maxConnectionsPerEndpoint ?? connectionsPerEndpoint(isPipe ? undefined : openFileLimit());
   const stop = () =>
     (stopping ??= Promise.all(
       started.map(async ({ listener, sockets, address }) => {
@@ -60,10 +73,11 @@ export async function serveEndpoints(
         (socket) => {
           sockets.add(socket);
           socket.once("close", () => sockets.delete(socket));
-          new GrpcConnection(socket, methods, { maxMessageBytes: options.maxMessageBytes });
+          new GrpcConnection(socket, methods, { limits, processBudget });
         },
         { platform: options.platform, secure: options.secure },
       );
+      listener.maxConnections = maxConnections;
       started.push({ listener, sockets, address: endpoint.address });
     }),
   );

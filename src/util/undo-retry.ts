@@ -4,7 +4,7 @@
  *
  * Contract: `attempt` runs at most `delaysMs.length` times, each after the next delay of the
  * schedule (measured from the previous attempt's end), never two at once; it resolves "done" when
- * nothing is left, "left" with a description of what is still there, or rejects (counted as
+ * nothing is left (or what is there is to be kept, `kept` saying why), "left" with a description of what is still there, or rejects (counted as
  * "left", its message logged). Every attempt is logged (a warning while something is left, info when
  * done); the last failing one logs that the daemon gives up. Timers are unref'd: a pending retry
  * never keeps the process alive.
@@ -18,7 +18,8 @@ export interface UndoLog {
   warning(msg: string): void;
 }
 
-export type UndoAttempt = () => Promise<{ done: true } | { done: false; left: string }>;
+/** One attempt: done (nothing left, or `kept` saying why what is there stays), or what is still left. */
+export type UndoAttempt = () => Promise<{ done: true; kept?: string } | { done: false; left: string }>;
 
 /** Where retries log when no logger was given (stderr, one line per attempt). */
 const stderrLog: UndoLog = {
@@ -41,7 +42,7 @@ export function retryUndo(what: string, attempt: UndoAttempt, log: UndoLog = std
       try {
         const r = await attempt();
         if (r.done) {
-          log.info(`cleanup retry ${n} of ${what}: done, nothing left`);
+          log.info(`cleanup retry ${n} of ${what}: ${r.kept !== undefined ? `stopped: ${r.kept}` : "done, nothing left"}`);
           return true;
         }
         log.warning(`cleanup retry ${n} of ${what}: still left: ${r.left}${i + 1 === delaysMs.length ? "; giving up, remove it by hand" : ""}`);

@@ -34,6 +34,10 @@ export interface StartOptions {
   env?: Record<string, string>;
   /** Reuse this socket dir instead of a fresh one (it is not removed by stop()). */
   socketDir?: string;
+  /** Options for node itself, e.g. ["--max-old-space-size=256"]. */
+  nodeArgs?: string[];
+  /** A command the daemon runs under, e.g. ["prlimit", "--nofile=600:600", "--"]. */
+  wrap?: string[];
 }
 
 export async function startDaemonProcess(options: StartOptions = {}): Promise<DaemonProcess> {
@@ -41,9 +45,11 @@ export async function startDaemonProcess(options: StartOptions = {}): Promise<Da
   const socketDir = options.socketDir ?? path.join(root, "sockets");
   const kubeletDir = path.join(root, "kubelet");
   mkdirSync(kubeletDir);
+  const argv = [nodeBinary, ...(options.nodeArgs ?? []), path.join(repoRoot, "src/main.ts"), "-socket-dir", socketDir, "-kubelet-path", kubeletDir, ...(options.args ?? [])];
+  const [command, ...args] = [...(options.wrap ?? []), ...argv];
   const child = spawn(
-    nodeBinary,
-    [path.join(repoRoot, "src/main.ts"), "-socket-dir", socketDir, "-kubelet-path", kubeletDir, ...(options.args ?? [])],
+    command,
+    args,
     { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, ...options.env } },
   );
   let log = "";

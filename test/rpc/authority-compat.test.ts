@@ -72,7 +72,9 @@ describe("serving old and new Go clients", () => {
     client.close();
   });
 
-  it("tolerates a connection that never sends the preface while others are served", async () => {
+  // A slow client may take up to handshakeTimeoutMs (20 s, src/rpc/transport-limits.ts) to send its
+  // preface; test/rpc/transport-limits.test.ts checks that it is closed after that.
+  it("tolerates a connection that has not sent the preface yet while others are served", async () => {
     const idle = net.connect(address);
     await new Promise((resolve) => idle.once("connect", resolve));
     const client = new RawH2Client(address);

@@ -79,6 +79,21 @@ describe("mountOnDir undo", { skip }, () => {
     assert.match(lines[1], /^I cleanup retry 2\/3 of mount .*: done, nothing left$/);
   });
 
+  it("a retry that finds the mount back at the asked target keeps it", async () => {
+    const base = path.join(root, "d");
+    mkdirSync(path.join(base, "p", "target"), { recursive: true });
+    const libc = await movingLibc(base, 1_000); // every umount2 fails: only the retry's own check can stop it
+    const src = `csi-undo-${process.pid}-d`;
+    const lines: string[] = [];
+    const log = { info: (m: string) => lines.push(m), warning: (m: string) => lines.push(m) };
+    await assert.rejects(mountOnDir(libc, src, path.join(base, "p", "target"), "tmpfs", { log, retryDelaysMs: [300, 300] }), /still mounted at/);
+    renameSync(path.join(base, "moved"), path.join(base, "p")); // exchanged back before the first retry
+    for (let i = 0; i < 100 && lines.length < 1; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(lines.length, 1, lines.join("\n"));
+    assert.match(lines[0], /^cleanup retry 1\/2 .*: stopped: .* is now mounted at the asked target .*\/d\/p\/target; kept$/);
+    assert.deepEqual(mountPointsOf(src), [path.join(base, "p", "target")]);
+  });
+
   it("the retry gives up after its schedule and says so", async () => {
     const base = path.join(root, "c");
     mkdirSync(path.join(base, "p", "target"), { recursive: true });

@@ -12,6 +12,8 @@
  *   mount table: FailedPrecondition "… mount undone" only when the mount id is gone; otherwise
  *   FailedPrecondition naming the device, where it is mounted now and its mount id, and the daemon
  *   retries the unmount in the background (undo-retry.ts: bounded schedule, each attempt logged).
+ *   A retry that finds the mount back at `target` itself stops and keeps it (the caller's own retry
+ *   of MountVolume may have answered OK on it; a mount at the asked target is never undone behind it).
  * - {@link unmountDir}: the parent of `target` is opened without following links; the mount on the
  *   entry is identified by its mount id and must be the mount table's entry for `target`; umount2
  *   gets `/proc/self/fd/<parent>/<name>` with UMOUNT_NOFOLLOW (a link placed there is refused).
@@ -128,6 +130,10 @@ export async function mountOnDir(libc: Libc, source: string, target: string, fsT
     void retryUndo(
       what,
       async () => {
+        // Moved back to the asked target (a later MountVolume may already have answered OK on it):
+        // it is what the caller asked for, inside the allowed directories; never undone from behind.
+        const now = await findMount(made);
+        if (now?.mountPoint === target) return { done: true, kept: `${source} is now mounted at the asked target ${target}; kept` };
         const r = await unmountById(libc, made);
         return r.left ? { done: false, left: `${source} still mounted at ${r.left.mountPoint} (mount id ${made.mountId}): ${r.why}` } : { done: true };
       },

@@ -1,0 +1,87 @@
+/**
+ * Every bound the HTTP/2 gRPC transport keeps against its clients, in one place. Each value is a
+ * contract: what a client may do before it is refused, and what the server then answers. The
+ * anchors (nghttp2, grpc-go, Go's x/net/http2, Node's http2) and their values are listed in
+ * docs/reliability.md, "Transport limits".
+ */
+export interface TransportLimits {
+  /** Largest request message accepted, bytes; above it the call answers RESOURCE_EXHAUSTED. */
+  maxMessageBytes: number;
+  /** Concurrent streams advertised (SETTINGS_MAX_CONCURRENT_STREAMS). A stream counts from its HEADERS until both its answer is sent and its handler has ended (a reset or timed-out stream keeps counting while its handler runs); above it: RST_STREAM(REFUSED_STREAM). */
+  maxConcurrentStreams: number;
+  /** Largest compressed header block (HEADERS + CONTINUATION payloads), bytes; above it: GOAWAY(ENHANCE_YOUR_CALM). */
+  maxHeaderBlockBytes: number;
+  /** Most frames one header block may span (HEADERS + CONTINUATIONs, empty ones included); above it: GOAWAY(ENHANCE_YOUR_CALM). */
+  maxHeaderBlockFrames: number;
+  /** Largest decoded header list (RFC 7541 sizes: name + value + 32 per field), bytes; above it the call answers RESOURCE_EXHAUSTED. */
+  maxHeaderListBytes: number;
+  /** Most entries in one SETTINGS frame; above it: GOAWAY(ENHANCE_YOUR_CALM). */
+  maxSettingsEntries: number;
+  /** PING policy (grpc-go's): a PING arriving sooner than this many ms after the previous one, with no HEADERS or DATA sent by us in between, is a strike. */
+  pingMinIntervalMs: number;
+  /** Strikes tolerated; one more: GOAWAY(ENHANCE_YOUR_CALM, "too_many_pings"). */
+  maxPingStrikes: number;
+  /** Token bucket of RST_STREAM frames received (rapid reset): burst and refill per second; empty: GOAWAY(ENHANCE_YOUR_CALM). */
+  resetBurst: number;
+  resetsPerSecond: number;
+  /** Token bucket of cheap frames that make work without progress (SETTINGS, PRIORITY, empty DATA without END_STREAM, refused streams, WINDOW_UPDATE, unknown frame types): burst and refill per second; empty: GOAWAY(ENHANCE_YOUR_CALM). */
+  glitchBurst: number;
+  glitchesPerSecond: number;
+  /** Request data buffered on one connection (capacity of partial request bodies), bytes; a DATA frame that would exceed it ends its call with RESOURCE_EXHAUSTED. */
+  maxConnectionBufferedBytes: number;
+  /** Bytes queued for the socket above which the server stops reading from the connection until the client reads (write back-pressure). */
+  writeHighWaterBytes: number;
+  /** A connection that has not sent the client preface and its first SETTINGS within this many ms is closed. */
+  handshakeTimeoutMs: number;
+  /** A connection on which no call started for this many ms (up to twice that: it is checked once per period) and none is in flight is ended gracefully: GOAWAY(NO_ERROR), then closed once no call is in flight. 0 = never. */
+  idleTimeoutMs: number;
+}
+
+export const DEFAULT_LIMITS: Readonly<TransportLimits> = Object.freeze({
+  maxMessageBytes: 4 * 1024 * 1024,
+  maxConcurrentStreams: 1000,
+  maxHeaderBlockBytes: 256 * 1024,
+  maxHeaderBlockFrames: 32,
+  maxHeaderListBytes: 64 * 1024,
+  maxSettingsEntries: 32,
+  pingMinIntervalMs: 10_000,
+  maxPingStrikes: 2,
+  resetBurst: 1000,
+  resetsPerSecond: 33,
+  glitchBurst: 1000,
+  glitchesPerSecond: 33,
+  maxConnectionBufferedBytes: 8 * 1024 * 1024,
+  writeHighWaterBytes: 64 * 1024,
+  handshakeTimeoutMs: 20_000,
+  idleTimeoutMs: 30 * 60_000,
+});
+
+/**
+ * Request data buffered by the whole process (all connections of all endpoints), bytes. A DATA
+ * frame that would exceed it ends its call with RESOURCE_EXHAUSTED.
+ */
+export const PROCESS_BUFFERED_BYTES = 16 * 1024 * 1024;
+
+/** Per-stream receive window advertised (SETTINGS_INITIAL_WINDOW_SIZE): above the largest accepted message, so unary requests never wait for WINDOW_UPDATE. */
+export const STREAM_RECEIVE_WINDOW = 8 * 1024 * 1024;
+/** Connection receive window: the default 65535 raised by this much at once; replenished in steps of CONNECTION_WINDOW_REPLENISH as DATA arrives. */
+export const CONNECTION_WINDOW_BOOST = 16 * 1024 * 1024;
+export const CONNECTION_WINDOW_REPLENISH = 4 * 1024 * 1024;
+/** Largest frame accepted: the RFC default SETTINGS_MAX_FRAME_SIZE, which the server never raises. Larger: GOAWAY(FRAME_SIZE_ERROR). */
+export const MAX_FRAME_ACCEPTED = 16384;
+
+/** Connections accepted per endpoint when descriptors are plentiful. */
+export const MAX_CONNECTIONS_PER_ENDPOINT = 1000;
+/** Descriptors kept for everything but client connections (listeners, files, pipes of host commands). */
+export const DESCRIPTOR_RESERVE = 128;
+
+/**
+ * Connections one endpoint accepts (more are closed on accept): at most MAX_CONNECTIONS_PER_ENDPOINT,
+ * and at most half of the descriptors left after DESCRIPTOR_RESERVE, so a flood on one endpoint
+ * leaves the other endpoints at least the other half. `openFileLimit`: RLIMIT_NOFILE's soft value,
+ * or undefined where there is none (Windows handles).
+ */
+export function connectionsPerEndpoint(openFileLimit: number | undefined): number {
+  if (openFileLimit === undefined) return MAX_CONNECTIONS_PER_ENDPOINT;
+  return Math.max(8, Math.min(MAX_CONNECTIONS_PER_ENDPOINT, Math.floor((openFileLimit - DESCRIPTOR_RESERVE) / 2)));
+}
