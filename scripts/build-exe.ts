@@ -27,6 +27,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
+import { addLogSitesToFile } from "./log-sites.ts";
 import { build } from "./build.ts";
 import { fetchPackage } from "./npm-package-cache.ts";
 
@@ -133,10 +134,13 @@ export async function buildExe(options: { outDir?: string; quiet?: boolean; vers
   build();
   const bundle = path.join(work, "csi-proxy.cjs");
   // import.meta.url: only read by version.ts when CSI_PROXY_VERSION is not defined, which it is here.
+  // Built with an inline source map only to resolve the log lines' source locations (log-sites.ts),
+  // which then drops it: the exe carries no source map.
   await esbuild.build({
     ...esbuildOptions(path.join(root, "dist", "main.js"), bundle, { "globalThis.CSI_PROXY_VERSION": JSON.stringify(version), "import.meta.url": "undefined" }),
-    sourcemap: false,
+    sourcemap: "inline",
   });
+  addLogSitesToFile(bundle, "*", { dropMap: true }); // the embedded script's frames carry the exe's name
   fs.writeFileSync(bundle, asciiSource(fs.readFileSync(bundle, "utf8")));
   const kv = koffiVersion();
   const hash = createHash("sha256")

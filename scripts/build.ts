@@ -7,6 +7,7 @@
  * dist/bundle/: one ES module per program plus shared chunks for what they load on demand (the
  * Windows host, metrics, compression), so starting a program parses one file instead of resolving
  * and compiling ~150 modules. The bins, `npm start` and the systemd unit run the bundles.
+ * Log lines of the bundles cite source files and lines, resolved at build time (scripts/log-sites.ts).
  * Deterministic: the same sources give byte-identical output.
  */
 import { execFileSync } from "node:child_process";
@@ -14,6 +15,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
+import { addLogSites } from "./log-sites.ts";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 /** The package's bins (package.json "bin"), relative to the root: the bundles of the two programs. */
@@ -51,6 +53,7 @@ function bundle(): void {
     banner: { js: 'import { createRequire as __csiProxyCreateRequire } from "node:module";\nconst require = __csiProxyCreateRequire(import.meta.url);' },
   });
   if (result.errors.length) throw new Error(`esbuild: ${result.errors.map((e) => e.text).join("; ")}`);
+  addLogSites(path.join(root, "dist", "bundle"));
 }
 
 export function build(): void {

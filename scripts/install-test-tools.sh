@@ -9,6 +9,8 @@
 #               it must not block the event loop or other endpoints
 #   prometheus  prometheus + promtool: test/deploy/dashboard.test.ts scrapes the live daemon on 127.0.0.1 with
 #               its own config and storage (a distribution-started prometheus service is not used)
+#   unzip       zipinfo: test/package/release.test.ts lists the Windows zip's entries, modes and dates
+#   python3-h2  Python's HTTP/2 framing (h2, hyperframe, hpack): the transport attack suite writes raw frames
 #   g++-mingw-w64-x86-64, mingw-w64-x86-64-dev  MinGW-w64 and windows.h: the Win32 prototype and layout
 #               check of test/windows/win32-layout.test.ts (its program also runs under Wine)
 # Production on Linux additionally needs cifs-utils (mount.cifs) and the cifs / iscsi_tcp kernel
@@ -16,4 +18,4 @@
 # docs/smb-iscsi-system.md). Idempotent and quiet: does nothing when all are installed. Without
 # root it only reports what is missing (the affected tests then skip with that reason).
 set -euo pipefail
-exec bash "$(dirname "$0")/apt-install.sh" install-test-tools tgt open-iscsi util-linux exfatprogs btrfs-progs dosfstools golang-go golang-google-grpc-dev g++-mingw-w64-x86-64 gcc-mingw-w64-x86-64 mingw-w64-x86-64-dev prometheus bindfs
+exec bash "$(dirname "$0")/apt-install.sh" install-test-tools tgt open-iscsi util-linux exfatprogs btrfs-progs dosfstools golang-go golang-google-grpc-dev g++-mingw-w64-x86-64 gcc-mingw-w64-x86-64 mingw-w64-x86-64-dev prometheus bindfs unzip python3-h2

@@ -13,7 +13,7 @@ import { serverFlags, ignoredKlogFlags } from "./cli/server-flags.ts";
 import { createLogger } from "./log/klog.ts";
 import { defaultSocketDir } from "./api/endpoint.ts";
 import { startDaemon } from "./daemon.ts";
-import { setHostCommandTimeoutCap } from "./host/exec/run-command.ts";
+import { setHostCommandTimeoutCap, stopHostCommands, KILL_GRACE_MS } from "./host/exec/run-command.ts";
 import { version } from "./version.ts";
 
 export async function runServer(argv: string[], hooks: RunHooks = {}): Promise<number> {
@@ -67,6 +67,13 @@ export async function runServer(argv: string[], hooks: RunHooks = {}): Promise<n
       logger.error(`-default-fs-type must be ext4 or xfs, not ${JSON.stringify(config.defaultFsType)}`);
       return 2;
     }
+    // A graceful stop ends the host commands still running (SIGTERM, SIGKILL after the grace) once
+    // the endpoints are closed; a daemon killed outright leaves them to finish on their own.
+    const endHostCommands = async () => {
+      const t0 = Date.now();
+      await stopHostCommands();
+      if (Date.now() - t0 > 50) logger.info(`Ended the running host commands (SIGTERM, SIGKILL after ${KILL_GRACE_MS} ms) in ${Date.now() - t0} ms`);
+    };
     const start = async () => {
       logger.info("Starting CSI-Proxy Server ...");
       logger.info(`Version: ${version}`);
@@ -90,6 +97,7 @@ export async function runServer(argv: string[], hooks: RunHooks = {}): Promise<n
         stop: async (reason) => {
           logger.info(`Service ${reason} requested, stopping`);
           await daemon?.stop();
+          await endHostCommands();
           logger.info("Stopped");
           await logger.flush();
         },
@@ -107,6 +115,7 @@ export async function runServer(argv: string[], hooks: RunHooks = {}): Promise<n
     const signal = await signalled;
     logger.info(`Received ${signal}, stopping`);
     await daemon.stop();
+    await endHostCommands();
     logger.info("Stopped");
     return 0;
   } catch (err) {

@@ -1,8 +1,8 @@
 /**
  * The texts real csi-proxy clients look for in an error message, and which situation carries which.
  * This table is the only place those texts live; services build such errors with
- * {@link fragmentError} and nothing else (survey: /work/shared/spec/driver-compat.md §2, per driver:
- * docs/driver-compat.md).
+ * {@link fragmentError} and nothing else (which client matches which text, and what it does then:
+ * docs/driver-compat.md, "Where clients match text" and "Message fragments").
  *
  * Why: no known client inspects the gRPC code, but democratic-csi (`e.details.includes(...)`) and
  * aws-ebs-csi-driver / amazon-ecs-agent (a regular expression on `err.Error()`) decide "already

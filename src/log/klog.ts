@@ -182,7 +182,17 @@ function fileHeader(now: Date): string {
 const CALLER_FRAME = 3;
 const FRAME_LOCATION = /([^/\\\s(]+):(\d+):\d+\)?\s*$/;
 
-/** `basename:line` of the logging call site, or `???:1` when the stack cannot be read. */
+/**
+ * Where the bundles' logging lines came from: bundle file basename (`*`: the exe's one script,
+ * whatever the exe is named) → bundle line → `source.ts:line`, written into each bundle file when it
+ * is built (scripts/log-sites.ts). Absent when running the
+ * TypeScript sources, whose frames already name the source file.
+ */
+declare global {
+  var __csiProxyLogSites: Record<string, Record<number, string>> | undefined;
+}
+
+/** `basename:line` of the logging call site (its source file when a bundle says so), or `???:1` when the stack cannot be read. */
 function callerLocation(): string {
   const limit = Error.stackTraceLimit;
   Error.stackTraceLimit = CALLER_FRAME + 1;
@@ -190,7 +200,9 @@ function callerLocation(): string {
   Error.stackTraceLimit = limit;
   const frame = stack?.split("\n")[CALLER_FRAME + 1];
   const m = frame === undefined ? null : FRAME_LOCATION.exec(frame);
-  return m === null ? "???:1" : `${m[1]}:${m[2]}`;
+  if (m === null) return "???:1";
+  const sites = globalThis.__csiProxyLogSites;
+  return sites?.[m[1]]?.[Number(m[2])] ?? sites?.["*"]?.[Number(m[2])] ?? `${m[1]}:${m[2]}`;
 }
 
 /** Field names whose non-empty string values are replaced by {@link REDACTED}. */

@@ -349,7 +349,7 @@ describe("createPathPolicy() on linux, real filesystem", { skip: process.platfor
   });
 });
 
-/** Upstream's Windows syntax errors, exact texts (reference-behaviour.md §0.4), plus our additions. */
+/** Upstream's Windows syntax errors, exact texts (docs/upstream-behaviour.md, Path validation), plus our additions. */
 const WINDOWS_SYNTAX_ERRORS: { name: string; path: string; message: string }[] = (() => {
   const base = "C:\\var\\lib\\kubelet\\"; // 19 bytes
   const chars = (p: string) => `path contains invalid characters: ${p}`;

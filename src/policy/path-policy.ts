@@ -13,9 +13,9 @@
  * - a resolver failure other than "does not exist": `Code.InvalidArgument` for ELOOP /
  *   ENAMETOOLONG (the client's path is unusable), `Code.Internal` otherwise (cause kept).
  *
- * Upstream (kubernetes-csi/csi-proxy `validatePathWindows`, reference-behaviour.md §0.4) only has
+ * Upstream (kubernetes-csi/csi-proxy `validatePathWindows`, docs/upstream-behaviour.md, Path validation) only has
  * the Windows string checks plus a plain, case-insensitive string-prefix test. Deliberate
- * differences, all of them stricter except the `a..b` one (§8.3 "known gaps"):
+ * differences, all of them stricter except the `a..b` one (docs/upstream-behaviour.md, Security):
  * - the allowed-dir test is on directory boundaries (`C:\var\lib\kubelet-x` is outside
  *   `C:\var\lib\kubelet`), trailing separators are normalised;
  * - symlinks / junctions of existing ancestors are resolved through the injected resolver, so a

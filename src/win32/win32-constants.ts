@@ -18,7 +18,12 @@ export const FILE_FLAG_BACKUP_SEMANTICS = 0x02000000;
 export const FILE_FLAG_OPEN_REPARSE_POINT = 0x00200000;
 /** FILE_INFO_BY_HANDLE_CLASS FileDispositionInfo (an enum in windows.h). */
 export const FILE_DISPOSITION_INFO_CLASS = 4;
-export const FILE_SHARE_READ = 1, FILE_SHARE_WRITE = 2;
+/** FILE_INFO_BY_HANDLE_CLASS FileIdBothDirectoryInfo / FileIdBothDirectoryRestartInfo (enums in windows.h). */
+export const FILE_ID_BOTH_DIRECTORY_INFO_CLASS = 10;
+export const FILE_ID_BOTH_DIRECTORY_RESTART_INFO_CLASS = 11;
+export const FILE_SHARE_READ = 1, FILE_SHARE_WRITE = 2, FILE_SHARE_DELETE = 4;
+export const FILE_LIST_DIRECTORY = 0x1;
+export const SYNCHRONIZE = 0x100000;
 export const OPEN_EXISTING = 3;
 export const IOCTL_STORAGE_GET_DEVICE_NUMBER = 0x2d1080;
 export const IOCTL_STORAGE_QUERY_PROPERTY = 0x2d1400;

@@ -24,7 +24,8 @@ import { IoLimiter } from "./io-limiter.ts";
 import { loadKoffi, type Koffi } from "./native.ts";
 import {
   DACL_SECURITY_INFORMATION, DELETE, FILE_ATTRIBUTE_REPARSE_POINT, FILE_DISPOSITION_INFO_CLASS, FILE_FLAG_BACKUP_SEMANTICS,
-  FILE_FLAG_OPEN_REPARSE_POINT, FILE_READ_ATTRIBUTES, FILE_SHARE_READ, FILE_SHARE_WRITE, GENERIC_READ, INVALID_FILE_ATTRIBUTES,
+  FILE_FLAG_OPEN_REPARSE_POINT, FILE_ID_BOTH_DIRECTORY_INFO_CLASS, FILE_ID_BOTH_DIRECTORY_RESTART_INFO_CLASS, FILE_LIST_DIRECTORY,
+  FILE_READ_ATTRIBUTES, FILE_SHARE_DELETE, FILE_SHARE_READ, FILE_SHARE_WRITE, SYNCHRONIZE, GENERIC_READ, INVALID_FILE_ATTRIBUTES,
   IOCTL_STORAGE_GET_DEVICE_NUMBER, IOCTL_STORAGE_QUERY_PROPERTY, OPEN_EXISTING, OWNER_SECURITY_INFORMATION,
   PROTECTED_DACL_SECURITY_INFORMATION, SDDL_REVISION_1, SE_FILE_OBJECT, SE_KERNEL_OBJECT, STORAGE_DEVICE_ID_PROPERTY,
   TOKEN_QUERY, TOKEN_USER_CLASS,
@@ -87,6 +88,9 @@ export class Win32 {
       GetVolumeNameForVolumeMountPointW: io(k32, "int __stdcall GetVolumeNameForVolumeMountPointW(const char16_t *mountPoint, _Out_ uint8_t *out, uint32_t len)"),
       CreateFileW: io(k32, "intptr_t __stdcall CreateFileW(const char16_t *name, uint32_t access, uint32_t share, void *sa, uint32_t disposition, uint32_t flags, void *template)"),
       CloseHandle: io(k32, "int __stdcall CloseHandle(intptr_t h)"),
+      GetFileInformationByHandle: io(k32, "int __stdcall GetFileInformationByHandle(intptr_t h, _Out_ uint8_t *info)"),
+      GetFileInformationByHandleEx: io(k32, "int __stdcall GetFileInformationByHandleEx(intptr_t h, int cls, _Out_ uint8_t *info, uint32_t size)"),
+      ReOpenFile: io(k32, "intptr_t __stdcall ReOpenFile(intptr_t h, uint32_t access, uint32_t share, uint32_t flags)"),
       SetFileInformationByHandle: io(k32, "int __stdcall SetFileInformationByHandle(intptr_t h, int cls, const uint8_t *info, uint32_t size)"),
       DeviceIoControl: io(k32, "int __stdcall DeviceIoControl(intptr_t h, uint32_t code, const uint8_t *in, uint32_t inLen, _Out_ uint8_t *out, uint32_t outLen, _Out_ uint32_t *returned, void *overlapped)"),
       WaitNamedPipeW: io(k32, "int __stdcall WaitNamedPipeW(const char16_t *name, uint32_t timeoutMs)"),
@@ -244,6 +248,61 @@ export class Win32 {
     const info = Buffer.from([1]); // FILE_DISPOSITION_INFO { BOOLEAN DeleteFile = TRUE }
     const { r, err } = await this.#io("SetFileInformationByHandle", h, FILE_DISPOSITION_INFO_CLASS, info, info.length);
     if (!r) throw new Win32Error(`remove ${path}`, err);
+  }
+
+  /**
+   * The attributes and identity of the object behind `h`, from GetFileInformationByHandle: `id` is
+   * "<volume serial>:<file index>" (hex); two handles with the same id refer to the same file or
+   * directory (while both exist on a mounted volume).
+   */
+  async fileInfo(h: Handle, path: string): Promise<{ id: string; attributes: number }> {
+    const T = win32Types(this.koffi);
+    const info = Buffer.alloc(this.koffi.sizeof(T.BY_HANDLE_FILE_INFORMATION));
+    const { r, err } = await this.#io("GetFileInformationByHandle", h, info);
+    if (!r) throw new Win32Error(`query ${path}`, err);
+    const at = (f: string) => info.readUInt32LE(this.koffi.offsetof(T.BY_HANDLE_FILE_INFORMATION, f));
+    const id = [at("dwVolumeSerialNumber"), at("nFileIndexHigh"), at("nFileIndexLow")].map((n) => n.toString(16)).join(":");
+    return { id, attributes: at("dwFileAttributes") };
+  }
+
+  /**
+   * A second handle to the directory behind `h` (ReOpenFile: the same object, no path), for
+   * listing it: FILE_LIST_DIRECTORY, sharing read, write and delete (so the walk's own handle, which
+   * holds DELETE access, does not refuse it), reparse points not followed. Close it after use.
+   */
+  async openListing(h: Handle, path: string): Promise<Handle> {
+    const flags = FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT;
+    const { r, err } = await this.#io("ReOpenFile", h, FILE_LIST_DIRECTORY | SYNCHRONIZE, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, flags);
+    if (invalidHandle(r as Handle)) throw new Win32Error(`open ${path} for listing`, err);
+    return r as Handle;
+  }
+
+  /**
+   * The next names (without "." and "..") of the directory listed through `h` (from
+   * {@link openListing}); `restart` starts again from the first entry. One
+   * GetFileInformationByHandleEx(FileIdBothDirectoryInfo) call into a 64 KiB buffer: a few hundred
+   * names at most. Null when there are no more.
+   */
+  async readDirectoryBatch(h: Handle, restart: boolean, path: string): Promise<string[] | null> {
+    const T = win32Types(this.koffi);
+    const S = T.FILE_ID_BOTH_DIR_INFO;
+    const buf = Buffer.alloc(64 * 1024);
+    const cls = restart ? FILE_ID_BOTH_DIRECTORY_RESTART_INFO_CLASS : FILE_ID_BOTH_DIRECTORY_INFO_CLASS;
+    const { r, err } = await this.#io("GetFileInformationByHandleEx", h, cls, buf, buf.length);
+    if (!r) {
+      if (err === WinError.NO_MORE_FILES) return null;
+      throw new Win32Error(`read directory ${path}`, err);
+    }
+    const next = this.koffi.offsetof(S, "NextEntryOffset"), len = this.koffi.offsetof(S, "FileNameLength"), name = this.koffi.offsetof(S, "FileName");
+    const names: string[] = [];
+    for (let at = 0; ; ) {
+      const n = buf.toString("utf16le", at + name, at + name + buf.readUInt32LE(at + len));
+      if (n !== "." && n !== "..") names.push(n);
+      const step = buf.readUInt32LE(at + next);
+      if (step === 0) break;
+      at += step;
+    }
+    return names;
   }
 
   async closeHandle(h: Handle): Promise<void> {

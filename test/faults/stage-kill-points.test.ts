@@ -8,6 +8,7 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { KILL_GRACE_MS } from "../../src/host/exec/run-command.ts";
 import { createFaultRig, createNeighbour, HANG_TIMEOUT_S, codeOf, driverStage, fsUuid, kernelPartitions, writeMarkerOffline, type FaultRig, type Neighbour } from "../helpers/fault-rig.ts";
 import type { FaultAction, FaultTool } from "../helpers/fault-tools.ts";
 import { loopDeviceSkipReason, type LoopDevice } from "../helpers/loop-device.ts";
@@ -150,7 +151,8 @@ describe("stage flow: kill points and tool faults", { skip: skip ?? false }, () 
       const ms = Date.now() - t0;
       assert.ok(rig.faults.fired(f.tool), "the fault fired");
       assert.equal(codeOf(first), f.code, `first answer: ${String(first)}`);
-      if (hangs) assert.ok(ms < HANG_TIMEOUT_S * 1000 + 10_000, `the timeout ended the hang (${ms} ms)`);
+      // The hang (sleep) ends on the timeout's SIGTERM; a tool ignoring it would get SIGKILL KILL_GRACE_MS later.
+      if (hangs) assert.ok(ms < HANG_TIMEOUT_S * 1000 + KILL_GRACE_MS + 10_000, `the timeout ended the hang (${ms} ms)`);
       assert.ok(!rig.mounts().some((m) => m.mountPoint === target) || f.tool !== "mount", "a failed mount leaves nothing mounted");
       const part = `${loop.device}p1`;
       const uuid = existsSync(part) ? fsUuid(part) : "";

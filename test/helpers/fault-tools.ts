@@ -11,6 +11,7 @@
 //   fail         print "injected failure" on stderr, exit 1, change nothing
 //   hang         block (the daemon's timeout must kill it), change nothing
 //   hang-after   run the real tool to completion, then block
+//   hang-ignoring-term  block with SIGTERM ignored, its pid in `<dir>/hang.pid` (only SIGKILL ends it)
 //   kill-before  SIGKILL the daemon (the tool's parent), change nothing
 //   kill-during  SIGKILL the daemon, then run the real tool to completion as an orphan
 //   kill-after   run the real tool, then SIGKILL the daemon before it sees the result
@@ -19,7 +20,7 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 
-export type FaultAction = "fail" | "hang" | "hang-after" | "kill-before" | "kill-during" | "kill-after" | "detach";
+export type FaultAction = "fail" | "hang" | "hang-after" | "hang-ignoring-term" | "kill-before" | "kill-during" | "kill-after" | "detach";
 
 /** The tools the Linux disk, volume and SMB hosts run for their changes. */
 export const FAULT_TOOLS = ["sfdisk", "partx", "mkfs.ext4", "mkfs.xfs", "mount", "umount", "blockdev", "resize2fs", "e2fsck"] as const;
@@ -43,6 +44,7 @@ case "$action" in
   fail) echo "$name: injected failure" >&2; exit 1 ;;
   hang) exec sleep 300 ;;
   hang-after) "$real" "\${args[@]}"; exec sleep 300 ;;
+  hang-ignoring-term) trap '' TERM; echo $$ > "$dir/hang.pid"; exec sleep 300 ;;
   kill-before) kill -9 "$PPID"; exit 1 ;;
   kill-during) kill -9 "$PPID"; "$real" "\${args[@]}"; rc=$?; touch "$dir/done"; exit $rc ;;
   kill-after) "$real" "\${args[@]}"; rc=$?; kill -9 "$PPID"; touch "$dir/done"; exit $rc ;;

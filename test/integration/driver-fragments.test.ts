@@ -1,7 +1,7 @@
 // Every row of the driver-fragment table (src/compat/driver-fragments.ts) through the real daemon
 // on its Unix sockets: the situation is produced for real, the status code is the row's precise
 // one and the message contains the fragment (case-sensitive substring, as democratic-csi's
-// `includes` and aws-ebs's regexp test it). Plus the counter-cases the survey insists on (IsSymlink
+// `includes` and aws-ebs's regexp test it). Plus the counter-cases docs/driver-compat.md insists on (IsSymlink
 // never carries the PathExists fragment, a missing parent never carries the Rmdir one) and the
 // idempotent successes of upstream master that need no block device.
 import { describe, it, before, after } from "node:test";

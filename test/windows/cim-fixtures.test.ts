@@ -3,7 +3,7 @@
  * ConvertTo-Json of MSFT_* instances (PowerShell 5.1 quirks: unwrapped one-element arrays, null for
  * none), CimException / cmdlet ErrorRecords and failed CIM method return values as the worker
  * reports them, STORAGE_DEVICE_ID_DESCRIPTOR buffers, Win32 error codes — and the Windows disk and
- * volume services' decisions (upstream master's, reference-behaviour.md §2.2–2.3) over them.
+ * volume services' decisions (upstream master's, docs/upstream-behaviour.md: Disk, Volume) over them.
  */
 import { test, after } from "node:test";
 import assert from "node:assert/strict";

@@ -1,7 +1,7 @@
 /**
  * Injection proofs (CVE-2023-3893 class) and secret handling for the Windows SMB, iSCSI and System
  * hosts. Their worker ops run in their own pool with their own constant script
- * (scripts/worker-ops-smb-iscsi-system.ts). The fake worker records what it receives; for every op:
+ * (src/host/windows/scripts/worker-ops-smb-iscsi-system.ts). The fake worker records what it receives; for every op:
  *   - every worker ran that constant script, byte for byte (decoded from -EncodedCommand);
  *   - the request line is pure ASCII JSON whose `op` is the operation's constant op name;
  *   - hostile strings in every string field round-trip exactly (JSON.parse of the recorded line);

@@ -21,7 +21,7 @@
  *  PS5  CIM identifiers are constants: -Namespace, -ClassName, -MethodName, -ResultClassName and
  *       -Association are single-quoted strings (possibly through the script's own functions'
  *       parameters), never request data.
- *  SIG  every cmdlet is in scripts/cim-signatures.ts; every parameter is one of its parameters, all
+ *  SIG  every cmdlet is in src/host/windows/scripts/cim-signatures.ts; every parameter is one of its parameters, all
  *       of them in one parameter set, positional arguments only where it has positions; every CIM
  *       class, property, method (static or instance as documented) and argument name is there,
  *       every association links the classes it is used between.

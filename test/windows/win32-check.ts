@@ -108,6 +108,8 @@ export const OWN_CONSTANTS = new Set<string>([]);
 /** Constants that stand for a windows.h enum value (not a macro): our name → the enum member. */
 export const ENUM_CONSTANTS: Record<string, string> = {
   FILE_DISPOSITION_INFO_CLASS: "FileDispositionInfo",
+  FILE_ID_BOTH_DIRECTORY_INFO_CLASS: "FileIdBothDirectoryInfo",
+  FILE_ID_BOTH_DIRECTORY_RESTART_INFO_CLASS: "FileIdBothDirectoryRestartInfo",
   SE_FILE_OBJECT: "SE_FILE_OBJECT",
   SE_KERNEL_OBJECT: "SE_KERNEL_OBJECT",
   TOKEN_USER_CLASS: "TokenUser",

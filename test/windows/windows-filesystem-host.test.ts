@@ -9,44 +9,12 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { WindowsFilesystemHost, type ReparseProbe } from "../../src/host/windows/filesystem.ts";
-import { FILE_ATTRIBUTE_DIRECTORY, FILE_ATTRIBUTE_REPARSE_POINT, IO_REPARSE_TAG_MOUNT_POINT, IO_REPARSE_TAG_SYMLINK } from "../../src/win32/win32-constants.ts";
+import { WindowsFilesystemHost } from "../../src/host/windows/filesystem.ts";
+import { fakeWin32Handles } from "../doubles/fake-win32-handles.ts";
+import { IO_REPARSE_TAG_MOUNT_POINT, IO_REPARSE_TAG_SYMLINK } from "../../src/win32/win32-constants.ts";
 import { Code, CsiProxyError } from "../../src/errors.ts";
 
-/**
- * Stands in for koffi: attributes from the map; "handles" record the path they were opened on and
- * delete the entry itself (a link never its target, a directory only when empty), as
- * FileDispositionInfo does. `opened` lists every open, `open` the handles not yet closed.
- */
-function probe(reparse: Map<string, number>) {
-  const open = new Map<number, string>();
-  const opened: string[] = [];
-  let next = 1;
-  const fake: ReparseProbe & { open: Map<number, string>; opened: string[] } = {
-    open,
-    opened,
-    getFileAttributes: (p) => (fs.existsSync(p) ? FILE_ATTRIBUTE_DIRECTORY | (reparse.has(p) ? FILE_ATTRIBUTE_REPARSE_POINT : 0) : null),
-    reparseTag: (p) => reparse.get(p) ?? null,
-    openEntryNoFollow: (p) => {
-      try {
-        fs.lstatSync(p);
-      } catch {
-        return null;
-      }
-      opened.push(p);
-      open.set(next, p);
-      return next++;
-    },
-    deleteByHandle: (h) => {
-      const p = open.get(Number(h))!;
-      const st = fs.lstatSync(p);
-      if (st.isDirectory()) fs.rmdirSync(p);
-      else fs.unlinkSync(p);
-    },
-    closeHandle: (h) => void open.delete(Number(h)),
-  };
-  return fake;
-}
+const probe = fakeWin32Handles;
 
 test("isMountPoint: only a directory whose reparse tag is IO_REPARSE_TAG_MOUNT_POINT and whose volume is reachable", async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "winfs-"));

@@ -74,6 +74,9 @@ test("sc create/start/interrogate/stop: serves while RUNNING, stops serving clea
   assert.match(log, /service state RUNNING/);
   assert.match(log, /Service stop requested, stopping/);
   assert.match(log, /\] Stopped\n/);
+  // Every line cites the TypeScript source of its logging call (resolved when the exe was built).
+  for (const line of log.split("\n").filter((l) => /^[IWEF]\d{4} /.test(l))) assert.match(line, / [\w-]+\.ts:\d+\] /, line);
+  assert.match(log, / server-main\.ts:\d+\] Starting CSI-Proxy Server/);
 });
 
 test("-windows-service outside the SCM fails with a clear message", { skip }, async () => {

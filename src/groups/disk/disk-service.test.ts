@@ -1,6 +1,6 @@
 /**
  * The disk service's decisions against the stateful, Windows-shaped fake host (test/doubles/fake-disk-host.ts):
- * upstream master's PartitionDisk / SetDiskState flows (reference-behaviour.md §2.2) and csi-proxy's
+ * upstream master's PartitionDisk / SetDiskState flows (docs/upstream-behaviour.md, Disk) and csi-proxy's
  * refusals, decided from the host's facts alone. The Linux meaning of the same decisions is tested in
  * host/linux/disk.test.ts, the Windows CIM mapping in test/windows/cim-fixtures.test.ts.
  */

@@ -22,7 +22,7 @@ export interface DiskServiceDeps {
 const isData = (p: HostPartition) => !p.reserved;
 
 /**
- * The disk group, on any host (host-api.ts). Upstream master's decisions (reference-behaviour.md §2.2)
+ * The disk group, on any host (host-api.ts). Upstream master's decisions (docs/upstream-behaviour.md, Disk)
  * plus csi-proxy's refusals, all unit-tested against the fakes:
  * - PartitionDisk initialises GPT only on a raw disk that holds nothing (upstream initialises any RAW
  *   disk), adds one data partition only when the table has none (the Microsoft reserved partition

@@ -7,7 +7,7 @@ import { checkChapName, checkChapSecret, checkIqn, checkPortal, samePortal } fro
 const portalText = (p: TargetPortal) => `${p.targetAddress}:${p.targetPort}`;
 
 /**
- * The iSCSI group (reference-behaviour.md §2.5, master's WMI-era semantics):
+ * The iSCSI group (docs/upstream-behaviour.md, iSCSI, master's WMI-era semantics):
  * - every request's portal is checked first (missing → InvalidArgument instead of upstream's
  *   crash; port 0 → 3260), then the IQN and CHAP fields (validate.ts);
  * - AddTargetPortal is a no-op for a registered portal; Discover and Remove need a registered

@@ -1,6 +1,6 @@
 /**
  * Input rules of the iSCSI group (upstream validates nothing and crashes on a missing portal,
- * reference-behaviour.md §0.2/§2.5). All failures are InvalidArgument; secrets are never quoted.
+ * docs/upstream-behaviour.md: Errors, iSCSI). All failures are InvalidArgument; secrets are never quoted.
  */
 import { isIP } from "node:net";
 import { invalidArgument } from "../../errors.ts";

@@ -1,5 +1,5 @@
 /**
- * SMB remote paths: upstream's normalisation (reference-behaviour.md §2.4 steps 1-2) plus the
+ * SMB remote paths: upstream's normalisation (docs/upstream-behaviour.md, SMB, steps 1–2) plus the
  * validation upstream lacks. Every failure is InvalidArgument.
  */
 import { invalidArgument } from "../../errors.ts";

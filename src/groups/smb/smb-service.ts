@@ -18,7 +18,7 @@ export interface SmbLog {
 
 export interface SmbServiceDeps {
   host: SmbHostApi;
-  /** The filesystem group's policy: `local_path` must pass it (reference-behaviour.md §0.4). */
+  /** The filesystem group's policy: `local_path` must pass it (docs/upstream-behaviour.md, Path validation). */
   policy: PathPolicy;
   /** The reference counts' file (see smb-state.ts). */
   state: JsonStateFile<SmbState>;
@@ -50,7 +50,7 @@ export const MAX_USERNAME_BYTES = 1024;
 export const MAX_PASSWORD_BYTES = 1024;
 
 /**
- * The SMB group (reference-behaviour.md §2.4) with reference counting per share root.
+ * The SMB group (docs/upstream-behaviour.md, SMB) with reference counting per share root.
  *
  * NewSmbGlobalMapping: `remote_path` is normalised (`/` → `\`) and reduced to its share root
  * `\\server\share` (lower-cased); `local_path` (when given) must pass the path policy. The call is

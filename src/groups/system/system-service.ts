@@ -23,7 +23,7 @@ const LINUX_NAME = /^[A-Za-z0-9_][A-Za-z0-9:_.@-]{0,247}$/;
 const WINDOWS_NAME = /^[^\x00-\x1f\x7f/\\'"`]{1,256}$/;
 
 /**
- * The System group (reference-behaviour.md §2.6) with an allow-list for starting and stopping.
+ * The System group (docs/upstream-behaviour.md, System) with an allow-list for starting and stopping.
  * - GetBIOSSerialNumber: the host's value, trimmed; a host without SMBIOS data is
  *   FailedPrecondition, an empty serial NotFound.
  * - GetService: NotFound (upstream's text) for an unknown service.

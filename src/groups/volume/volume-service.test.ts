@@ -1,6 +1,6 @@
 /**
  * The volume service's decisions against the stateful, Windows-shaped fake host (test/doubles/fake-volume-host.ts):
- * upstream master's flows (reference-behaviour.md §2.3) and csi-proxy's refusals, decided from the
+ * upstream master's flows (docs/upstream-behaviour.md, Volume) and csi-proxy's refusals, decided from the
  * host's facts alone. The Linux meaning of the same decisions is tested in host/linux/volume.test.ts,
  * the Windows CIM/Win32 mapping in test/windows/cim-fixtures.test.ts.
  */

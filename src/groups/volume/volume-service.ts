@@ -39,8 +39,8 @@ export function sameVolumeId(a: string, b: string): boolean {
 }
 
 /**
- * The volume group, on any host (host-api.ts). Upstream master's decisions (reference-behaviour.md
- * §2.3) and, beyond upstream where marked, csi-proxy's refusals — all unit-tested against the fakes:
+ * The volume group, on any host (host-api.ts). Upstream master's decisions (docs/upstream-behaviour.md,
+ * Volume) and, beyond upstream where marked, csi-proxy's refusals — all unit-tested against the fakes:
  * - MountVolume: the target is checked by the path policy when there is one (beyond upstream);
  *   idempotent for the same volume and path; another mount there is FailedPrecondition; the target
  *   must be an existing empty directory (SetVolumeMountPoint's rule); a volume without filesystem is

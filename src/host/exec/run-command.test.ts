@@ -1,8 +1,9 @@
 // The one process spawner: argv reaches the child byte for byte (no shell), stdin carries data,
-// failures and timeouts are coded HostCommandErrors with secrets masked.
+// failures, timeouts (SIGTERM, then SIGKILL after the grace), cancellation, output past the bound and
+// the daemon's stop are coded HostCommandErrors with the signal and secrets masked.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { runCommand, HostCommandError, setHostCommandTimeoutCap } from "./run-command.ts";
+import { runCommand, HostCommandError, setHostCommandTimeoutCap, KILL_GRACE_MS, CANCEL_GRACE_MS } from "./run-command.ts";
 import { Code } from "../../errors.ts";
 import { hostileStrings } from "../../../test/helpers/hostile-strings.ts";
 
@@ -77,8 +78,80 @@ describe("runCommand()", () => {
     await assert.rejects(runCommand("/nonexistent/tool", []), (err: HostCommandError) => err.code === Code.FailedPrecondition && /\/nonexistent\/tool is not installed/.test(err.message));
   });
 
-  it("caps captured output", async () => {
-    const { stdout } = await runCommand(node, ["-e", "process.stdout.write('x'.repeat(1 << 20))"], { maxOutputBytes: 1000 });
-    assert.ok(stdout.length < 1 << 20);
+  it("output past the bound is an error naming the command and the stream, never a truncated result", async () => {
+    const print = (n: number, stream: string) => [node, ["-e", `process.${stream}.write('x'.repeat(${n}))`]] as const;
+    assert.equal((await runCommand(...print(1000, "stdout"), { maxOutputBytes: 1000 })).stdout.length, 1000);
+    for (const stream of ["stdout", "stderr"]) {
+      await assert.rejects(runCommand(...print(1 << 20, stream), { maxOutputBytes: 1000 }), (err: HostCommandError) => {
+        assert.equal(err.code, Code.FailedPrecondition);
+        assert.equal(err.exitCode, 0);
+        assert.match(err.message, new RegExp(`^${node.replace(/[/.]/g, "\\$&")} -e .*: ${stream} exceeded 1000 bytes \\(exit status 0\\)`));
+        return true;
+      });
+    }
+  });
+
+  it("a timeout sends SIGTERM first: a child that handles it ends on its own terms, and the call is still DeadlineExceeded", async () => {
+    const script = `trap 'echo got-TERM >&2; kill $!; exit 0' TERM; sleep 60 >/dev/null 2>&1 & wait`;
+    await assert.rejects(runCommand("/bin/sh", ["-c", script], { timeoutMs: 300 }), (err: HostCommandError) => {
+      assert.equal(err.code, Code.DeadlineExceeded);
+      assert.ok(err.timedOut);
+      assert.equal(err.signal, null);
+      assert.match(err.message, /timed out after 300 ms: got-TERM$/);
+      return true;
+    });
+  });
+
+  it(`a timeout sends SIGKILL ${KILL_GRACE_MS} ms after SIGTERM to a child that ignores SIGTERM; the error carries the signal`, async () => {
+    const t0 = Date.now();
+    await assert.rejects(runCommand("/bin/sh", ["-c", "trap '' TERM; exec sleep 60"], { timeoutMs: 300 }), (err: HostCommandError) => {
+      assert.equal(err.code, Code.DeadlineExceeded);
+      assert.equal(err.signal, "SIGKILL");
+      assert.match(err.message, /timed out after 300 ms \(SIGKILL\)/);
+      return true;
+    });
+    const ms = Date.now() - t0;
+    assert.ok(ms >= 300 + KILL_GRACE_MS - 50 && ms < 300 + KILL_GRACE_MS + 10_000, `${ms} ms`);
+  });
+
+  it(`cancelling the call ends a child that ignores SIGTERM within ${CANCEL_GRACE_MS} ms (SIGKILL) and answers only after it has exited`, async () => {
+    const controller = new AbortController();
+    const run = runCommand("/bin/sh", ["-c", "trap '' TERM; echo $$ >&2; exec sleep 60"], { signal: controller.signal });
+    setTimeout(() => controller.abort(), 200);
+    const t0 = Date.now() + 200;
+    await assert.rejects(run, (err: HostCommandError) => {
+      const ms = Date.now() - t0;
+      assert.equal(err.code, Code.Canceled);
+      assert.equal(err.signal, "SIGKILL");
+      assert.ok(ms >= CANCEL_GRACE_MS - 50 && ms < 1000 + 5000, `${ms} ms`);
+      const pid = Number(err.stderr.trim());
+      assert.throws(() => process.kill(pid, 0), { code: "ESRCH" }, "the child has exited when the call answers");
+      return true;
+    });
+  });
+
+  it("a child killed by someone else carries that signal", async () => {
+    await assert.rejects(runCommand("/bin/sh", ["-c", "kill -TERM $$"]), (err: HostCommandError) => err.signal === "SIGTERM" && err.exitCode === null && err.code === Code.FailedPrecondition && /killed by SIGTERM/.test(err.message));
+  });
+
+  it(`stopHostCommands (a graceful daemon stop) ends every running child — SIGTERM, SIGKILL after ${KILL_GRACE_MS} ms — and refuses new ones`, async () => {
+    // In its own process: the stop is process-wide and final.
+    const script = `
+      import { runCommand, stopHostCommands } from ${JSON.stringify(new URL("./run-command.ts", import.meta.url).href)};
+      const outcome = (p) => p.then(() => "resolved", (e) => [e.code, e.signal, e.message.replace(/^.*: /, "")]);
+      const polite = outcome(runCommand("/bin/sh", ["-c", "exec sleep 60"]));
+      const stubborn = outcome(runCommand("/bin/sh", ["-c", "trap '' TERM; exec sleep 60"]));
+      await new Promise((r) => setTimeout(r, 300));
+      const t0 = Date.now();
+      await stopHostCommands();
+      const ms = Date.now() - t0;
+      const late = await outcome(runCommand("/bin/true", []));
+      console.log(JSON.stringify({ ms, polite: await polite, stubborn: await stubborn, late }));`;
+    const { stdout } = await runCommand(node, ["--input-type=module", "-e", script], { timeoutMs: 30_000 });
+    const result = JSON.parse(stdout);
+    assert.deepEqual(result.polite, [Code.Unavailable, "SIGTERM", "ended because csi-proxy is stopping (SIGTERM)"]);
+    assert.deepEqual(result.stubborn, [Code.Unavailable, "SIGKILL", "ended because csi-proxy is stopping (SIGKILL)"]);
+    assert.deepEqual(result.late, [Code.Unavailable, null, "not started, csi-proxy is stopping"]);
+    assert.ok(result.ms >= KILL_GRACE_MS - 50 && result.ms < KILL_GRACE_MS + 10_000, `${result.ms} ms`);
   });
 });

@@ -8,10 +8,11 @@ export interface RunOptions {
   env?: Record<string, string>;
   /** Written to the child's stdin, then stdin is closed. The only way secrets may reach a child. */
   stdin?: string | Buffer;
-  /** Kills the child (SIGKILL) after this many milliseconds. Default 60 s. */
+  /** After this many milliseconds the child gets SIGTERM, and SIGKILL {@link KILL_GRACE_MS} later. Default 60 s. */
   timeoutMs?: number;
+  /** The call's cancellation: SIGTERM, then SIGKILL {@link CANCEL_GRACE_MS} later; settles once the child has exited. */
   signal?: AbortSignal;
-  /** Output beyond this many bytes per stream is dropped. Default 4 MiB. */
+  /** Bytes per stream the result may hold (default 4 MiB); more is an error, never a truncated result. */
   maxOutputBytes?: number;
   /** Strings masked as *** in error messages, as whole values (secrets that might echo back). */
   redact?: string[];
@@ -25,28 +26,60 @@ export interface RunResult {
   exitCode: number;
 }
 
+/** Milliseconds between SIGTERM and SIGKILL when a command outlives its timeout or the daemon stops. */
+export const KILL_GRACE_MS = 2000;
+
+/** Milliseconds between SIGTERM and SIGKILL when the call itself is cancelled (its work must stop within 1 s). */
+export const CANCEL_GRACE_MS = 500;
+
 /**
- * A child process that failed: non-zero exit, signal, timeout or spawn error. Carries the command
- * (argv shown with JSON quoting, secrets masked), exit code and stderr tail. A host tool failing is
- * not a bug of csi-proxy, so its gRPC code is never Internal; callers re-throw with a better one
- * where they recognise the failure. By default: timed out → DeadlineExceeded (the step may have
- * been partly done; a retry converges), the call's own cancellation → Canceled, anything else
- * (non-zero exit, killed by a signal csi-proxy did not send, program missing or not executable) →
- * FailedPrecondition: a final failure of this call.
+ * A child process that failed: non-zero exit, signal, timeout, output past its bound or spawn error.
+ * Carries the command (argv shown with JSON quoting, secrets masked), exit code, the signal that
+ * ended it and the stderr tail. A host tool failing is not a bug of csi-proxy, so its gRPC code is
+ * never Internal; callers re-throw with a better one where they recognise the failure. By default:
+ * timed out → DeadlineExceeded (the step may have been partly done; a retry converges), the call's
+ * own cancellation → Canceled, the daemon stopping → Unavailable, anything else (non-zero exit,
+ * killed by a signal csi-proxy did not send, output past the bound, program missing or not
+ * executable) → FailedPrecondition: a final failure of this call.
  */
 export class HostCommandError extends CsiProxyError {
   override name = "HostCommandError";
   readonly command: string;
+  /** The exit status, or null when the child was ended by a signal or never started. */
   readonly exitCode: number | null;
+  /** The signal that ended the child (whoever sent it), or null. */
+  readonly signal: NodeJS.Signals | null;
   readonly stderr: string;
   readonly timedOut: boolean;
-  constructor(message: string, command: string, exitCode: number | null, stderr: string, timedOut: boolean, cause?: unknown, code?: Code) {
-    super(code ?? (timedOut ? Code.DeadlineExceeded : Code.FailedPrecondition), message, { cause });
+  constructor(
+    message: string,
+    command: string,
+    details: { exitCode: number | null; signal?: NodeJS.Signals | null; stderr?: string; timedOut?: boolean; cause?: unknown; code?: Code },
+  ) {
+    const timedOut = details.timedOut ?? false;
+    super(details.code ?? (timedOut ? Code.DeadlineExceeded : Code.FailedPrecondition), message, { cause: details.cause });
     this.command = command;
-    this.exitCode = exitCode;
-    this.stderr = stderr;
+    this.exitCode = details.exitCode;
+    this.signal = details.signal ?? null;
+    this.stderr = details.stderr ?? "";
     this.timedOut = timedOut;
   }
+}
+
+/** Children still running, each with the function that ends it (SIGTERM, SIGKILL after a grace). */
+const running = new Set<(graceMs: number) => void>();
+const exited = new Set<Promise<void>>();
+let stopping = false;
+
+/**
+ * Ends every running host command for a graceful daemon stop (SIGTERM, SIGKILL after
+ * {@link KILL_GRACE_MS}) and refuses new ones (Unavailable); resolves once all have exited. A daemon
+ * killed outright (SIGKILL) runs none of this: its children run to their own end.
+ */
+export async function stopHostCommands(): Promise<void> {
+  stopping = true;
+  for (const end of running) end(KILL_GRACE_MS);
+  await Promise.all(exited);
 }
 
 /** Process-wide upper bound for every command's timeout (flag -host-command-timeout); Infinity = none. */
@@ -79,46 +112,76 @@ export function runCommand(file: string, args: readonly string[], options: RunOp
   const timeoutMs = Math.min(stepTimeoutMs, timeoutCapMs);
   const mask = (s: string) => redactWhole(s, redact);
   const command = mask([file, ...args].map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : JSON.stringify(a))).join(" "));
-  return new Promise((resolve, reject) => {
+  if (stopping) return Promise.reject(new HostCommandError(`${command}: not started, csi-proxy is stopping`, command, { exitCode: null, code: Code.Unavailable }));
+  if (options.signal?.aborted) return Promise.reject(new HostCommandError(`${command}: aborted`, command, { exitCode: null, code: Code.Canceled }));
+  let settle!: () => void;
+  const gone = new Promise<void>((resolve) => (settle = resolve));
+  return new Promise<RunResult>((resolve, reject) => {
     const child = spawn(file, args, {
       shell: false,
       windowsHide: true,
       env: process.platform === "win32" ? { ...process.env, ...options.env } : { ...baseEnv, ...options.env },
       stdio: ["pipe", "pipe", "pipe"],
-      signal: options.signal,
     });
     const out: Buffer[] = [], err: Buffer[] = [];
-    let outBytes = 0, errBytes = 0, timedOut = false;
+    let outBytes = 0, errBytes = 0;
+    let endedBy: "timeout" | "cancel" | "stop" | undefined;
+    let killTimer: NodeJS.Timeout | undefined;
+    /** SIGTERM now, SIGKILL after `graceMs` if it is still running. The first reason to end it is the one reported. */
+    const end = (reason: "timeout" | "cancel" | "stop", graceMs: number) => {
+      if (endedBy || child.exitCode !== null || child.signalCode !== null) return;
+      endedBy = reason;
+      child.kill("SIGTERM");
+      killTimer = setTimeout(() => child.kill("SIGKILL"), graceMs);
+    };
+    const onStop = (graceMs: number) => end("stop", graceMs);
+    const onAbort = () => end("cancel", CANCEL_GRACE_MS);
+    running.add(onStop);
+    exited.add(gone);
+    options.signal?.addEventListener("abort", onAbort, { once: true });
     child.stdout.on("data", (b: Buffer) => {
-      if (outBytes < maxOutputBytes) out.push(b);
-      outBytes += b.length;
+      if ((outBytes += b.length) <= maxOutputBytes) out.push(b);
     });
     child.stderr.on("data", (b: Buffer) => {
-      if (errBytes < maxOutputBytes) err.push(b);
-      errBytes += b.length;
+      if ((errBytes += b.length) <= maxOutputBytes) err.push(b);
     });
-    const timer = setTimeout(() => {
-      timedOut = true;
-      child.kill("SIGKILL");
-    }, timeoutMs);
+    const timer = setTimeout(() => end("timeout", KILL_GRACE_MS), timeoutMs);
+    const cleanUp = () => {
+      clearTimeout(timer);
+      clearTimeout(killTimer);
+      running.delete(onStop);
+      options.signal?.removeEventListener("abort", onAbort);
+      exited.delete(gone);
+      settle();
+    };
     child.stdin.on("error", () => {}); // a child that exits without reading stdin must not crash us
     child.stdin.end(options.stdin ?? "");
     child.once("error", (cause) => {
-      clearTimeout(timer);
+      // Only a failure to start ends here (no "close" follows); errors of a started child come with "close".
+      if (child.pid !== undefined) return;
+      cleanUp();
       const code = (cause as NodeJS.ErrnoException).code;
-      const reason = code === "ENOENT" ? `${file} is not installed` : code === "ABORT_ERR" ? "aborted" : cause.message;
-      reject(new HostCommandError(`${command}: ${reason}`, command, null, "", false, cause, code === "ABORT_ERR" ? Code.Canceled : undefined));
+      const reason = code === "ENOENT" ? `${file} is not installed` : cause.message;
+      reject(new HostCommandError(`${command}: ${reason}`, command, { exitCode: null, cause }));
     });
     child.once("close", (exitCode, signal) => {
-      clearTimeout(timer);
+      if (child.pid === undefined) return; // never started: answered by "error"
+      cleanUp();
       const stdout = Buffer.concat(out).toString("utf8");
       const stderr = mask(Buffer.concat(err).toString("utf8"));
-      if (exitCode !== null && okExitCodes.includes(exitCode)) return resolve({ stdout, stderr, exitCode });
-      const why = timedOut ? `timed out after ${timeoutMs} ms` : signal ? `killed by ${signal}` : `exit status ${exitCode}`;
+      const tooMuch = outBytes > maxOutputBytes ? `stdout` : errBytes > maxOutputBytes ? `stderr` : undefined;
+      if (!endedBy && !tooMuch && exitCode !== null && okExitCodes.includes(exitCode)) return resolve({ stdout, stderr, exitCode });
+      const by = signal ? ` (${signal})` : "";
+      const why =
+        endedBy === "timeout" ? `timed out after ${timeoutMs} ms${by}`
+        : endedBy === "cancel" ? `aborted${by}`
+        : endedBy === "stop" ? `ended because csi-proxy is stopping${by}`
+        : signal ? `killed by ${signal}`
+        : tooMuch ? `${tooMuch} exceeded ${maxOutputBytes} bytes (exit status ${exitCode}); the output was not used`
+        : `exit status ${exitCode}`;
       const tail = (stderr.trim() || mask(stdout.trim())).slice(-2000);
-      // Killed by a signal csi-proxy did not send (the OOM killer, an operator): a final failure of this call.
-      const code = !timedOut && signal ? Code.FailedPrecondition : undefined;
-      reject(new HostCommandError(`${command}: ${why}${tail ? `: ${tail}` : ""}`, command, exitCode, stderr, timedOut, undefined, code));
+      const code = endedBy === "timeout" ? Code.DeadlineExceeded : endedBy === "cancel" ? Code.Canceled : endedBy === "stop" ? Code.Unavailable : Code.FailedPrecondition;
+      reject(new HostCommandError(`${command}: ${why}${tail ? `: ${tail}` : ""}`, command, { exitCode, signal, stderr, timedOut: endedBy === "timeout", code }));
     });
   });
 }

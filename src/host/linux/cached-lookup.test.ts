@@ -1,6 +1,7 @@
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { lstatSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { lstatSync, mkdirSync, mkdtempSync, rmSync, statfsSync, symlinkSync, writeFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { openCachedLookup, type CachedLookup } from "./cached-lookup.ts";
@@ -52,10 +53,31 @@ describe("cached lookup (openat2 RESOLVE_CACHED)", { skip }, () => {
     assert.equal(lookup(p), undefined);
   });
 
-  it("answers absent only from a cached negative entry, and never for a component under a file", () => {
-    const missing = path.join(dir, "d", "missing");
-    warm(missing);
-    assert.equal(lookup(missing), "absent");
+  it("answers absent only from a cached negative entry (on every filesystem tried, whatever holds the temp dir), and never for a component under a file", () => {
+    // tmpfs and ramfs drop a negative dentry as soon as the lookup ends (always_delete_dentry): there
+    // the answer must be undefined; disk filesystems keep it: there it must be "absent".
+    const keepsNoNegativeEntries = new Map([[0x01021994, "tmpfs"], [0x858458f6, "ramfs"]]);
+    const roots = [tmpdir(), "/dev/shm", "/var/tmp", fileURLToPath(new URL("../../../", import.meta.url))];
+    const seen = new Map<string, string>();
+    for (const root of roots) {
+      let probe: string;
+      try {
+        probe = mkdtempSync(path.join(root, ".csi-proxy-cached-"));
+      } catch {
+        continue; // missing or read-only
+      }
+      try {
+        const type = statfsSync(probe).type;
+        const missing = path.join(probe, "missing");
+        warm(missing);
+        const expected = keepsNoNegativeEntries.has(type) ? undefined : "absent";
+        assert.equal(lookup(missing), expected, `${missing} on filesystem 0x${type.toString(16)}`);
+        seen.set(root, keepsNoNegativeEntries.get(type) ?? `0x${type.toString(16)}`);
+      } finally {
+        rmSync(probe, { recursive: true, force: true });
+      }
+    }
+    assert.ok([...seen.values()].some((t) => t !== "tmpfs" && t !== "ramfs"), `a filesystem that keeps negative entries was tried: ${JSON.stringify([...seen])}`);
     const underFile = path.join(dir, "d", "file", "x");
     warm(underFile);
     assert.equal(lookup(underFile), undefined);

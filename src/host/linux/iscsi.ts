@@ -1,5 +1,5 @@
 /**
- * iSCSI on Linux through open-iscsi (reference-behaviour.md §2.5 mapped onto iscsiadm):
+ * iSCSI on Linux through open-iscsi (docs/upstream-behaviour.md, iSCSI, mapped onto iscsiadm):
  * - a registered target portal is a sendtargets discovery record
  *   (`iscsiadm -m discoverydb -t sendtargets -p <portal> -o new|delete`, listed by `-m discoverydb`);
  * - discovery is `-m discoverydb ... --discover`, which also creates the node records of the

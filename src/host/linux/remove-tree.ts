@@ -34,6 +34,7 @@ import { fsError } from "../fs-error.ts";
 import { DirHandle, openDirAt, openDirNoFollow, openParentOf, withParent } from "./dir-handle.ts";
 import { readMountTable } from "./mountinfo.ts";
 import { abortError } from "../stop-if-aborted.ts";
+import { leftInDir, NAMES_SHOWN, removeFailure, removeSummary } from "../remove-summary.ts";
 
 /** Directory handles of one walk kept open (the deepest levels). */
 export const OPEN_DIRS = 16;
@@ -50,10 +51,6 @@ const NAME_BUDGET = 65_536;
 const SMALL_DIR_BYTES = 64 * 1024;
 /** Tries per entry when it keeps changing between a directory and a non-directory under us. */
 const MAX_TRIES = 8;
-/** Names of what is left quoted in a failed call's message. */
-const NAMES_SHOWN = 3;
-/** Entries of the named directory counted for a failed call's message (more: "at least"). */
-const COUNT_LIMIT = 100_000;
 
 const errno = (e: unknown) => (e as NodeJS.ErrnoException | null)?.code;
 const isWithin = (child: string, parent: string) => parent === "/" || child === parent || child.startsWith(parent + "/");
@@ -326,40 +323,16 @@ class Walker {
   }
 }
 
-/** Count (up to COUNT_LIMIT) and first names of the entries in `dir`, for a failed call's message. */
-async function leftIn(dir: DirHandle): Promise<string> {
-  try {
-    return await dir.use(undefined, async (p) => {
-      const d = await fs.opendir(p);
-      let n = 0;
-      const names: string[] = [];
-      try {
-        for (let e = await d.read(); e !== null && n < COUNT_LIMIT; e = await d.read()) {
-          if (names.length < NAMES_SHOWN) names.push(e.name);
-          n++;
-        }
-      } finally {
-        await d.close().catch(() => {});
-      }
-      const count = n >= COUNT_LIMIT ? `at least ${n}` : `${n}`;
-      return n === 0 ? "it is empty" : `${count} ${n === 1 ? "entry" : "entries"} left in it (${names.join(", ")}${n > names.length ? ", …" : ""})`;
-    });
-  } catch {
-    return "what is left in it could not be listed";
-  }
-}
-
 /** The walk's failure (or skipped mount points) as the call's answer, with what was and was not removed. */
 async function answer(err: unknown, walker: Walker, p: string, what: string, dir: DirHandle, selfLeft: boolean): Promise<CsiProxyError> {
-  const left = await leftIn(dir);
-  const summary = `removed ${walker.removed} ${walker.removed === 1 ? "entry" : "entries"} below ${p}; ${selfLeft ? `${p} is still there, ` : ""}${left}`;
+  const left = await dir.use(undefined, (dp) => leftInDir(dp)).catch(() => "what is left in it could not be listed");
+  const summary = removeSummary(walker.removed, p, selfLeft, left);
   if (err === undefined) {
     const s = walker.skipped;
     const shown = s.slice(0, NAMES_SHOWN).join(", ") + (s.length > NAMES_SHOWN ? ` and ${s.length - NAMES_SHOWN} more` : "");
     return failedPrecondition(`${what} ${p}: stopped at mount point${s.length === 1 ? "" : "s"} ${shown} (not entered, not removed); unmount first; ${summary}`);
   }
-  const code = err instanceof CsiProxyError ? err.code : Code.Internal;
-  return new CsiProxyError(code, `${what} ${p}: ${(err as Error)?.message ?? String(err)}; ${summary}`, { cause: err });
+  return removeFailure(err, what, p, summary);
 }
 
 export interface RemoveOptions {

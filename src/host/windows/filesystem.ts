@@ -6,9 +6,10 @@ import { CsiProxyError, Code } from "../../errors.ts";
 import { fsError } from "../fs-error.ts";
 import { FILE_ATTRIBUTE_REPARSE_POINT, IO_REPARSE_TAG_MOUNT_POINT } from "../../win32/win32-constants.ts";
 import type { Awaitable, Handle, Win32 } from "../../win32/win32.ts";
+import { removeTreeWindows } from "./windows-remove-tree.ts";
 
 /** The Win32 calls the filesystem host needs (a {@link Win32}, or a fake in tests). */
-export type ReparseProbe = Awaitable<Pick<Win32, "getFileAttributes" | "reparseTag" | "openEntryNoFollow" | "deleteByHandle" | "closeHandle">>;
+export type ReparseProbe = Awaitable<Pick<Win32, "getFileAttributes" | "reparseTag" | "openEntryNoFollow" | "fileInfo" | "openListing" | "readDirectoryBatch" | "deleteByHandle" | "closeHandle">>;
 
 /**
  * Filesystem host operations on Windows: Node's fs (libuv over Win32) plus two Win32 calls through
@@ -19,11 +20,13 @@ export type ReparseProbe = Awaitable<Pick<Win32, "getFileAttributes" | "reparseT
  *   those with GetFileAttributesW (FILE_ATTRIBUTE_REPARSE_POINT) + FindFirstFileW's reparse tag
  *   (IO_REPARSE_TAG_MOUNT_POINT), as upstream does since 3c06f01.
  * - removeAll/removeContents act through handles: every ancestor of the path is held open without
- *   FILE_SHARE_DELETE (nobody can rename it or swap it for a junction meanwhile), each entry is opened
- *   with FILE_FLAG_OPEN_REPARSE_POINT, inspected and emptied while held, and deleted through that
- *   handle (FileDispositionInfo). They never descend into a reparse point: links and junctions are
- *   removed as entries, and a volume mount point is refused (FailedPrecondition) instead of deleting
- *   the mounted volume's data (Node's fs.rm would recurse into it, since lstat shows it as a directory).
+ *   FILE_SHARE_DELETE (nobody can rename it or swap it for a junction meanwhile), and the tree is
+ *   walked by windows-remove-tree.ts: each entry opened with FILE_FLAG_OPEN_REPARSE_POINT, inspected
+ *   and emptied while held, deleted through that handle (FileDispositionInfo), in a bounded number
+ *   of handles and names whatever the depth. They never descend into a reparse point: links and
+ *   junctions are removed as entries, and a volume mount point is refused (FailedPrecondition)
+ *   instead of deleting the mounted volume's data (Node's fs.rm would recurse into it, since lstat
+ *   shows it as a directory).
  */
 export class WindowsFilesystemHost implements FilesystemHostApi {
   readonly #win32: ReparseProbe;
@@ -115,67 +118,25 @@ export class WindowsFilesystemHost implements FilesystemHostApi {
     return attrs !== null && (attrs & FILE_ATTRIBUTE_REPARSE_POINT) !== 0 && (await this.#win32.reparseTag(p)) === IO_REPARSE_TAG_MOUNT_POINT;
   }
 
-  /**
-   * Removes the entry `p` (its ancestors held): opened as itself and held while it is inspected and
-   * emptied, then deleted through that handle, so what is deleted is the entry that was inspected.
-   */
-  async #removeEntry(p: string, signal: AbortSignal | undefined): Promise<void> {
-    stopIfAborted(signal);
-    const h = await this.#win32.openEntryNoFollow(p, true);
-    if (h === null) return;
-    try {
-      const st = await fs.lstat(p).catch((err) => {
-        if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
-        throw fsError(err, "remove", p);
-      });
-      if (st === null) return;
-      if (st.isDirectory() && !st.isSymbolicLink()) {
-        const attrs = await this.#win32.getFileAttributes(p);
-        if (attrs !== null && (attrs & FILE_ATTRIBUTE_REPARSE_POINT) !== 0) {
-          if ((await this.#win32.reparseTag(p)) === IO_REPARSE_TAG_MOUNT_POINT) {
-            throw new CsiProxyError(Code.FailedPrecondition, `remove ${p}: a volume is mounted there; unmount it first`);
-          }
-          // another kind of reparse point: removed as an entry, never entered
-        } else {
-          for (const name of await this.readDir(p)) await this.#removeEntry(path.join(p, name), signal);
-        }
-      }
-      // a file, a link or junction (the link itself), an emptied directory
-      await this.#win32.deleteByHandle(h, p);
-    } finally {
-      await this.#win32.closeHandle(h);
-    }
-  }
-
-  /** Never follows a link or junction, never enters a volume mount point (FailedPrecondition); missing is fine. */
+  /** Never follows a link or junction, never enters a volume mount point (FailedPrecondition); missing is fine. Bounds: windows-remove-tree.ts. */
   async removeAll(p: string, options?: RemoveOptions): Promise<void> {
     stopIfAborted(options?.signal);
     const pins = await this.#pinAncestors(p);
     if (pins === null) return;
     try {
-      await this.#removeEntry(p, options?.signal);
+      await removeTreeWindows(this.#win32, p, false, options?.signal);
     } finally {
       await this.#release(pins);
     }
   }
 
-  /** removeAll of every entry of the directory `p`, which is held meanwhile; `p` itself a volume mount point: FailedPrecondition. */
+  /** removeAll of every entry of the directory `p`, which is held meanwhile; `p` itself a link, junction or volume mount point: FailedPrecondition. */
   async removeContents(p: string, options?: RemoveOptions): Promise<void> {
     stopIfAborted(options?.signal);
     const pins = await this.#pinAncestors(p);
     if (pins === null) throw new CsiProxyError(Code.NotFound, `read directory ${p}: no such directory`);
     try {
-      const h = await this.#win32.openEntryNoFollow(p, false);
-      if (h === null) throw new CsiProxyError(Code.NotFound, `read directory ${p}: no such directory`);
-      try {
-        if ((await fs.lstat(p)).isSymbolicLink()) {
-          throw new CsiProxyError(Code.FailedPrecondition, `${p} is a link or junction now (the path changed since it was checked); refusing to follow it`);
-        }
-        if (await this.#isVolumeMountPoint(p)) throw new CsiProxyError(Code.FailedPrecondition, `empty ${p}: a volume is mounted there; unmount it first`);
-        for (const name of await this.readDir(p)) await this.#removeEntry(path.join(p, name), options?.signal);
-      } finally {
-        await this.#win32.closeHandle(h);
-      }
+      await removeTreeWindows(this.#win32, p, true, options?.signal);
     } finally {
       await this.#release(pins);
     }

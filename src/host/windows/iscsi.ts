@@ -2,7 +2,7 @@
  * iSCSI on Windows: the Microsoft iSCSI initiator's CIM classes (namespace
  * root/Microsoft/Windows/Storage) through the SMB/iSCSI/System PowerShell worker pool
  * (scripts/worker-ops-smb-iscsi-system.ts), as upstream master uses them
- * (reference-behaviour.md §2.5):
+ * (docs/upstream-behaviour.md, iSCSI):
  *
  * - listTargetPortals: MSFT_iSCSITargetPortal instances (TargetPortalAddress, TargetPortalPortNumber);
  * - addTargetPortal: static MSFT_iSCSITargetPortal.New(TargetPortalAddress, TargetPortalPortNumber);

@@ -1,8 +1,8 @@
 /**
  * The volume group's host on Windows ({@link VolumeHostApi}): MSFT_Volume / MSFT_Partition through
  * the PowerShell worker pool, volume mount points through Win32 ({@link WindowsVolumeCim}), reported
- * in the group's terms. Decisions are volume-service.ts's (upstream master's, reference-behaviour.md
- * §2.3). The uses of a volume are those of its partition (host/windows/disk.ts says which Windows
+ * in the group's terms. Decisions are volume-service.ts's (upstream master's, docs/upstream-behaviour.md,
+ * Volume). The uses of a volume are those of its partition (host/windows/disk.ts says which Windows
  * reports); whether its disk is online is not reported with it.
  */
 import * as path from "node:path";

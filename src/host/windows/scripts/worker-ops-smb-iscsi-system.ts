@@ -22,7 +22,7 @@
  *   "System.Collections.Hashtable").
  * Script block logging records only this constant text.
  *
- * Classes and methods are upstream csi-proxy master's (reference-behaviour.md §2.4–2.6):
+ * Classes and methods are upstream csi-proxy master's (docs/upstream-behaviour.md: SMB, iSCSI, System):
  * MSFT_SmbGlobalMapping (root/Microsoft/Windows/SMB); MSFT_iSCSITargetPortal, MSFT_iSCSITarget,
  * MSFT_iSCSISession, MSFT_iSCSIConnection and their associations to MSFT_Disk
  * (root/Microsoft/Windows/Storage); CIM_BIOSElement (root/cimv2).

@@ -16,7 +16,7 @@
  * -Filter, or a wildcard-capable cmdlet parameter (Get-Volume -UniqueId globs!).
  *
  * CIM classes (namespace root/Microsoft/Windows/Storage) and methods are those of upstream
- * csi-proxy master (reference-behaviour.md §2.2–2.3), called with Invoke-CimMethod.
+ * csi-proxy master (docs/upstream-behaviour.md: Disk, Volume), called with Invoke-CimMethod.
  */
 /**
  * The protocol plumbing every worker script starts with (stdin/stdout set-up, Send, Fail,
