@@ -41,9 +41,12 @@ export type ReparseProbe = Awaitable<Pick<Win32, "getFileAttributes" | "reparseT
  */
 export class WindowsFilesystemHost implements FilesystemHostApi {
   readonly #win32: ReparseProbe;
+  /** Present when constructed with a local lookup (host/windows/local-lookup.ts). */
+  readonly lookupCached?: (path: string) => "present" | "absent" | undefined;
 
-  constructor(win32: ReparseProbe) {
+  constructor(win32: ReparseProbe, options: { localLookup?: (path: string) => "present" | "absent" | undefined } = {}) {
     this.#win32 = win32;
+    if (options.localLookup) this.lookupCached = options.localLookup;
   }
 
   async lstat(p: string): Promise<EntryKind | null> {
