@@ -4,7 +4,8 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
-import { createMountTableCache, openMountChangeProbe, type MountChangeProbe } from "./mount-table-cache.ts";
+import { createMountTableCache, openMountChangeProbe, shareMountChangeProbe, type MountChangeProbe } from "./mount-table-cache.ts";
+import { watchGcClosedFds } from "../../../test/helpers/gc-closed-fds.ts";
 import { readMountTable, type MountEntry } from "./mountinfo.ts";
 
 const entry = (mountId: number): MountEntry => ({ mountId, parentId: 1, device: "8:1", root: "/", mountPoint: `/m${mountId}`, fsType: "ext4", source: "/dev/sda1" });
@@ -74,6 +75,32 @@ describe("createMountTableCache()", () => {
     await cache.table();
     await cache.table();
     assert.equal(f.reads(), 2);
+  });
+});
+
+describe("shareMountChangeProbe()", () => {
+  it("reports one change to every view, whichever view's poll consumed it", () => {
+    const f = fakes();
+    const views = shareMountChangeProbe(f.probe);
+    const a = views();
+    const b = views();
+    assert.equal(a.changed(), false);
+    assert.equal(b.changed(), false);
+    f.change();
+    assert.equal(a.changed(), true);
+    assert.equal(a.changed(), false);
+    assert.equal(b.changed(), true, "the change a consumed is still reported to b");
+    assert.equal(b.changed(), false);
+    const c = views();
+    assert.equal(c.changed(), false, "a view made after a change starts from it");
+  });
+});
+
+describe("createMountTableCache() with the default probe", () => {
+  it("leaves no descriptor for garbage collection to close when caches are dropped", async () => {
+    const watch = watchGcClosedFds();
+    for (let i = 0; i < 20; i++) await createMountTableCache().table();
+    assert.deepEqual(await watch.check(), []);
   });
 });
 

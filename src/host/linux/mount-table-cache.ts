@@ -15,6 +15,10 @@
  * - concurrent callers share one read; a failed read is not cached (the next call reads again, the
  *   failure reaches the callers of that read);
  * - without a probe (koffi or poll unavailable, open failed) every call reads the file.
+ *
+ * Descriptor ownership: by default every cache watches through {@link processMountChangeProbe}, one
+ * descriptor opened once per process and reachable from this module for the life of the process, so
+ * it is never closed by garbage collection however many caches are made and dropped.
  */
 import * as fs from "node:fs/promises";
 import type { MountEntry } from "./mountinfo.ts";
@@ -38,8 +42,8 @@ const POLLHUP = 0x10;
 const POLLNVAL = 0x20;
 
 /**
- * A probe on a descriptor of /proc/self/mountinfo held for the life of the process (O_CLOEXEC).
- * Rejects when koffi or the file cannot be opened. Any poll failure counts as "changed".
+ * A probe on a descriptor of /proc/self/mountinfo (O_CLOEXEC), held until `close()`: the caller owns
+ * it and must close it or keep it reachable for the life of the process. Rejects when koffi or the file cannot be opened. Any poll failure counts as "changed".
  */
 export async function openMountChangeProbe(file = "/proc/self/mountinfo"): Promise<MountChangeProbe> {
   const koffi = await loadKoffi();
@@ -66,10 +70,46 @@ export async function openMountChangeProbe(file = "/proc/self/mountinfo"): Promi
   };
 }
 
-export function createMountTableCache(deps: { openProbe?: () => Promise<MountChangeProbe>; read?: () => Promise<MountEntry[]> } = {}): MountTableCache {
+/** Says whether the table changed since this probe's previous call (or since it was made). */
+export interface MountChangeView {
+  changed(): boolean;
+}
+
+/**
+ * A source of independent change views over one probe: each view answers for its own previous call,
+ * so a change consumed by one view is still reported to every other (a change counter is raised when
+ * any view's poll sees the change; each view compares it with the value it last saw).
+ */
+export function shareMountChangeProbe(probe: MountChangeProbe): () => MountChangeView {
+  let generation = 0;
+  return () => {
+    let seen = generation;
+    return {
+      changed() {
+        if (probe.changed()) generation++;
+        const changed = seen !== generation;
+        seen = generation;
+        return changed;
+      },
+    };
+  };
+}
+
+let processViews: Promise<() => MountChangeView> | undefined;
+
+/**
+ * A view over this process's single /proc/self/mountinfo probe, opened on first use and never closed
+ * (the process's exit closes it). Rejects, for this and every later call, when the probe cannot be opened.
+ */
+export function processMountChangeProbe(): Promise<MountChangeView> {
+  processViews ??= openMountChangeProbe().then(shareMountChangeProbe);
+  return processViews.then((view) => view());
+}
+
+export function createMountTableCache(deps: { openProbe?: () => Promise<MountChangeView>; read?: () => Promise<MountEntry[]> } = {}): MountTableCache {
   const read = deps.read ?? readMountTable;
-  const openProbe = deps.openProbe ?? (() => openMountChangeProbe());
-  let probe: MountChangeProbe | null | undefined;
+  const openProbe = deps.openProbe ?? processMountChangeProbe;
+  let probe: MountChangeView | null | undefined;
   let opening: Promise<void> | undefined;
   let current: Promise<MountEntry[]> | undefined;
   return {
