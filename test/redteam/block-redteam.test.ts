@@ -3,16 +3,24 @@
 // and asserts the answer code AND that every byte the call does not own is unchanged: sha256 of the
 // image regions (unmounted) and of every file (mounted filesystems). Every destructive call is guarded
 // to this suite's own devices (block-lab.ts).
-import { describe, it } from "node:test";
+import { after, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, writeFileSync, openSync, writeSync, closeSync, mkdtempSync } from "node:fs";
 import * as path from "node:path";
 import { Lab, MiB, hasTool, hashFiles, hashRegion, labSkipReason, run, writeFiles, writeTable, type Loop } from "./block-lab.ts";
 import { rejectsWithCode } from "../helpers/assert-coded.ts";
+import { watchGcClosedFds } from "../helpers/gc-closed-fds.ts";
 import { Code } from "../../src/errors.ts";
 
 const skip = labSkipReason();
 if (skip) process.stderr.write(`block red-team suite skipped: ${skip}\n`);
+
+// Every descriptor the in-process services open is closed by its owner, on refusals too: once all
+// cases ran and their labs were dropped, a forced collection finds none to close.
+const gcClosedFds = watchGcClosedFds();
+after(async () => {
+  assert.deepEqual(await gcClosedFds.check(), [], "descriptors left open for garbage collection to close");
+});
 
 const sysAttr = (loop: Loop, part: number, attr: string) => readFileSync(`/sys/block/${loop.name}/${loop.name}p${part}/${attr}`, "utf8").trim();
 const wholeImage = (img: string, mib: number) => hashRegion(img, 0, mib * MiB);
