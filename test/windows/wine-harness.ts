@@ -190,6 +190,14 @@ export async function clientReport(w: Wine, mode: string, args: object = {}, tim
   return report;
 }
 
+/**
+ * Runs Wine's sc.exe. Its failures print nothing under WINEDEBUG=-all (the Win32 error is a `trace:sc`
+ * line), so it runs with that channel and errors on: the output names the error of a failed call.
+ */
+export function runSc(w: Wine, args: string[], timeoutMs = 60_000): Promise<RunResult> {
+  return runWine({ ...w, env: { ...w.env, WINEDEBUG: "err+all,+sc" } }, ["sc", ...args], timeoutMs);
+}
+
 /** Ends every process of the suite's prefix (wineserver -k: only this private prefix). */
 export function killWineServer(w: Wine): void {
   try {
