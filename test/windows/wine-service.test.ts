@@ -7,19 +7,16 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { clientReport, runSc, runWine, startWine, wineSuite, type Background } from "./wine-harness.ts";
+import { clientReport, runSc, runWine, wineSuite } from "./wine-harness.ts";
 
-let keepAlive: Background | undefined;
 const { w, skip } = await wineSuite("service", {
+  keepAlive: true, // Wine ends service processes when its last ordinary process exits
   async before(w) {
-    // Wine ends service processes when its last ordinary process exits: keep one alive.
-    keepAlive = startWine(w, [w.nodeWin, "-e", "setTimeout(() => {}, 600000)"]);
     // a service left registered by an interrupted run
     await runSc(w, ["delete", "csiproxy"]).catch(() => {});
   },
   async after(w) {
     await runSc(w, ["delete", "csiproxy"]).catch(() => {});
-    await keepAlive?.kill();
   },
 });
 

@@ -24,6 +24,7 @@ const DEPENDENT = "csi-e2e-dep";
 const SECRETS = { password: "Wine-SMB-P4ss-4b1d", chapSecret: "WineChapSecret1", mutualSecret: "WineMutualSec2" };
 
 const { w, skip } = await wineSuite("smb-iscsi-system", {
+  keepAlive: true, // the sc calls below meet one running Service Control Manager
   async before(w) {
     for (const name of [SERVICE, DEPENDENT]) await runSc(w, ["delete", name]).catch(() => {});
     const program = "C:\\windows\\system32\\spoolsv.exe";
