@@ -23,7 +23,11 @@
 // which under Wine adds milliseconds per call at c=1 (each goroutine hand-off is a wineserver
 // round trip), so it is not the default.
 //
-//   node bench/windows.ts [--rounds 5] [--calls 9500] [--settle-ms 3000] [--upstream-exe PATH] [--client node|go]
+// `--baseline-exe PATH` adds another build of ours (koffi/win32_x64/koffi.node beside it) to the same
+// alternating rounds, for an A/B of a change: its figures and the median per-round ours/baseline
+// ratios are printed after the table.
+//
+//   node bench/windows.ts [--rounds 5] [--calls 9500] [--settle-ms 3000] [--upstream-exe PATH] [--baseline-exe PATH] [--client node|go]
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -46,6 +50,8 @@ const calls = Number(opt("calls", "9500"));
 const warmup = 500;
 const settleMs = Number(opt("settle-ms", "3000"));
 const upstreamExe = opt("upstream-exe", process.env.UPSTREAM_EXE || undefined);
+const baselineExe = opt("baseline-exe");
+if (baselineExe && !fs.existsSync(baselineExe)) throw new Error(`--baseline-exe ${baselineExe} does not exist`);
 const clientKind = opt("client", "node");
 if (clientKind !== "node" && clientKind !== "go") throw new Error(`--client must be node or go, not ${clientKind}`);
 
@@ -87,6 +93,10 @@ interface Server {
 const servers: Server[] = [
   { name: "ours", exe: built.exe, images: [{ label: "exe", file: built.exe }, { label: "koffi.node", file: path.join(built.dir, "koffi", "win32_x64", "koffi.node") }] },
 ];
+if (baselineExe) {
+  const exe = path.resolve(baselineExe);
+  servers.push({ name: "baseline", exe, images: [{ label: "exe", file: exe }, { label: "koffi.node", file: path.join(path.dirname(exe), "koffi", "win32_x64", "koffi.node") }] });
+}
 if (withUpstream) servers.push({ name: "upstream", exe: path.resolve(upstreamExe!), images: [{ label: "exe", file: path.resolve(upstreamExe!) }] });
 
 let argSeq = 0;
@@ -193,8 +203,9 @@ const row = (label: string, f: (x: RoundResult) => number, fmt: (x: number) => s
   rows.push([label, fmt(med(ours, f)), withUpstream ? fmt(med(up, f)) : "—", rx(ratio(f)), floorValue]);
 
 const fileMiB = (p: string) => MiB(fs.statSync(p).size / 1024);
-rows.push(["exe size MiB", `${f1(fileMiB(built.exe))} + koffi.node ${f1(fileMiB(servers[0].images[1].file))}`, withUpstream ? f1(fileMiB(servers[1].exe)) : "—",
-  withUpstream ? rx(fileMiB(built.exe) / fileMiB(servers[1].exe)) : "—", f1(fileMiB(built.nodeExe))]);
+const upstreamServer = servers.find((s) => s.name === "upstream");
+rows.push(["exe size MiB", `${f1(fileMiB(built.exe))} + koffi.node ${f1(fileMiB(servers[0].images[1].file))}`, upstreamServer ? f1(fileMiB(upstreamServer.exe)) : "—",
+  upstreamServer ? rx(fileMiB(built.exe) / fileMiB(upstreamServer.exe)) : "—", f1(fileMiB(built.nodeExe))]);
 const floorStart = median(floor.startMs);
 row("start → 23 pipes accept, ms", (x) => x.startMs, f0, `first statement ${f0(floorStart)}; -e 0 to exit ${f0(median(floor.exitMs))}`);
 const m = (k: keyof MemoryBreakdown) => (x: MemoryBreakdown) => MiB(x[k] as number);
@@ -221,6 +232,19 @@ const fmtRow = (r: string[]) => r.map((c, i) => c.padEnd(widths[i])).join("  ");
 console.log(`\nmedians of ${rounds} rounds (ratios: median of per-round ours/upstream); load average now ${loadavg()}`);
 console.log(fmtRow(["", "ours", "upstream", "ratio", "floor (bare node.exe)"]));
 for (const r of rows) console.log(fmtRow(r));
+if (baselineExe) {
+  const base = results.baseline;
+  const ab = (label: string, f: (x: RoundResult) => number, fmt: (x: number) => string) =>
+    console.log(`  ${label}: ours ${fmt(med(ours, f))}, baseline ${fmt(med(base, f))}, ours/baseline ${rx(median(ours.map((x, i) => f(x) / f(base[i]))))}`);
+  console.log(`\nA/B against the baseline build ${baselineExe} (medians; ratio: median of per-round ours/baseline):`);
+  ab("start → 23 pipes accept, ms", (x) => x.startMs, f0);
+  ab("anon outside the exe image, MiB", (x) => m("anonOutsideExeKiB")(x.idle), f1);
+  for (const c of ["c1", "c8"] as const) {
+    ab(`PathExists ${c} rps`, (x) => x[c].rps, f0);
+    ab(`PathExists ${c} p50 µs`, (x) => x[c].p50Us, f0);
+    ab(`CPU per call ${c}, server µs`, (x) => x[c].cpuUs, f0);
+  }
+}
 if (!withUpstream) console.log(`\nupstream: not measured — ${upstreamWhy}.`);
 const missing = [...new Set([...ours, ...up].flatMap((x) => x.missing))];
 if (missing.length) console.log(`pipes that never accepted within 60 s (start figures exclude nothing; check): ${missing.join(", ")}`);

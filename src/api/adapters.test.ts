@@ -110,6 +110,35 @@ describe("volume adapters", () => {
     assert.deepEqual(calls.at(-1), ["getVolumeIdFromTargetPath", { targetPath: "/m" }]);
   });
 
+  it("the legacy forwarders prefix every failure as upstream (`Forward to <current> failed, err=`), keeping the code; other methods do not", async () => {
+    const failing = (code: number, message: string) =>
+      new Proxy({}, { get: () => async () => { throw new CsiProxyError(code as never, message); } });
+    const cases = [
+      ["v1alpha1", "DismountVolume", "UnmountVolume"],
+      ["v1beta1", "DismountVolume", "UnmountVolume"],
+      ["v1beta1", "VolumeStats", "GetVolumeStats"],
+      ["v1beta1", "GetVolumeDiskNumber", "GetDiskNumberFromVolumeID"],
+      ["v1beta1", "GetVolumeIDFromMount", "GetVolumeIDFromTargetPath"],
+      ["v1beta2", "DismountVolume", "UnmountVolume"],
+      ["v1beta2", "VolumeStats", "GetVolumeStats"],
+      ["v1beta2", "GetVolumeDiskNumber", "GetDiskNumberFromVolumeID"],
+      ["v1beta2", "GetVolumeIDFromMount", "GetVolumeIDFromTargetPath"],
+    ] as const;
+    for (const [version, method, target] of cases) {
+      const h = volumeAdapters[version](failing(Code.NotFound, "volume id empty") as never);
+      await assert.rejects(call(catalog.volume[version], h, method), (e: CsiProxyError) =>
+        e.code === Code.NotFound && e.message === `Forward to ${target} failed, err=volume id empty`, `${version} ${method}`);
+    }
+    // a non-coded failure is the boundary's Internal, prefixed too
+    const broken = new Proxy({}, { get: () => async () => { throw new Error("boom"); } });
+    await assert.rejects(call(catalog.volume.v1beta2, volumeAdapters.v1beta2(broken as never), "VolumeStats"), (e: CsiProxyError) =>
+      e.code === Code.Internal && e.message === "Forward to GetVolumeStats failed, err=boom");
+    for (const [version, method] of [["v1beta2", "IsVolumeFormatted"], ["v1beta2", "WriteVolumeCache"], ["v1", "UnmountVolume"], ["v1", "GetVolumeStats"], ["v2alpha1", "GetVolumeIDFromTargetPath"]] as const) {
+      const h = volumeAdapters[version](failing(Code.InvalidArgument, "volume id empty") as never);
+      await assert.rejects(call(catalog.volume[version], h, method), (e: CsiProxyError) => e.message === "volume id empty", `${version} ${method}`);
+    }
+  });
+
   it("v2alpha1 serves GetClosestVolumeIDFromTargetPath", async () => {
     const { service, calls } = recorder({ getClosestVolumeIdFromTargetPath: { volumeId: "c" } });
     assert.equal((await call(catalog.volume.v2alpha1, volumeAdapters.v2alpha1(service as never), "GetClosestVolumeIDFromTargetPath", { targetPath: "/x" })).volumeId, "c");

@@ -2,11 +2,13 @@ import { invalidArgument, quote } from "../errors.ts";
 
 /**
  * Parses a legacy string disk id (v1alpha1–v1beta2 `diskID` / `disk_id`) as a decimal uint32.
- * Upstream wraps values ≥ 2³² silently; we refuse them. Failure: InvalidArgument naming the field.
+ * Upstream wraps values ≥ 2³² silently; we refuse them. Failure: InvalidArgument, `prefix` (the
+ * calling method's own wording, as upstream) followed by Go's strconv.ParseUint error text.
  */
-export function parseDiskId(value: string, field: string): number {
+export function parseDiskId(value: string, prefix: string): number {
   if (!/^\d{1,10}$/.test(value) || Number(value) > 0xffffffff) {
-    throw invalidArgument(`Failed to convert ${field} to uint32: ${quote(value)} is not a disk number`);
+    const why = /^\d+$/.test(value) ? "value out of range" : "invalid syntax";
+    throw invalidArgument(`${prefix}strconv.ParseUint: parsing ${quote(value)}: ${why}`);
   }
   return Number(value);
 }

@@ -381,12 +381,15 @@ const WINDOWS_SYNTAX_ERRORS: { name: string; path: string; message: string }[] =
     ["U+001F (not rejected upstream)", `${base}a\x1fb`, chars(`${base}a\x1fb`)],
     // not absolute
     ["empty path", "", notAbs("")],
-    ["forward slashes after the drive", "C:/var/lib/kubelet", notAbs("C:/var/lib/kubelet")],
-    ["drive-relative path", "C:var\\lib\\kubelet", notAbs("C:var\\lib\\kubelet")],
     ["relative path", "var\\lib\\kubelet", notAbs("var\\lib\\kubelet")],
-    ["POSIX path", "/var/lib/kubelet", notAbs("/var/lib/kubelet")],
-    ["digit instead of a drive letter", "1:\\var", notAbs("1:\\var")],
-    ["drive letter only", "C:", notAbs("C:")],
+    // not absolute, with upstream's invalid characters anywhere (upstream checks them first)
+    ["forward slashes after the drive", "C:/var/lib/kubelet", chars("C:/var/lib/kubelet")],
+    ["drive-relative path", "C:var\\lib\\kubelet", chars("C:var\\lib\\kubelet")],
+    ["POSIX path", "/var/lib/kubelet", chars("/var/lib/kubelet")],
+    ["digit instead of a drive letter", "1:\\var", chars("1:\\var")],
+    ["drive letter only", "C:", chars("C:")],
+    ["relative path with `..` inside a name", "var\\a..b", chars("var\\a..b")],
+    ["relative `..` component", "..\\x", chars("..\\x")],
   ];
   return rows.map(([name, p, message]) => ({ name, path: p, message }));
 })();
@@ -536,6 +539,21 @@ describe("createPathPolicy() with bindSources (a bind mount is treated like a li
       message: "path /var/lib/kubelet/b/x is not within the allowed directories [/var/lib/kubelet] (resolved to /etc/x)",
     });
     await expectOutcome(() => policy.check("/var/lib/kubelet/other"), "/var/lib/kubelet/other");
+  });
+
+  it("refuses a path in a bind mount below an allowed dir whose source cannot be seen; an allowed dir in such a mount is taken as it is", async () => {
+    const unseen = (at: string) => async (paths: readonly string[]) => paths.map((p) => (isWithin(p, at, "linux") ? { unseen: at } : null));
+    const below = createPathPolicy({ platform: "linux", allowedDirs: ["/var/lib/kubelet"], resolve: identity, bindSources: unseen("/var/lib/kubelet/b") });
+    await expectOutcome(() => below.check("/var/lib/kubelet/b/x"), {
+      code: Code.PermissionDenied,
+      message:
+        "path /var/lib/kubelet/b/x is not within the allowed directories [/var/lib/kubelet] (resolved to /var/lib/kubelet/b/x, in a bind mount at /var/lib/kubelet/b whose source directory cannot be seen)",
+    });
+    await expectOutcome(() => below.check("/var/lib/kubelet/other"), "/var/lib/kubelet/other");
+    const container = createPathPolicy({ platform: "linux", allowedDirs: ["/var/lib/kubelet"], resolve: identity, bindSources: unseen("/var/lib/kubelet") });
+    await expectOutcome(() => container.check("/var/lib/kubelet/pods/a"), "/var/lib/kubelet/pods/a");
+    const above = createPathPolicy({ platform: "linux", allowedDirs: ["/var/lib/kubelet"], resolve: identity, bindSources: unseen("/var/lib") });
+    await expectOutcome(() => above.check("/var/lib/kubelet/pods/a"), "/var/lib/kubelet/pods/a");
   });
 
   it("accepts bind mounts whose source is inside an allowed dir, or inside an allowed dir's own bind source", async () => {

@@ -49,11 +49,14 @@ export interface PathPolicyOptions {
   resolve: PathResolver;
   /**
    * Optional (Linux): for each canonical path, the directory it really shows when it lies inside a
-   * bind mount of a directory (see host/linux/bind-mount-source.ts), else null. With it, a path
-   * whose bind source is outside every allowed dir (and outside every allowed dir's own bind source)
-   * is refused like a symbolic link pointing there.
+   * bind mount of a directory (see host/linux/bind-mount-source.ts), else null; `{ unseen }` (the
+   * bind's mount point) when it lies in a mount of a subdirectory whose place cannot be seen. With
+   * it, a path whose bind source is outside every allowed dir (and outside every allowed dir's own
+   * bind source) is refused like a symbolic link pointing there, and so is a path in an unseen bind
+   * mounted strictly below an allowed dir (fail closed: it may show any directory); an allowed dir
+   * that itself lies in such a mount (a container's or chroot's view) is taken as it is.
    */
-  bindSources?: (paths: readonly string[]) => Promise<(string | null)[]>;
+  bindSources?: (paths: readonly string[]) => Promise<(string | null | { unseen: string })[]>;
 }
 
 export interface CheckOptions {
@@ -223,9 +226,15 @@ export function createPathPolicy(options: PathPolicyOptions): PathPolicy {
       }
       if (options.bindSources) {
         const [source, ...rootSources] = await options.bindSources([checked, ...roots.map((r) => r.real)]);
-        if (source !== null) {
-          const inside = (dir: string | null) => dir !== null && isWithinNormalised(normalisePath(source, platform), normalisePath(dir, platform), platform);
+        if (typeof source === "string") {
+          const inside = (dir: string | { unseen: string } | null) =>
+            typeof dir === "string" && isWithinNormalised(normalisePath(source, platform), normalisePath(dir, platform), platform);
           if (!roots.some((r) => inside(r.real)) && !rootSources.some(inside)) throw denied(input, source);
+        } else if (source !== null) {
+          const at = normalisePath(source.unseen, platform);
+          if (roots.some((r) => isWithinNormalised(at, r.real, platform) && !isSamePath(at, r.real, platform))) {
+            throw denied(input, `${checked}, in a bind mount at ${source.unseen} whose source directory cannot be seen`);
+          }
         }
       }
       return checked;

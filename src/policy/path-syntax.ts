@@ -47,7 +47,9 @@ const DOTS_ONLY_COMPONENT = /^[. ]*\.[. ]*\.[. ]*$/;
  * 3. after a `X:\` prefix: any of `" / : ? * |` — and here also `<`, `>`, U+0000–U+001F — or a `..`
  *    component (or a dots-and-spaces-only component with two or more dots) →
  *    `path contains invalid characters: <p>`; unlike upstream, `..` inside a name (`a..b`) passes;
- * 4. not starting with `X:\` (including the empty path, `C:/x`, `C:x`, `/x`) →
+ *    without that prefix, the same characters anywhere in the path or `..` anywhere (`C:/x`, `C:x`,
+ *    `/x`, `a..b`) → the same text, as upstream;
+ * 4. any other path not starting with `X:\` (including the empty path) →
  *    `not an absolute Windows path: <p>`.
  */
 export function validateWindowsPathSyntax(p: string): void {
@@ -60,6 +62,8 @@ export function validateWindowsPathSyntax(p: string): void {
       throw invalid(`path contains invalid characters: ${p}`);
     }
   } else {
+    // as upstream: without the `X:\` prefix the whole path is searched, `..` anywhere counts
+    if (WINDOWS_INVALID_CHARS.test(p) || p.includes("..")) throw invalid(`path contains invalid characters: ${p}`);
     throw fragmentError("path-not-absolute", `not an absolute Windows path: ${p}`);
   }
 }

@@ -44,6 +44,11 @@ export class CallStream implements CallContext {
     return this.controller.signal;
   }
 
+  /** The reason the call was aborted with (deadline or cancel), if it was. */
+  get abortedWith(): CsiProxyError | undefined {
+    return this.abortReason;
+  }
+
   abort(reason: CsiProxyError): void {
     if (this.abortReason) return;
     this.abortReason = reason;

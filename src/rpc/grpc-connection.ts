@@ -509,7 +509,9 @@ export class GrpcConnection {
         this.handlerEnded(stream);
       },
       (err: CsiProxyError) => {
-        if (!stream.answered) this.finish(stream, err.code, statusMessage(err.message));
+        // The deadline's own abort reason, rethrown as it is, answers as grpc-go words it.
+        const message = err === stream.abortedWith && err.code === Code.DeadlineExceeded ? "Deadline exceeded" : err.message;
+        if (!stream.answered) this.finish(stream, err.code, statusMessage(message));
         this.handlerEnded(stream);
       },
     );
@@ -611,11 +613,21 @@ export class GrpcConnection {
     if (--this.active === 0 && this.finalGoaway && !this.closed) this.endSocket();
   }
 
+  /**
+   * The call's grpc-timeout passed: its handler's signal is aborted. A running handler is waited for
+   * (at most limits.deadlineAnswerGraceMs), so the answer — its own, saying what the work did — is sent
+   * only once the work has stopped; a call whose handler has not started is answered at once.
+   */
   private deadline(stream: CallStream): void {
     stream.timer = undefined;
     if (stream.answered) return;
-    this.finish(stream, Code.DeadlineExceeded, "Deadline exceeded");
     stream.abort(new CsiProxyError(Code.DeadlineExceeded, "deadline exceeded"));
+    if (!stream.running) return this.finish(stream, Code.DeadlineExceeded, "Deadline exceeded");
+    const grace = this.limits.deadlineAnswerGraceMs;
+    stream.timer = setTimeout(() => {
+      stream.timer = undefined;
+      this.finish(stream, Code.DeadlineExceeded, `Deadline exceeded; the call's work had not stopped ${grace} ms later`);
+    }, grace);
   }
 
   private cancel(stream: CallStream, reason: CsiProxyError): void {

@@ -33,6 +33,13 @@ export interface TransportLimits {
   writeHighWaterBytes: number;
   /** A connection that has not sent the client preface and its first SETTINGS within this many ms is closed. */
   handshakeTimeoutMs: number;
+  /**
+   * After a call's grpc-timeout passes while its handler runs, the handler's signal is aborted and
+   * the answer waits for the handler to end (so it says what the work did and did not do, and is sent
+   * only once the work has stopped) for at most this many ms; then DEADLINE_EXCEEDED is sent saying the
+   * work had not stopped yet. A call whose handler has not started is answered at once.
+   */
+  deadlineAnswerGraceMs: number;
   /** A connection on which no call started for this many ms (up to twice that: it is checked once per period) and none is in flight is ended gracefully: GOAWAY(NO_ERROR), then closed once no call is in flight. 0 = never. */
   idleTimeoutMs: number;
 }
@@ -54,6 +61,7 @@ export const DEFAULT_LIMITS: Readonly<TransportLimits> = Object.freeze({
   writeHighWaterBytes: 64 * 1024,
   handshakeTimeoutMs: 20_000,
   idleTimeoutMs: 30 * 60_000,
+  deadlineAnswerGraceMs: 2_000,
 });
 
 /**

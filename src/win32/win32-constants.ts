@@ -42,3 +42,5 @@ export const TOKEN_USER_CLASS = 1;
 
 /** STORAGE_PROPERTY_ID StorageDeviceIdProperty (an enum in winioctl.h). */
 export const STORAGE_DEVICE_ID_PROPERTY = 2;
+/** GetDriveTypeW: a fixed local disk. */
+export const DRIVE_FIXED = 3;

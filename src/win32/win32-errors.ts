@@ -92,6 +92,11 @@ const messages: Record<number, string> = {
   4390: "The file or directory is not a reparse point.",
 };
 
+/** Windows' system message (FormatMessage, en-US) for a Win32 error code, when this table has it. */
+export function win32Message(errno: number): string | undefined {
+  return messages[errno];
+}
+
 /** gRPC code for a Win32 error code. */
 export function codeForWin32(errno: number): Code {
   switch (errno) {

@@ -13,6 +13,9 @@
  *   error onto the JS thread.
  * - `mem`: memory-only or local kernel-object calls that answer at once (SDDL conversion, the
  *   process token, our own pipe's DACL); synchronous, GetLastError read right after the call.
+ * - `local`: a metadata query of a path on a fixed local drive, synchronous on the JS thread; only
+ *   host/windows/local-lookup.ts calls it, under that module's bounds (fixed drives only, never past a
+ *   reparse point, paused after a slow answer).
  *
  * Only loaded on Windows (compose.ts imports the Windows hosts dynamically).
  */
@@ -40,7 +43,7 @@ type Fn = ((...args: unknown[]) => unknown) & { async: (...args: unknown[]) => v
 export type Awaitable<T> = { [K in keyof T]: T[K] extends (...a: infer A) => Promise<infer R> ? (...a: A) => R | Promise<R> : T[K] };
 
 /** The kinds of declaration (see the module comment). */
-export type DeclKind = "io" | "mem";
+export type DeclKind = "io" | "mem" | "local";
 
 /** Decodes a NUL-terminated UTF-16LE string from a buffer. */
 export function utf16z(buf: Buffer): string {
@@ -56,6 +59,8 @@ export class Win32 {
   /** Which declarations are `io` (run only through {@link Win32.#io}). */
   readonly kinds: Record<string, DeclKind> = {};
   readonly #limiter: IoLimiter;
+  /** WIN32_FILE_ATTRIBUTE_DATA (36 bytes) for {@link Win32.localAttributes}, reused: the JS thread is its only user. */
+  readonly #attrData = Buffer.alloc(36);
 
   constructor(koffi: Koffi, options: { maxIoCalls?: number; ioQueueTimeoutMs?: number } = {}) {
     this.koffi = koffi;
@@ -69,9 +74,12 @@ export class Win32 {
     };
     const decl = declare("mem");
     const io = declare("io");
+    const local = declare("local");
     this.#f = {
       GetLastError: decl(k32, "uint32_t __stdcall GetLastError()"),
       GetFileAttributesW: io(k32, "uint32_t __stdcall GetFileAttributesW(const char16_t *path)"),
+      GetFileAttributesExW: local(k32, "int __stdcall GetFileAttributesExW(const char16_t *path, int level, _Out_ uint8_t *info)"),
+      GetDriveTypeW: io(k32, "uint32_t __stdcall GetDriveTypeW(const char16_t *root)"),
       FindFirstFileW: io(k32, "intptr_t __stdcall FindFirstFileW(const char16_t *path, _Out_ uint8_t *data)"),
       FindClose: io(k32, "int __stdcall FindClose(intptr_t h)"),
       SetVolumeMountPointW: io(k32, "int __stdcall SetVolumeMountPointW(const char16_t *mountPoint, const char16_t *volumeName)"),
@@ -143,6 +151,24 @@ export class Win32 {
     if (r !== INVALID_FILE_ATTRIBUTES) return r as number;
     if (err === WinError.FILE_NOT_FOUND || err === WinError.PATH_NOT_FOUND) return null;
     throw new Win32Error(`GetFileAttributes ${path}`, err);
+  }
+
+  /**
+   * GetFileAttributesExW (GetFileExInfoStandard) synchronously on the JS thread: the attributes,
+   * "missing" (FILE/PATH_NOT_FOUND) or "unknown" (any other error). A `local` declaration: call it
+   * only under host/windows/local-lookup.ts's bounds.
+   */
+  localAttributes(path: string): number | "missing" | "unknown" {
+    const info = this.#attrData;
+    if (this.#f.GetFileAttributesExW(path, 0, info)) return info.readUInt32LE(0);
+    const err = this.#lastError();
+    return err === WinError.FILE_NOT_FOUND || err === WinError.PATH_NOT_FOUND ? "missing" : "unknown";
+  }
+
+  /** GetDriveTypeW of a root (`X:\`): DRIVE_FIXED (3), DRIVE_REMOTE (4), … (0 unknown, 1 no root). */
+  async driveType(root: string): Promise<number> {
+    const { r } = await this.#io("GetDriveTypeW", root);
+    return r as number;
   }
 
   /**

@@ -26,7 +26,7 @@ describe("csi-proxyctl", () => {
   it("uses the requested version and reports failures with their gRPC code", () => {
     const r = ctl("-version", "v1beta1", "disk", "DiskStats", '{"diskID":"not-a-number"}');
     assert.equal(r.status, 1);
-    assert.match(r.stderr, /^disk v1beta1 DiskStats: InvalidArgument: Failed to convert/m);
+    assert.match(r.stderr, /^disk v1beta1 DiskStats: InvalidArgument: Failed to format DiskStatsRequest.DiskID with err: strconv.ParseUint/m);
   });
 
   it("rejects unknown groups, methods and bad JSON with exit 2", () => {

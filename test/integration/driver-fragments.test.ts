@@ -130,9 +130,11 @@ describe("driver fragments through the daemon (Linux sockets)", () => {
     const notMounted = await assertRow("volume-target-path-not-mounted", volume.getVolumeIDFromTargetPath({ targetPath: plain }));
     assert.match(missing, awsEbs);
     assert.match(notMounted, awsEbs);
-    // v1beta1 GetVolumeIDFromMount forwards to it
+    // v1beta1 GetVolumeIDFromMount forwards to it: same code and fragment, upstream's forwarder prefix before the same text
     const old = await open("volume", "v1beta1");
-    await assertRow("volume-target-path-not-mounted", old.getVolumeIDFromMount({ mount: plain }));
+    const forwarded = await assertRow("volume-target-path-not-mounted", old.getVolumeIDFromMount({ mount: plain }));
+    assert.equal(forwarded, `Forward to GetVolumeIDFromTargetPath failed, err=${notMounted}`);
+    assert.match(forwarded, awsEbs);
     covered.add("volume-target-path-missing").add("volume-target-path-not-mounted");
   });
 

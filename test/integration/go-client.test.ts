@@ -117,7 +117,7 @@ describe("old Go client (grpc-go 1.33, raw pipe path as :authority)", { skip: sk
   it("disk v1beta1 DiskStats with diskID \"x\" is InvalidArgument with upstream's message", async () => {
     const r = await call("disk", "v1beta1", "/v1beta1.Disk/DiskStats", diskV1beta1.DiskStatsRequestSchema, { diskID: "x" });
     assert.equal(r.code, 3);
-    assert.equal(r.message, 'Failed to convert DiskStatsRequest.DiskID to uint32: "x" is not a disk number');
+    assert.equal(r.message, 'Failed to format DiskStatsRequest.DiskID with err: strconv.ParseUint: parsing "x": invalid syntax');
     assert.equal(r.response, "");
   });
 

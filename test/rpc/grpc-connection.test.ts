@@ -58,6 +58,13 @@ describe("gRPC over HTTP/2 (src/rpc/grpc-connection.ts)", () => {
     const fsHandlers = {
       pathExists: ({ path: p }: { path: string }, ctx: CallContext) => {
         if (p === "/hang") return new Promise(() => ctx.signal.addEventListener("abort", () => aborted.push(ctx.signal.reason)));
+        if (p === "/stops-slowly") {
+          // Stops 300 ms after its signal, saying what it did (as a recursive delete does).
+          return new Promise((_, reject) =>
+            ctx.signal.addEventListener("abort", () => setTimeout(() => reject(new CsiProxyError(Code.DeadlineExceeded, "stopped: 3 removed, 2 left")), 300)),
+          );
+        }
+        if (p === "/rethrows") return new Promise((_, reject) => ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason)));
         if (p === "/denied") throw new CsiProxyError(Code.PermissionDenied, "path /denied is not within ✓ 100% [dirs]");
         if (p === "/edge") throw new CsiProxyError(Code.InvalidArgument, " starts and ends with a space: ");
         return Promise.resolve({ exists: p.endsWith("yes") });
@@ -96,11 +103,23 @@ describe("gRPC over HTTP/2 (src/rpc/grpc-connection.ts)", () => {
     assert.deepEqual([r.grpcStatus, r.message], [Code.Unimplemented, "The server does not implement the method /v1alpha1.System/GetBIOSSerialNumber"]);
   });
 
-  it("grpc-timeout: DEADLINE_EXCEEDED when it passes, and the handler's signal is aborted", async () => {
-    const t0 = performance.now();
-    const r = await call(session, "/v1.Filesystem/PathExists", frame(pathRequest("/hang")), { "grpc-timeout": "150m" });
+  it("grpc-timeout: the handler's signal is aborted when it passes; the answer waits for the handler to stop", async () => {
+    let t0 = performance.now();
+    const r = await call(session, "/v1.Filesystem/PathExists", frame(pathRequest("/rethrows")), { "grpc-timeout": "150m" });
     assert.deepEqual([r.grpcStatus, r.message], [Code.DeadlineExceeded, "Deadline exceeded"]);
     assert.ok(performance.now() - t0 >= 140);
+    // A handler that takes 300 ms to stop: its own answer, sent after it stopped.
+    t0 = performance.now();
+    const slow = await call(session, "/v1.Filesystem/PathExists", frame(pathRequest("/stops-slowly")), { "grpc-timeout": "150m" });
+    assert.deepEqual([slow.grpcStatus, slow.message], [Code.DeadlineExceeded, "stopped: 3 removed, 2 left"]);
+    assert.ok(performance.now() - t0 >= 440, `answered ${Math.round(performance.now() - t0)} ms after the call began`);
+  });
+
+  it("grpc-timeout: a handler that does not stop is answered after the grace, saying so", async () => {
+    const t0 = performance.now();
+    const r = await call(session, "/v1.Filesystem/PathExists", frame(pathRequest("/hang")), { "grpc-timeout": "150m" });
+    assert.deepEqual([r.grpcStatus, r.message], [Code.DeadlineExceeded, "Deadline exceeded; the call's work had not stopped 2000 ms later"]);
+    assert.ok(performance.now() - t0 >= 2_140);
     assert.equal((aborted.at(-1) as CsiProxyError).code, Code.DeadlineExceeded);
   });
 

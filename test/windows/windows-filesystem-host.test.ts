@@ -109,3 +109,23 @@ test("removeAll/removeContents act through handles: ancestors held, a link ances
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("mkdirAll under a file names the first ancestor that is a file, as Go's os.MkdirAll on Windows", async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "winfs-"));
+  try {
+    fs.writeFileSync(path.join(dir, "file.txt"), "x");
+    const host = new WindowsFilesystemHost(probe(new Map()));
+    for (const below of [["x"], ["x", "y", "z"]]) {
+      const err = await host.mkdirAll(path.join(dir, "file.txt", ...below)).catch((e) => e);
+      assert.ok(err instanceof CsiProxyError, String(err));
+      assert.equal(err.code, Code.FailedPrecondition);
+      assert.equal(err.message, `mkdir ${path.join(dir, "file.txt")}: The system cannot find the path specified.`);
+    }
+    assert.equal(fs.readFileSync(path.join(dir, "file.txt"), "utf8"), "x", "the file is untouched");
+    // a directory ancestor: created as asked
+    await host.mkdirAll(path.join(dir, "d", "e"));
+    assert.ok(fs.statSync(path.join(dir, "d", "e")).isDirectory());
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

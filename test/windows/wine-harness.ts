@@ -150,6 +150,8 @@ export function runWine(w: Wine, args: string[], timeoutMs = 60_000): Promise<Ru
 
 export interface Background {
   child: ChildProcess;
+  /** The Linux file collecting the program's stdout+stderr. */
+  file: string;
   output(): string;
   waitFor(pattern: RegExp, timeoutMs?: number): Promise<string>;
   exited: Promise<number | null>;
@@ -168,6 +170,7 @@ export function startWine(w: Wine, args: string[]): Background {
   void exited.then(() => (done = true));
   return {
     child,
+    file,
     output: () => readOut(file),
     exited,
     async waitFor(pattern, timeoutMs = 60_000) {

@@ -8,7 +8,7 @@ const location = (l: DiskLocation) => ({ Adapter: l.adapter, Bus: l.bus, Target:
 const legacyCommon = (disk: DiskService, version: string) => ({
   listDiskLocations: async () => ({ diskLocations: stringKeys(await disk.listDiskLocations(), location) }),
   partitionDisk: async (req: { diskID: string }) => {
-    await disk.partitionDisk({ diskNumber: parseDiskId(req.diskID, `${version}.PartitionDiskRequest.DiskID`) });
+    await disk.partitionDisk({ diskNumber: parseDiskId(req.diskID, `Failed to convert ${version}.PartitionDiskRequest.DiskID to uint32: `) });
     return {};
   },
   rescan: async () => (await disk.rescan(), {}),
@@ -20,7 +20,7 @@ const legacyIds = (disk: DiskService, version: string) => ({
     diskIDs: stringKeys(await disk.listDiskIds(), (ids) => ({ identifiers: { page83: ids.page83, serialNumber: ids.serialNumber } })),
   }),
   diskStats: async (req: { diskID: string }) => {
-    const { totalBytes } = await disk.getDiskStats({ diskNumber: parseDiskId(req.diskID, "DiskStatsRequest.DiskID") });
+    const { totalBytes } = await disk.getDiskStats({ diskNumber: parseDiskId(req.diskID, "Failed to format DiskStatsRequest.DiskID with err: ") });
     return { diskSize: totalBytes };
   },
 });
@@ -48,10 +48,10 @@ export const diskAdapters: GroupAdapters<"disk", DiskService> = {
   v1beta2: (disk) => ({
     ...legacyIds(disk, "v1beta2"),
     setAttachState: async (req: { diskID: string; isOnline: boolean }) => {
-      await disk.setDiskState({ diskNumber: parseDiskId(req.diskID, "SetAttachStateRequest.DiskID"), isOnline: req.isOnline });
+      await disk.setDiskState({ diskNumber: parseDiskId(req.diskID, "Failed to format SetAttachStateRequest.DiskID with err: "), isOnline: req.isOnline });
       return {};
     },
-    getAttachState: (req: { diskID: string }) => disk.getDiskState({ diskNumber: parseDiskId(req.diskID, "GetAttachStateRequest.DiskID") }),
+    getAttachState: (req: { diskID: string }) => disk.getDiskState({ diskNumber: parseDiskId(req.diskID, "Failed to format GetAttachStateRequest.DiskID with err: ") }),
   }),
   v1beta3: current,
   v1: current,

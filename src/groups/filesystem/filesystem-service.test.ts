@@ -95,6 +95,14 @@ describe("createFilesystemService()", () => {
     await fs.rmdir({ path: `${K}/d`, force: true });
   });
 
+  it("rmdir without force removes a regular file (as upstream's os.Remove), and only that file", async () => {
+    host.addFile(`${K}/d/f`).addFile(`${K}/d/g`);
+    await fs.rmdir({ path: `${K}/d/f`, force: false });
+    assert.equal(await host.lstat(`${K}/d/f`), null);
+    assert.equal(await host.lstat(`${K}/d/g`), "file");
+    assert.equal(await host.lstat(`${K}/d`), "directory");
+  });
+
   it("rmdir removes a symlink itself, not its target", async () => {
     host.addFile(`${K}/target/keep`).addSymlink(`${K}/link`, `${K}/target`);
     await fs.rmdir({ path: `${K}/link`, force: true });
@@ -160,5 +168,18 @@ describe("createFilesystemService()", () => {
     await fs.createSymlink({ sourcePath: `${K}/staging`, targetPath: `${K}/publish` });
     assert.deepEqual(host.entries.get(`${K}/publish`), { kind: "symlink", target: `${K}/staging` });
     await rejectsWithCsiProxyError(fs.createSymlink({ sourcePath: "/srv/share", targetPath: `${K}/p2` }), Code.PermissionDenied);
+  });
+});
+
+describe("createFilesystemService() on win32: Go's os texts", () => {
+  const W = "C:\\var\\lib\\kubelet";
+  it("Mkdir over a file answers `mkdir <p>: The system cannot find the path specified.` (Go's ENOTDIR), AlreadyExists", async () => {
+    // a host that holds W and the file W\f only (FakeFilesystemHost is POSIX-only)
+    const entries: Record<string, "directory" | "file"> = { [W.toLowerCase()]: "directory", [`${W}\\f`.toLowerCase()]: "file" };
+    const kind = (p: string) => entries[p.toLowerCase()] ?? null;
+    const host = { lstat: async (p: string) => kind(p), realpath: async (p: string) => (kind(p) ? p : null), mkdirAll: async () => assert.fail("must not create") };
+    const policy = createPathPolicy({ platform: "win32", allowedDirs: [W], resolve: (p) => host.realpath(p) });
+    const fs = createFilesystemService({ host: host as never, policy, platform: "win32" });
+    await rejectsWithCsiProxyError(fs.mkdir({ path: `${W}\\f` }), Code.AlreadyExists, /^mkdir C:\\var\\lib\\kubelet\\f: The system cannot find the path specified\.$/);
   });
 });

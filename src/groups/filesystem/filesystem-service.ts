@@ -20,6 +20,17 @@ export function createFilesystemService(deps: { host: FilesystemHostApi; policy:
   const { host, policy } = deps;
   const dirname = deps.platform === "win32" ? path.win32.dirname : path.posix.dirname;
 
+  const win32 = deps.platform === "win32";
+
+  /**
+   * Go's os text for a missing `p` on Windows: `<op> <p>: ` + Windows' message for
+   * ERROR_FILE_NOT_FOUND, or ERROR_PATH_NOT_FOUND when the parent is missing too or not a directory.
+   */
+  async function goMissing(op: string, p: string, checked: string): Promise<string> {
+    const parentPresent = (await host.lstat(dirname(checked))) === "directory";
+    return `${op} ${p}: ${parentPresent ? "The system cannot find the file specified." : "The system cannot find the path specified."}`;
+  }
+
   /** Destructive operations never act on an allowed directory itself. */
   async function refuseRoot(resolved: string, what: string) {
     if (await policy.isAllowedRoot(resolved)) throw permissionDenied(`refusing to ${what} ${resolved}: it is an allowed directory itself`);
@@ -56,7 +67,10 @@ export function createFilesystemService(deps: { host: FilesystemHostApi; policy:
     async mkdir({ path: p }) {
       const checked = await policy.check(p, { followFinal: true });
       const kind = await host.lstat(checked);
-      if (kind !== null && kind !== "directory") throw alreadyExists(`mkdir ${p}: exists and is not a directory`);
+      if (kind !== null && kind !== "directory") {
+        // Windows: Go's MkdirAll answers ENOTDIR, which is ERROR_PATH_NOT_FOUND there
+        throw alreadyExists(win32 ? `mkdir ${p}: The system cannot find the path specified.` : `mkdir ${p}: exists and is not a directory`);
+      }
       if (kind === null) await host.mkdirAll(checked);
     },
 
@@ -72,12 +86,16 @@ export function createFilesystemService(deps: { host: FilesystemHostApi; policy:
         }
         return host.removeAll(checked, options);
       }
-      if ((await host.lstat(checked)) === null) {
-        const parentPresent = (await host.lstat(dirname(checked))) !== null;
+      const kind = await host.lstat(checked);
+      if (kind === null) {
+        // under a file, Windows answers ERROR_PATH_NOT_FOUND as for a missing parent
+        const parentPresent = (await host.lstat(dirname(checked))) === "directory";
         throw parentPresent
           ? fragmentError("rmdir-missing", `remove ${p}: The system cannot find the file specified.`)
           : fragmentError("rmdir-parent-missing", `remove ${p}: The system cannot find the path specified.`);
       }
+      // a file (not a link): removed, as upstream's os.Remove does; the entry itself, never followed
+      if (kind === "file") return host.removeAll(checked, options);
       await host.removeDir(checked);
     },
 
@@ -85,7 +103,8 @@ export function createFilesystemService(deps: { host: FilesystemHostApi; policy:
       const checked = await policy.check(p, { followFinal: true });
       await refuseRoot(checked, "empty");
       const kind = await host.lstat(checked);
-      if (kind === null) throw notFound(`rmdir contents ${p}: no such directory`);
+      if (kind === null) throw notFound(win32 ? await goMissing("open", p, checked) : `rmdir contents ${p}: no such directory`);
+      if (win32 && kind === "file") throw failedPrecondition(`readdir ${p}: The system cannot find the path specified.`);
       await host.removeContents(checked, options);
     },
 
@@ -95,7 +114,9 @@ export function createFilesystemService(deps: { host: FilesystemHostApi; policy:
       // publish link to an SMB staging link, whose target is the share (outside the allowed dirs), is
       // how csi-driver-smb, AzureFile and Trident publish. It grants nothing the source link does not.
       const target = await policy.check(sourcePath);
-      if ((await host.lstat(link)) !== null) throw alreadyExists(`create symlink ${targetPath}: path already exists`);
+      if ((await host.lstat(link)) !== null) {
+        throw alreadyExists(win32 ? `symlink ${sourcePath} ${targetPath}: Cannot create a file when that file already exists.` : `create symlink ${targetPath}: path already exists`);
+      }
       await host.symlink(target, link);
     },
 
@@ -105,7 +126,7 @@ export function createFilesystemService(deps: { host: FilesystemHostApi; policy:
         throw e;
       });
       const kind = await host.lstat(checked);
-      if (kind === null) throw notFound(`is symlink ${p}: no such file or directory`);
+      if (kind === null) throw notFound(win32 ? await goMissing("CreateFile", p, checked) : `is symlink ${p}: no such file or directory`);
       if (kind === "symlink") return { isSymlink: await host.linkTargetExists(checked) };
       return { isSymlink: kind === "directory" && (await host.isMountPoint(checked)) };
     },

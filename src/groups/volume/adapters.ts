@@ -1,14 +1,18 @@
 import type { GroupAdapters } from "../../api/adapters.ts";
 import { parseDiskId } from "../../api/legacy-ids.ts";
 import type { VolumeService } from "./types.ts";
+import { forwarded } from "./forwarded.ts";
 
-/** v1alpha1–v1beta2: string disk ids, `path`/`size` field names, Dismount/VolumeStats/… method names. */
+/**
+ * v1alpha1–v1beta2: string disk ids, `path`/`size` field names, Dismount/VolumeStats/… method names.
+ * The four renamed methods answer every failure as upstream's forwarders do ({@link forwarded}).
+ */
 const legacy = (volume: VolumeService) => ({
   listVolumesOnDisk: (req: { diskId: string }) =>
-    volume.listVolumesOnDisk({ diskNumber: parseDiskId(req.diskId, "ListVolumesOnDiskRequest.DiskId"), partitionNumber: 0 }),
+    volume.listVolumesOnDisk({ diskNumber: parseDiskId(req.diskId, "Failed to parse diskId: err="), partitionNumber: 0 }),
   mountVolume: async (req: { volumeId: string; path: string }) => (await volume.mountVolume({ volumeId: req.volumeId, targetPath: req.path }), {}),
-  dismountVolume: async (req: { volumeId: string; path: string }) =>
-    (await volume.unmountVolume({ volumeId: req.volumeId, targetPath: req.path }), {}),
+  dismountVolume: (req: { volumeId: string; path: string }) =>
+    forwarded("UnmountVolume", async () => (await volume.unmountVolume({ volumeId: req.volumeId, targetPath: req.path }), {})),
   isVolumeFormatted: (req: { volumeId: string }) => volume.isVolumeFormatted({ volumeId: req.volumeId }),
   formatVolume: async (req: { volumeId: string }) => (await volume.formatVolume({ volumeId: req.volumeId }), {}),
   resizeVolume: async (req: { volumeId: string; size: bigint }) => (await volume.resizeVolume({ volumeId: req.volumeId, sizeBytes: req.size }), {}),
@@ -16,15 +20,18 @@ const legacy = (volume: VolumeService) => ({
 
 const legacyStats = (volume: VolumeService) => ({
   ...legacy(volume),
-  volumeStats: async (req: { volumeId: string }) => {
-    const { totalBytes, usedBytes } = await volume.getVolumeStats({ volumeId: req.volumeId });
-    return { volumeSize: totalBytes, volumeUsedSize: usedBytes };
-  },
-  getVolumeDiskNumber: async (req: { volumeId: string }) => {
-    const { diskNumber } = await volume.getDiskNumberFromVolumeId({ volumeId: req.volumeId });
-    return { diskNumber: BigInt(diskNumber) };
-  },
-  getVolumeIDFromMount: (req: { mount: string }) => volume.getVolumeIdFromTargetPath({ targetPath: req.mount }),
+  volumeStats: (req: { volumeId: string }) =>
+    forwarded("GetVolumeStats", async () => {
+      const { totalBytes, usedBytes } = await volume.getVolumeStats({ volumeId: req.volumeId });
+      return { volumeSize: totalBytes, volumeUsedSize: usedBytes };
+    }),
+  getVolumeDiskNumber: (req: { volumeId: string }) =>
+    forwarded("GetDiskNumberFromVolumeID", async () => {
+      const { diskNumber } = await volume.getDiskNumberFromVolumeId({ volumeId: req.volumeId });
+      return { diskNumber: BigInt(diskNumber) };
+    }),
+  getVolumeIDFromMount: (req: { mount: string }) =>
+    forwarded("GetVolumeIDFromTargetPath", () => volume.getVolumeIdFromTargetPath({ targetPath: req.mount })),
 });
 
 /** v1beta3 and v1: current names and shapes; v2alpha1 adds GetClosestVolumeIDFromTargetPath. */

@@ -37,10 +37,27 @@ test("bindSources: where a path inside a bind mount of a directory really lies",
       "/outside/data/a/b",
       "/var/lib/kubelet/pods/y/src/c",
       null, // a whole filesystem (tmpfs)
-      null, // the filesystem is mounted nowhere else: unknown
+      { unseen: "/var/lib/kubelet/pods/z/orphan" }, // the filesystem is mounted nowhere else: where it lies cannot be seen
       null, // the root filesystem itself
       "/data/kubelet/pods", // through the widest other mount of the same filesystem
       "/etc/passwd", // the deepest mount wins
     ],
   );
+});
+
+test("bindSources: a chroot's view (its root filesystem not visible) and btrfs subvolumes", () => {
+  const chroot = parseMountInfo(
+    [
+      "50 49 0:60 / /proc rw - proc proc rw",
+      "60 49 8:1 /outside /var/lib/kubelet/bind rw - ext4 /dev/sda1 rw",
+      "70 49 8:5 /@vol /var/lib/kubelet/pods/p/vol rw - btrfs /dev/sdc1 rw,space_cache=v2,subvolid=256,subvol=/@vol",
+      "71 49 8:5 /@vol/dir /var/lib/kubelet/pods/p/bind rw - btrfs /dev/sdc1 rw,space_cache=v2,subvolid=256,subvol=/@vol",
+    ].join("\n"),
+  );
+  assert.deepEqual(bindSources(["/var/lib/kubelet/bind/x", "/var/lib/kubelet/plain", "/var/lib/kubelet/pods/p/vol/a", "/var/lib/kubelet/pods/p/bind/b"], chroot), [
+    { unseen: "/var/lib/kubelet/bind" }, // a bind of a directory of a filesystem mounted nowhere visible
+    null, // no mount holds it at all
+    null, // a subvolume mount: a whole tree
+    "/var/lib/kubelet/pods/p/vol/dir/b", // a bind of a directory inside that subvolume, seen through it
+  ]);
 });

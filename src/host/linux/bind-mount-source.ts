@@ -11,26 +11,44 @@ const isWithin = (child: string, parent: string) => parent === "/" || child === 
 const rest = (child: string, parent: string) => (child === parent ? "" : parent === "/" ? child.slice(1) : child.slice(parent.length + 1));
 
 /**
+ * A path inside a mount of a subdirectory of a filesystem that is mounted nowhere else in this
+ * namespace (a chroot or container whose root is a subdirectory of the host's filesystem, or a
+ * filesystem whose whole mount was unmounted): where that subdirectory lies cannot be seen.
+ * `mountPoint` is that mount's mount point.
+ */
+export interface UnseenBindSource {
+  unseen: string;
+}
+
+/** What {@link bindSources} says of one path. */
+export type BindSource = string | null | UnseenBindSource;
+
+/** A btrfs mount of a subvolume shows the subvolume as its root: a whole filesystem tree, not a bind. */
+const isSubvolumeMount = (m: MountEntry) =>
+  m.fsType === "btrfs" && (m.superOptions ?? "").split(",").some((o) => o === `subvol=${m.root}`);
+
+/**
  * For each absolute, canonical path: the directory it shows when the mount holding it (the deepest
  * mount point above it, the top of a stack) mounts a subdirectory (`root` ≠ `/` in mountinfo) of a
  * filesystem that is also mounted elsewhere, as a path through that other mount; null when the
- * holding mount is a whole filesystem or where the subdirectory lies cannot be seen (no other mount
- * of that filesystem in this namespace). Pure: `mounts` in mountinfo order.
+ * holding mount is a whole filesystem (or a btrfs subvolume); `{ unseen }` when it mounts a
+ * subdirectory whose place cannot be seen (no other mount of that filesystem in this namespace).
+ * Pure: `mounts` in mountinfo order.
  */
-export function bindSources(paths: readonly string[], mounts: readonly MountEntry[]): (string | null)[] {
+export function bindSources(paths: readonly string[], mounts: readonly MountEntry[]): BindSource[] {
   return paths.map((p) => {
     let holder: MountEntry | undefined;
     for (const m of mounts) {
       if (isWithin(p, m.mountPoint) && (!holder || m.mountPoint.length >= holder.mountPoint.length)) holder = m;
     }
-    if (!holder || holder.root === "/") return null;
+    if (!holder || holder.root === "/" || isSubvolumeMount(holder)) return null;
     // Another mount of the same filesystem whose root contains the bind's root; the widest one.
     let via: MountEntry | undefined;
     for (const m of mounts) {
       if (m.mountId === holder.mountId || m.device !== holder.device || !isWithin(holder.root, m.root)) continue;
       if (!via || m.root.length < via.root.length) via = m;
     }
-    if (!via) return null;
+    if (!via) return { unseen: holder.mountPoint };
     return path.posix.join(via.mountPoint, rest(holder.root, via.root), rest(p, holder.mountPoint));
   });
 }
@@ -39,6 +57,6 @@ export function bindSources(paths: readonly string[], mounts: readonly MountEntr
  * {@link bindSources} on this process's mount table as `cache` gives it: as fresh as reading the
  * table now (mount-table-cache.ts), without reading it when no mount changed since the last call.
  */
-export function cachedBindSources(cache: MountTableCache): (paths: readonly string[]) => Promise<(string | null)[]> {
+export function cachedBindSources(cache: MountTableCache): (paths: readonly string[]) => Promise<BindSource[]> {
   return async (paths) => bindSources(paths, await cache.table());
 }

@@ -12,6 +12,8 @@ export interface MountEntry {
   fsType: string;
   /** Mount source, e.g. /dev/loop3p1. */
   source: string;
+  /** The filesystem's own options (after the source), e.g. btrfs' `subvol=/@home`; "" when absent. */
+  superOptions?: string;
 }
 
 /** Undoes the kernel's octal escapes (`\040` for a space) in mountinfo paths. */
@@ -33,6 +35,7 @@ export function parseMountInfo(text: string): MountEntry[] {
       mountPoint: unescape(fields[4]),
       fsType: fields[sep + 1],
       source: unescape(fields[sep + 2] ?? ""),
+      superOptions: fields[sep + 3] ?? "",
     });
   }
   return entries;

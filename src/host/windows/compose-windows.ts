@@ -23,6 +23,8 @@ import { createSystemService } from "../../groups/system/system-service.ts";
 import { loadWin32 } from "../../win32/win32.ts";
 import { loadScm } from "../../win32/scm.ts";
 import { WindowsFilesystemHost } from "./filesystem.ts";
+import { createLocalLookup } from "./local-lookup.ts";
+import { DRIVE_FIXED } from "../../win32/win32-constants.ts";
 import { createWindowsBlockServices, powershellExe } from "./block-services.ts";
 import { PowerShellPool } from "./powershell-pool.ts";
 import { powershellArgs } from "./scripts/worker-script.ts";
@@ -51,7 +53,7 @@ export async function createWindowsServices(config: ProxyConfig): Promise<Servic
   const { disk, volume } = createWindowsBlockServices({ win32 });
   const pool = createSmbIscsiSystemPool();
   return {
-    filesystem: createFilesystemService({ host: new WindowsFilesystemHost(win32), policy, platform: "win32" }),
+    filesystem: createFilesystemService({ host: new WindowsFilesystemHost(win32, { localLookup: createLocalLookup({ attributes: (p) => win32.localAttributes(p), isFixedDrive: async (root) => (await win32.driveType(root)) === DRIVE_FIXED }) }), policy, platform: "win32" }),
     disk,
     volume,
     smb: await createSmbService({

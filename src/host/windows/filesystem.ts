@@ -3,17 +3,28 @@ import * as path from "node:path";
 import type { EntryKind, FilesystemHostApi, RemoveOptions } from "../../groups/filesystem/host-api.ts";
 import { stopIfAborted } from "../stop-if-aborted.ts";
 import { CsiProxyError, Code } from "../../errors.ts";
-import { fsError } from "../fs-error.ts";
+import { windowsFsError } from "./windows-fs-error.ts";
 import { FILE_ATTRIBUTE_REPARSE_POINT, IO_REPARSE_TAG_MOUNT_POINT } from "../../win32/win32-constants.ts";
 import type { Awaitable, Handle, Win32 } from "../../win32/win32.ts";
 import { removeTreeWindows } from "./windows-remove-tree.ts";
+import { win32Message, WinError } from "../../win32/win32-errors.ts";
+
+/** The deepest ancestor of `p` that exists (followed through symlinks, as Go's os.Stat), or null. */
+async function firstExistingAncestor(p: string): Promise<{ path: string; isDirectory: boolean } | null> {
+  for (let cur = path.dirname(p); ; cur = path.dirname(cur)) {
+    const st = await fs.stat(cur).catch(() => null);
+    if (st !== null) return { path: cur, isDirectory: st.isDirectory() };
+    if (path.dirname(cur) === cur) return null;
+  }
+}
 
 /** The Win32 calls the filesystem host needs (a {@link Win32}, or a fake in tests). */
 export type ReparseProbe = Awaitable<Pick<Win32, "getFileAttributes" | "reparseTag" | "openEntryNoFollow" | "fileInfo" | "openListing" | "readDirectoryBatch" | "deleteByHandle" | "closeHandle">>;
 
 /**
  * Filesystem host operations on Windows: Node's fs (libuv over Win32) plus two Win32 calls through
- * koffi. No processes.
+ * koffi. No processes. Failures read as Go's os prints them (`remove <p>: The directory is not
+ * empty.`, windows-fs-error.ts), never with a Node errno name.
  *
  * - Node's lstat reports symlinks and drive-letter junctions as symbolic links, and a volume
  *   mount point (a junction to `\??\Volume{GUID}\`) as a plain directory; isMountPoint recognises
@@ -30,9 +41,12 @@ export type ReparseProbe = Awaitable<Pick<Win32, "getFileAttributes" | "reparseT
  */
 export class WindowsFilesystemHost implements FilesystemHostApi {
   readonly #win32: ReparseProbe;
+  /** Present when constructed with a local lookup (host/windows/local-lookup.ts). */
+  readonly lookupCached?: (path: string) => "present" | "absent" | undefined;
 
-  constructor(win32: ReparseProbe) {
+  constructor(win32: ReparseProbe, options: { localLookup?: (path: string) => "present" | "absent" | undefined } = {}) {
     this.#win32 = win32;
+    if (options.localLookup) this.lookupCached = options.localLookup;
   }
 
   async lstat(p: string): Promise<EntryKind | null> {
@@ -42,7 +56,7 @@ export class WindowsFilesystemHost implements FilesystemHostApi {
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === "ENOENT" || code === "ENOTDIR") return null;
-      throw fsError(err, "stat", p);
+      throw windowsFsError(err, "CreateFile", p);
     }
   }
 
@@ -52,24 +66,34 @@ export class WindowsFilesystemHost implements FilesystemHostApi {
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === "ENOENT" || code === "ENOTDIR") return null;
-      throw fsError(err, "resolve", p);
+      throw windowsFsError(err, "resolve", p);
     }
   }
 
+  /**
+   * Creates `p` and its missing ancestors. When the deepest existing ancestor is not a directory
+   * (symlinks followed), the failure names that ancestor as Go's os.MkdirAll does: `mkdir
+   * <ancestor>: The system cannot find the path specified.` (ENOTDIR is ERROR_PATH_NOT_FOUND on
+   * Windows), FailedPrecondition. Any other failure names `p` (windows-fs-error.ts).
+   */
   async mkdirAll(p: string): Promise<void> {
-    await fs.mkdir(p, { recursive: true }).catch((err) => {
-      throw fsError(err, "mkdir", p);
+    await fs.mkdir(p, { recursive: true }).catch(async (err) => {
+      const blocker = await firstExistingAncestor(p);
+      if (blocker !== null && !blocker.isDirectory) {
+        throw new CsiProxyError(Code.FailedPrecondition, `mkdir ${blocker.path}: ${win32Message(WinError.PATH_NOT_FOUND)}`, { cause: err });
+      }
+      throw windowsFsError(err, "mkdir", p);
     });
   }
 
   async removeDir(p: string): Promise<void> {
     // RemoveDirectoryW removes an empty directory, or a directory symlink/junction itself.
     const st = await fs.lstat(p).catch((err) => {
-      throw fsError(err, "rmdir", p);
+      throw windowsFsError(err, "remove", p);
     });
     const remove = st.isSymbolicLink() ? fs.unlink(p).catch(() => fs.rmdir(p)) : fs.rmdir(p);
     await remove.catch((err) => {
-      throw fsError(err, "rmdir", p);
+      throw windowsFsError(err, "remove", p);
     });
   }
 
@@ -141,7 +165,7 @@ export class WindowsFilesystemHost implements FilesystemHostApi {
 
   async readDir(p: string): Promise<string[]> {
     return fs.readdir(p).catch((err) => {
-      throw fsError(err, "read directory", p);
+      throw windowsFsError(err, "open", p);
     });
   }
 
@@ -153,7 +177,7 @@ export class WindowsFilesystemHost implements FilesystemHostApi {
       // Node picks a directory link when the target is a directory (like Go's os.Symlink) and uses
       // SYMBOLIC_LINK_FLAG_ALLOW_UNPRIVILEGED_CREATE.
       await fs.symlink(target, linkPath).catch((err) => {
-        throw fsError(err, "symlink", linkPath);
+        throw windowsFsError(err, "symlink", linkPath);
       });
     } finally {
       await this.#release(pins);

@@ -29,7 +29,7 @@
 import * as fs from "node:fs/promises";
 import type { SmbHostApi } from "../../groups/smb/host-api.ts";
 import { Code, internal } from "../../errors.ts";
-import { fsError } from "../fs-error.ts";
+import { windowsFsError } from "./windows-fs-error.ts";
 import { SYMBOLIC_LINK_FLAG_DIRECTORY } from "../../win32/win32-constants.ts";
 import { type Awaitable, type Win32 } from "../../win32/win32.ts";
 import type { PowerShellPool } from "./powershell-pool.ts";
@@ -153,7 +153,7 @@ export class WindowsSmbHost implements SmbHostApi {
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === "ENOENT" || code === "ENOTDIR") return null;
-      throw fsError(err, "read link", linkPath);
+      throw windowsFsError(err, "readlink", linkPath);
     }
   }
 

@@ -1,6 +1,6 @@
 import * as fs from "node:fs/promises";
 import type { Awaitable, Win32 } from "../../win32/win32.ts";
-import { fsError } from "../fs-error.ts";
+import { windowsFsError } from "./windows-fs-error.ts";
 import type { CimPartition, CimVolume } from "./cim-types.ts";
 import type { PowerShellPool } from "./powershell-pool.ts";
 import { parsePartition, parseStringList, parseSupportedSize, parseVolume } from "./cim-output.ts";
@@ -93,7 +93,7 @@ export class WindowsVolumeCim {
   /** Target of a symlink/junction (Node readlink). */
   async readLink(path: string): Promise<string> {
     return fs.readlink(path).catch((err) => {
-      throw fsError(err, "readlink", path);
+      throw windowsFsError(err, "readlink", path);
     });
   }
 }
