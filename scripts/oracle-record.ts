@@ -118,7 +118,7 @@ async function main(): Promise<void> {
     flags,
   };
   const file = path.join(outDir, `${args.tag}.json`);
-  fs.writeFileSync(file, JSON.stringify(abstract(record, ORACLE_WORK), null, 1) + "\n");
+  fs.writeFileSync(file, withoutBuildPaths(JSON.stringify(abstract(record, ORACLE_WORK), null, 1)) + "\n");
   console.log(`oracle-record: ${rows.length} rows + ${flags.length} flag runs → ${path.relative(root, file)}`);
 }
 
@@ -133,3 +133,11 @@ async function runRowsMarked(r: Awaited<ReturnType<typeof bundleOracleClient>>, 
 }
 
 await main();
+
+/**
+ * Go stack traces in a crash's output name the source files by the build machine's path; the record
+ * keeps them relative to upstream's tree (`<upstream-src>/pkg/server/…`), so it names no machine path.
+ */
+function withoutBuildPaths(json: string): string {
+  return json.replace(/(\\t)\/[^"\\\s]*?\/(pkg|vendor|cmd|client|internal)\//g, "$1<upstream-src>/$2/");
+}

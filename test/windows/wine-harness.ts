@@ -76,21 +76,32 @@ export async function setupWine(suite: string): Promise<Wine | { skip: string }>
  * the suite's hooks registered: before, the prefix's leftover processes are ended, the suite's
  * kubelet directory is made, then `hooks.before` runs; after, `hooks.after` runs, then the
  * prefix's processes are ended. Neither hook runs when the suite is skipped.
+ *
+ * With `keepAlive`, an idle node.exe runs from before `hooks.before` until after `hooks.after`:
+ * the wineserver tells services.exe (and the services it runs) to exit about a second after the
+ * prefix's last ordinary process exits, so without one, back-to-back `sc` calls may each meet a
+ * Service Control Manager that is shutting down or starting again.
  */
-export async function wineSuite(suite: string, hooks: { before?: (w: Wine) => Promise<void> | void; after?: (w: Wine) => Promise<void> | void } = {}): Promise<{ w: Wine; skip: string | false }> {
+export async function wineSuite(suite: string, hooks: { keepAlive?: boolean; before?: (w: Wine) => Promise<void> | void; after?: (w: Wine) => Promise<void> | void } = {}): Promise<{ w: Wine; skip: string | false }> {
   const setup = await setupWine(suite);
   const skip = "skip" in setup ? setup.skip : false;
   const w = setup as Wine;
+  let keepAlive: Background | undefined;
   before(async () => {
     if (skip) return;
     killWineServer(w);
     fs.mkdirSync(path.join(w.work.linux, "kubelet"), { recursive: true });
+    if (hooks.keepAlive) keepAlive = startWine(w, [w.nodeWin, "-e", "setTimeout(() => {}, 3600000)"]);
     await hooks.before?.(w);
   });
   after(async () => {
     if (skip) return;
-    await hooks.after?.(w);
-    killWineServer(w);
+    try {
+      await hooks.after?.(w);
+    } finally {
+      await keepAlive?.kill();
+      killWineServer(w);
+    }
   });
   return { w, skip };
 }
@@ -191,6 +202,14 @@ export async function clientReport(w: Wine, mode: string, args: object = {}, tim
   const report = JSON.parse(line.slice("REPORT ".length));
   if (report.fatal) throw new Error(`client ${mode} failed: ${report.fatal}`);
   return report;
+}
+
+/**
+ * Runs Wine's sc.exe. Its failures print nothing under WINEDEBUG=-all (the Win32 error is a `trace:sc`
+ * line), so it runs with that channel and errors on: the output names the error of a failed call.
+ */
+export function runSc(w: Wine, args: string[], timeoutMs = 60_000): Promise<RunResult> {
+  return runWine({ ...w, env: { ...w.env, WINEDEBUG: "err+all,+sc" } }, ["sc", ...args], timeoutMs);
 }
 
 /** Ends every process of the suite's prefix (wineserver -k: only this private prefix). */

@@ -7,24 +7,21 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { clientReport, runWine, startWine, wineSuite, type Background } from "./wine-harness.ts";
+import { clientReport, runSc, runWine, wineSuite } from "./wine-harness.ts";
 
-let keepAlive: Background | undefined;
 const { w, skip } = await wineSuite("service", {
+  keepAlive: true, // Wine ends service processes when its last ordinary process exits
   async before(w) {
-    // Wine ends service processes when its last ordinary process exits: keep one alive.
-    keepAlive = startWine(w, [w.nodeWin, "-e", "setTimeout(() => {}, 600000)"]);
     // a service left registered by an interrupted run
-    await runWine(w, ["sc", "delete", "csiproxy"]).catch(() => {});
+    await runSc(w, ["delete", "csiproxy"]).catch(() => {});
   },
   async after(w) {
-    await runWine(w, ["sc", "delete", "csiproxy"]).catch(() => {});
-    await keepAlive?.kill();
+    await runSc(w, ["delete", "csiproxy"]).catch(() => {});
   },
 });
 
 async function queryState(): Promise<string> {
-  const r = await runWine(w, ["sc", "query", "csiproxy"]);
+  const r = await runSc(w, ["query", "csiproxy"]);
   return /STATE\s*:\s*\d+\s+(\w+)/.exec(r.stdout)?.[1] ?? `unknown: ${r.stdout}`;
 }
 
@@ -44,9 +41,9 @@ test("sc create/start/interrogate/stop: serves while RUNNING, stops serving clea
   fs.rmSync(logLinux, { force: true });
   const logWin = `${w.work.win}\\csi-proxy.log`;
   const binPath = `${w.exeWin} -windows-service -log_file=${logWin} -logtostderr=false -v=2 -kubelet-path=${w.work.win}\\kubelet`;
-  const created = await runWine(w, ["sc", "create", "csiproxy", "binPath=", binPath]);
+  const created = await runSc(w, ["create", "csiproxy", "binPath=", binPath]);
   assert.equal(created.code, 0, `sc create: ${created.stdout}`);
-  const started = await runWine(w, ["sc", "start", "csiproxy"]);
+  const started = await runSc(w, ["start", "csiproxy"]);
   assert.equal(started.code, 0, started.stdout);
   await waitState("RUNNING");
 
@@ -61,7 +58,7 @@ test("sc create/start/interrogate/stop: serves while RUNNING, stops serving clea
   const interrogated = await clientReport(w, "interrogate", { koffiDir: w.koffiDirWin, service: "csiproxy" });
   assert.deepEqual(interrogated, { ok: true, error: 0, state: 4 /* RUNNING */, accepted: 0x1 | 0x4 /* STOP | SHUTDOWN */ });
 
-  const stopped = await runWine(w, ["sc", "stop", "csiproxy"]);
+  const stopped = await runSc(w, ["stop", "csiproxy"]);
   assert.equal(stopped.code, 0, stopped.stdout);
   await waitState("STOPPED");
   const after = await clientReport(w, "pipes");

@@ -15,7 +15,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { clientReport, runWine, startWine, wineSuite, type Background } from "./wine-harness.ts";
+import { clientReport, runSc, runWine, startWine, wineSuite, type Background } from "./wine-harness.ts";
 
 let server: Background | undefined;
 
@@ -24,12 +24,16 @@ const DEPENDENT = "csi-e2e-dep";
 const SECRETS = { password: "Wine-SMB-P4ss-4b1d", chapSecret: "WineChapSecret1", mutualSecret: "WineMutualSec2" };
 
 const { w, skip } = await wineSuite("smb-iscsi-system", {
+  keepAlive: true, // the sc calls below meet one running Service Control Manager
   async before(w) {
-    for (const name of [SERVICE, DEPENDENT]) await runWine(w, ["sc", "delete", name]).catch(() => {});
+    for (const name of [SERVICE, DEPENDENT]) await runSc(w, ["delete", name]).catch(() => {});
     const program = "C:\\windows\\system32\\spoolsv.exe";
-    const a = await runWine(w, ["sc", "create", SERVICE, "binPath=", program, "DisplayName=", "CSI e2e service"]);
-    assert.equal(a.code, 0, `sc create: ${a.stdout}`);
-    const b = await runWine(w, ["sc", "create", DEPENDENT, "binPath=", program, "depend=", SERVICE]);
+    const a = await runSc(w, ["create", SERVICE, "binPath=", program, "DisplayName=", "CSI e2e service"]);
+    if (a.code !== 0) {
+      const q = await Promise.all(["csiproxy", SERVICE].map(async (n) => `sc query ${n}: ${(await runSc(w, ["query", n])).stdout}`));
+      assert.fail(`sc create exited ${a.code}: ${a.stdout}\n${q.join("\n")}`);
+    }
+    const b = await runSc(w, ["create", DEPENDENT, "binPath=", program, "depend=", SERVICE]);
     assert.equal(b.code, 0, `sc create: ${b.stdout}`);
     server = startWine(w, [
       w.exeWin,
@@ -44,14 +48,14 @@ const { w, skip } = await wineSuite("smb-iscsi-system", {
   async after(w) {
     await server?.kill();
     for (const name of [SERVICE, DEPENDENT]) {
-      await runWine(w, ["sc", "stop", name]).catch(() => {});
-      await runWine(w, ["sc", "delete", name]).catch(() => {});
+      await runSc(w, ["stop", name]).catch(() => {});
+      await runSc(w, ["delete", name]).catch(() => {});
     }
   },
 });
 
 async function scState(name: string): Promise<string> {
-  const r = await runWine(w, ["sc", "query", name]);
+  const r = await runSc(w, ["query", name]);
   return /STATE\s*:\s*\d+\s+(\w+)/.exec(r.stdout)?.[1] ?? `unknown: ${r.stdout}`;
 }
 
