@@ -61,6 +61,31 @@ export const DELIBERATE: Deliberate[] = [
     why: "for an empty path upstream's own text is `not an absolute Windows path: ` (its source; ours sends it); the recording holds an empty message, as node:http2 received grpc-go's trailer",
     applies: (row, upstream, ours) => caseOf(row) === "empty" && upstream === "error " && ours === "error not an absolute Windows path: ",
   },
+  {
+    doc: "SMB local paths are checked before the host is asked",
+    why: "v1.3.0 asks WMI about the mapping before it validates the local path (under Wine its answer is WMI's failure; on Windows it would map first); ours validates first, as v1.1.3 did, with v1.1.3's recorded text",
+    applies: (row, upstream, ours) =>
+      row.method === "NewSmbGlobalMapping" && /^local-/.test(caseOf(row)) && upstream.includes("failed to connect to WMI") &&
+      /is not within the working directories|not an absolute Windows path|path contains invalid characters/.test(ours),
+  },
+  {
+    doc: "service names are checked before the host is asked",
+    why: "v1.3.0 asks WMI for any name (under Wine: `Not Found`); ours refuses an empty or invalid name (InvalidArgument) and, for StartService/StopService, a service not listed in -allowed-service (PermissionDenied) before touching the service manager",
+    applies: (row, upstream, ours) =>
+      row.group === "system" && /^(GetService|StartService|StopService)$/.test(row.method) && /failed to (get|stop) service .*Not Found/.test(upstream) &&
+      /service name is required|invalid service name|is not allowed: it is not listed in -allowed-service/.test(ours),
+  },
+  {
+    doc: "GetVolumeIDFromTargetPath keeps the text drivers match",
+    why: "v1.3.0 answers a missing or unmounted target with `File not found.` / `not a mounted folder` (v1beta1 also with a Go stack trace); ours keeps the wording aws-ebs-csi-driver and amazon-ecs-agent match (`because it does not exist`, see Where clients match text)",
+    applies: (row, upstream, ours) =>
+      /^(GetVolumeIDFromTargetPath|GetVolumeIDFromMount)$/.test(row.method) && /File not found\.|The system cannot find the file specified\.|not a mounted folder/.test(upstream) && ours.startsWith("error "),
+  },
+  {
+    doc: "an empty disk name is named",
+    why: "v1.3.0 answers GetDiskNumberByName without a name with an empty message; ours says `disk name is empty` (InvalidArgument)",
+    applies: (row, upstream, ours) => row.method === "GetDiskNumberByName" && upstream === "error " && ours === "error disk name is empty",
+  },
 ];
 
 /** The `doc` phrase of the deliberate difference covering the row, or undefined. */
