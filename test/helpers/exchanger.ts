@@ -1,8 +1,9 @@
 // A stoppable RENAME_EXCHANGE loop in its own process (Debian's python3 with ctypes calling glibc's
 // renameat2): swaps two directory entries atomically, over and over, only between go() and stop().
 // Both names always exist (no window where one is missing, unlike a rename pair).
-import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { StoppableChild } from "./stoppable-child.ts";
 
 export const PYTHON3 = "/usr/bin/python3";
 
@@ -24,37 +25,18 @@ export function exchangerSkipReason(): string | null {
   return null;
 }
 
-export class Exchanger {
-  readonly #child: ChildProcess;
+export class Exchanger extends StoppableChild {
   readonly ready: Promise<void>;
+
   /** Exchanges `a` and `b` (absolute paths, both existing) once started. */
   constructor(a: string, b: string) {
-    this.#child = spawn(PYTHON3, ["-c", LOOP, a, b], { stdio: ["ignore", "pipe", "inherit"] });
+    super(spawn(PYTHON3, ["-c", LOOP, a, b], { stdio: ["ignore", "pipe", "inherit"] }), "exchanger");
     this.ready = new Promise((resolve, reject) => {
-      this.#child.stdout!.once("data", () => {
+      this.child.stdout!.once("data", () => {
         this.stop();
         resolve();
       });
-      this.#child.once("exit", (code) => reject(new Error(`exchanger exited (${code})`)));
+      this.child.once("exit", (code) => reject(new Error(`exchanger exited (${code})`)));
     });
-  }
-  #waitState(want: "T" | "R") {
-    for (let i = 0; i < 100_000; i++) {
-      const stat = readFileSync(`/proc/${this.#child.pid}/stat`, "utf8");
-      const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
-      if (want === "T" ? state === "T" || state === "t" : state !== "T" && state !== "t") return;
-    }
-    throw new Error("exchanger did not change state");
-  }
-  go() {
-    process.kill(this.#child.pid!, "SIGCONT");
-    this.#waitState("R");
-  }
-  stop() {
-    process.kill(this.#child.pid!, "SIGSTOP");
-    this.#waitState("T");
-  }
-  kill() {
-    this.#child.kill("SIGKILL");
   }
 }

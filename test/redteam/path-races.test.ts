@@ -9,7 +9,7 @@
 // also bounded by RACE_CASE_MS. Figures are printed as "race-figures {json}" lines (docs/reliability.md, "Paths").
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
   existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, unlinkSync, writeFileSync,
@@ -23,6 +23,7 @@ import { LinuxFilesystemHost } from "../../src/host/linux/filesystem.ts";
 import { LinuxSmbHost } from "../../src/host/linux/smb.ts";
 import { loadLibc } from "../../src/host/linux/libc.ts";
 import { createLoopDevice, loopDeviceSkipReason, type LoopDevice } from "../helpers/loop-device.ts";
+import { StoppableChild } from "../helpers/stoppable-child.ts";
 
 const skip = process.platform !== "linux" ? "Linux only" : loopDeviceSkipReason();
 if (skip) process.stderr.write(`path race tests skipped: ${skip}\n`);
@@ -44,31 +45,10 @@ for (;;) {
 }`;
 
 /** A stoppable swapper process: runs only between go() and stop(). */
-class Swapper {
-  readonly #child: ChildProcess;
+class Swapper extends StoppableChild {
   constructor(target: string) {
-    this.#child = spawn(process.execPath, ["-e", SWAPPER, target], { stdio: "ignore" });
-    process.kill(this.#child.pid!, "SIGSTOP");
-    this.#waitState("T");
-  }
-  #waitState(want: "T" | "R") {
-    for (let i = 0; i < 100_000; i++) {
-      const stat = readFileSync(`/proc/${this.#child.pid}/stat`, "utf8");
-      const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
-      if (want === "T" ? state === "T" || state === "t" : state !== "T" && state !== "t") return;
-    }
-    throw new Error("swapper did not change state");
-  }
-  go() {
-    process.kill(this.#child.pid!, "SIGCONT");
-    this.#waitState("R");
-  }
-  stop() {
-    process.kill(this.#child.pid!, "SIGSTOP");
-    this.#waitState("T");
-  }
-  kill() {
-    this.#child.kill("SIGKILL");
+    super(spawn(process.execPath, ["-e", SWAPPER, target], { stdio: "ignore" }), "swapper");
+    this.stop();
   }
 }
 
