@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
-import { blockSkipReason, CsiError, MiB, startBlockEnv, type BlockEnv } from "./replay-harness.ts";
+import { blockSkipReason, MiB, outcome, startBlockEnv, type BlockEnv } from "./replay-harness.ts";
 import { AWS_NOT_MOUNTED, AWS_VERSIONS, AwsFamilyNode, ebsVolumeId, type AwsFamily } from "./aws-family-model.ts";
 import { createLoopDevice, type LoopDevice } from "../helpers/loop-device.ts";
 
@@ -16,17 +16,6 @@ import { createLoopDevice, type LoopDevice } from "../helpers/loop-device.ts";
 function hasCapSysResource(): boolean {
   const m = /^CapEff:\s*([0-9a-f]+)/m.exec(readFileSync("/proc/self/status", "utf8"));
   return m !== null && ((BigInt(`0x${m[1]}`) >> 24n) & 1n) === 1n;
-}
-
-/** "OK", or the CSI code and message the driver answers kubelet with. */
-async function outcome(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-    return "OK";
-  } catch (e) {
-    if (e instanceof CsiError) return `${e.csiCode}: ${e.message}`;
-    throw e;
-  }
 }
 
 const STAGE_CALLS_HEAD = ["disk.ListDiskIDs", "filesystem.PathExists"];

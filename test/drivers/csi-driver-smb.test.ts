@@ -8,20 +8,10 @@ import assert from "node:assert/strict";
 import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, rmSync, unlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
-import { CsiError, smbSkipReason, startSmbEnv, type SmbEnv } from "./replay-harness.ts";
+import { outcome, smbSkipReason, startSmbEnv, type SmbEnv } from "./replay-harness.ts";
 import { CsiDriverSmb } from "./csi-driver-smb-model.ts";
 
 const skip = smbSkipReason();
-
-async function outcome(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-    return "OK";
-  } catch (e) {
-    if (e instanceof CsiError) return `${e.csiCode}: ${e.message}`;
-    throw e;
-  }
-}
 
 describe("csi-driver-smb replay (from the driver's code)", { skip: skip ?? false }, () => {
   let env: SmbEnv;
