@@ -49,6 +49,15 @@ export function noteOutliving(work: Outliving): void {
   scopes.getStore()?.outliving.push(work);
 }
 
+/**
+ * {@link noteOutliving} for the call this runs for now, to use later from code that runs outside
+ * its async context (an AbortSignal's listeners run in the context of whoever aborted it).
+ */
+export function outlivingRecorder(): (work: Outliving) => void {
+  const scope = scopes.getStore();
+  return (work) => scope?.outliving.push(work);
+}
+
 /** Runs `fn` in a scope of its own with the current signal; resolves with its outcome and the work it left running. */
 export async function runCollectingOutliving<T>(fn: () => Promise<T>): Promise<{ outcome: PromiseSettledResult<T>; outliving: Outliving[] }> {
   const scope: Scope = { signal: callSignal(), outliving: [] };

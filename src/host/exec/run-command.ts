@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { CsiProxyError, Code } from "../../errors.ts";
 import { redactWhole } from "../../log/redact.ts";
-import { callSignal, noteOutliving } from "../../util/call-scope.ts";
+import { callSignal, outlivingRecorder } from "../../util/call-scope.ts";
 import { abortError } from "../stop-if-aborted.ts";
 import { readFileSync } from "node:fs";
 
@@ -138,6 +138,7 @@ export function runCommand(file: string, args: readonly string[], options: RunOp
   const command = mask([file, ...args].map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : JSON.stringify(a))).join(" "));
   if (stopping) return Promise.reject(new HostCommandError(`${command}: not started, csi-proxy is stopping`, command, { exitCode: null, code: Code.Unavailable }));
   const callSig = options.signal ?? callSignal();
+  const noteOutliving = outlivingRecorder();
   if (callSig?.aborted) {
     const why = abortError(callSig);
     return Promise.reject(new HostCommandError(`${command}: not started: ${why.message}`, command, { exitCode: null, code: why.code }));
@@ -172,7 +173,7 @@ export function runCommand(file: string, args: readonly string[], options: RunOp
       const why = abortError(callSig!);
       const description = `${command} (pid ${child.pid})`;
       noteOutliving({ description, ended: gone });
-      const state = child.exitCode !== null || child.signalCode !== null ? "exited but a process it started still holds its output" : `${sleepState(child.pid)} had not exited`;
+      const state = child.exitCode !== null || child.signalCode !== null ? " exited but a process it started still holds its output" : `${sleepState(child.pid)} had not exited`;
       reject(
         new HostCommandError(
           `${command}: ${why.message}: SIGTERM and SIGKILL sent, but pid ${child.pid}${state} ${CANCEL_GRACE_MS + CANCEL_EXIT_WAIT_MS} ms later; ` +
