@@ -23,7 +23,7 @@ import { createSystemService } from "../../groups/system/system-service.ts";
 import { createKeyedMutex } from "../../util/keyed-mutex.ts";
 import { LinuxFilesystemHost } from "./filesystem.ts";
 import { cachedBindSources } from "./bind-mount-source.ts";
-import { createMountTableCache } from "./mount-table-cache.ts";
+import { processMountTable } from "./mount-index.ts";
 import { LinuxBlockTools } from "./linux-block-tools.ts";
 import { LinuxDiskHost } from "./disk.ts";
 import { LinuxVolumeHost } from "./volume.ts";
@@ -37,7 +37,7 @@ export async function createLinuxServices(config: ProxyConfig): Promise<Services
     platform: "linux",
     allowedDirs: [...config.workingDirs, config.kubeletPath],
     resolve: createFsResolver(fsPromises, "linux"),
-    bindSources: cachedBindSources(createMountTableCache()),
+    bindSources: cachedBindSources(processMountTable()),
   });
   const locks = createKeyedMutex();
   const smbHost = new LinuxSmbHost(config);

@@ -16,7 +16,9 @@ import { HostCommandError, runCommand, type RunOptions } from "../exec/run-comma
 import { fsError } from "../fs-error.ts";
 import { inspectDirectory } from "../inspect-directory.ts";
 import { mountsInAnyNamespace } from "./mountinfo.ts";
-import { createMountTableCache, type MountTableCache } from "./mount-table-cache.ts";
+import type { MountTableCache } from "./mount-table-cache.ts";
+import type { MountEntry } from "./mountinfo.ts";
+import { processMountTable } from "./mount-index.ts";
 import { mountOnDir, unmountDir } from "./anchored-mount.ts";
 import type { UndoLog } from "../../util/undo-retry.ts";
 import { loadLibc } from "./libc.ts";
@@ -138,6 +140,30 @@ export interface LinuxBlockToolsOptions {
   log?: UndoLog;
 }
 
+/**
+ * The block view of one mount table version. Filesystems on an anonymous device number (btrfs shows
+ * 0:NN in mountinfo) are attributed to their source when the source is a block device node: the
+ * device the API knows them by (its number as stat'ed when this version was first used). The answer
+ * is shared by every caller of that version and must not be changed.
+ */
+async function blockMountsOf(table: readonly MountEntry[]): Promise<BlockMount[]> {
+  const sources = new Map<string, DevNumber | null>();
+  const out: BlockMount[] = [];
+  for (const m of table) {
+    let [major, minor] = m.device.split(":").map(Number);
+    if (major === 0 && m.source.startsWith("/dev/")) {
+      if (!sources.has(m.source)) {
+        const st = await stat(m.source, { bigint: true }).catch(() => null);
+        sources.set(m.source, st?.isBlockDevice() ? decodeDev(st.rdev) : null);
+      }
+      const dev = sources.get(m.source);
+      if (dev) ({ major, minor } = dev);
+    }
+    out.push({ major, minor, mountPoint: m.mountPoint, fsType: m.fsType, source: m.source });
+  }
+  return out;
+}
+
 /** A sysfs or procfs file's text, "" when it cannot be read (generated in memory: read synchronously, as sysfs-block.ts explains). */
 function kernelText(file: string): string {
   try {
@@ -150,8 +176,10 @@ function kernelText(file: string): string {
 export class LinuxBlockTools implements BlockTools {
   readonly #offlineMarks: OfflineMarksFile;
   readonly #log: UndoLog | undefined;
-  /** As fresh as reading /proc/self/mountinfo on every call (mount-table-cache.ts), parsed only after a change. */
-  readonly #mountTable: MountTableCache = createMountTableCache();
+  /** As fresh as reading /proc/self/mountinfo on every call (mount-table-cache.ts), parsed only after a change; shared by the process. */
+  readonly #mountTable: MountTableCache = processMountTable();
+  /** readMounts' answer per table version (the table array is the version): built once per mount change. */
+  readonly #blockMounts = new WeakMap<readonly MountEntry[], Promise<BlockMount[]>>();
   constructor(options: LinuxBlockToolsOptions) {
     this.#offlineMarks = new OfflineMarksFile(options.stateFile);
     this.#log = options.log;
@@ -186,26 +214,17 @@ export class LinuxBlockTools implements BlockTools {
     return existsSync(path.join(SYS_BLOCK, name)) ? readBlockDisk(name) : null;
   }
 
-  /**
-   * Filesystems on an anonymous device number (btrfs shows 0:NN in mountinfo) are attributed to their
-   * source when the source is a block device node: the device the API knows them by.
-   */
+  /** {@link blockMountsOf} of the current table, built once per mount table version. */
   async readMounts(): Promise<BlockMount[]> {
-    const sources = new Map<string, DevNumber | null>();
-    const out: BlockMount[] = [];
-    for (const m of await this.#mountTable.table()) {
-      let [major, minor] = m.device.split(":").map(Number);
-      if (major === 0 && m.source.startsWith("/dev/")) {
-        if (!sources.has(m.source)) {
-          const st = await stat(m.source, { bigint: true }).catch(() => null);
-          sources.set(m.source, st?.isBlockDevice() ? decodeDev(st.rdev) : null);
-        }
-        const dev = sources.get(m.source);
-        if (dev) ({ major, minor } = dev);
-      }
-      out.push({ major, minor, mountPoint: m.mountPoint, fsType: m.fsType, source: m.source });
+    const table = await this.#mountTable.table();
+    let mounts = this.#blockMounts.get(table);
+    if (!mounts) {
+      const building = blockMountsOf(table);
+      mounts = building;
+      this.#blockMounts.set(table, building);
+      building.catch(() => this.#blockMounts.delete(table));
     }
-    return out;
+    return mounts;
   }
 
   async readSwapDevices(): Promise<DevNumber[]> {

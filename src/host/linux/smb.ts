@@ -18,7 +18,7 @@ import { nodeCrypto } from "../../util/node-crypto.ts";
 import type { SmbHostApi } from "../../groups/smb/host-api.ts";
 import { CsiProxyError, Code } from "../../errors.ts";
 import { HostCommandError, runCommand } from "../exec/run-command.ts";
-import { readMountTable } from "./mountinfo.ts";
+import { processMountIndex } from "./mount-index.ts";
 import { symlinkAt } from "./symlink-at.ts";
 import { fsError } from "../fs-error.ts";
 import { withStateDir, type StateDirHandle } from "../../state/state-subdir.ts";
@@ -79,8 +79,7 @@ export class LinuxSmbHost implements SmbHostApi {
       if (st === null || !st.isDirectory()) return null;
       // Only this daemon mounts in its private directory, so whatever is mounted there is the mapping.
       const real = path.join(await fs.realpath(this.#stateDir), "smb", "mounts", name);
-      const entry = (await readMountTable()).find((m) => m.mountPoint === real);
-      return entry ? { status: "OK" } : null;
+      return (await processMountIndex()).at(real).length > 0 ? { status: "OK" } : null;
     });
   }
 

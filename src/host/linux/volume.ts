@@ -20,6 +20,7 @@ import {
   isFilesystem,
   isVolumePartition,
   mountAt,
+  mountHoldingPath,
   mountsOf,
   rootRequirement,
   takeSnapshot,
@@ -41,8 +42,6 @@ export interface LinuxVolumeHostOptions {
 /** What must not change between looking a volume up and writing to it: device, medium, extent. */
 const identityOf = (vol: VolumeRef) =>
   `${vol.dev.major}:${vol.dev.minor} diskseq ${vol.disk.diskSeq ?? "-"} ${vol.partition ? `sectors ${vol.partition.startSectors}+${vol.partition.sizeSectors}` : `size ${vol.disk.sizeBytes}`}`;
-
-const isWithinPath = (child: string, parent: string) => parent === "/" || child === parent || child.startsWith(parent + "/");
 
 export class LinuxVolumeHost implements VolumeHostApi {
   readonly #tools: BlockTools;
@@ -336,10 +335,7 @@ export class LinuxVolumeHost implements VolumeHostApi {
   /** The longest mount point containing `path` (the service passes a path with its links resolved). */
   async volumeHolding(path: string): Promise<MountedVolume | null> {
     const snap = await this.#sessions.read();
-    const holder = snap.mounts
-      .filter((m) => isWithinPath(path, m.mountPoint))
-      .reduce<string | null>((best, m) => (best === null || m.mountPoint.length > best.length ? m.mountPoint : best), null);
-    const m = holder === null ? undefined : mountAt(snap, holder);
+    const m = mountHoldingPath(snap, path);
     return m ? this.#mounted(snap, m) : null;
   }
 
