@@ -15,7 +15,7 @@ import type { BlockDisk, BlockMount, BlockTools, DevNumber, DeviceClaim, Filesys
 import { HostCommandError, runCommand, type RunOptions } from "../exec/run-command.ts";
 import { fsError } from "../fs-error.ts";
 import { inspectDirectory } from "../inspect-directory.ts";
-import { mountsInAnyNamespace } from "./mountinfo.ts";
+import { createNamespaceMounts, type NamespaceMounts } from "./namespace-mounts.ts";
 import type { MountTableCache } from "./mount-table-cache.ts";
 import type { MountEntry } from "./mountinfo.ts";
 import { processMountTable } from "./mount-index.ts";
@@ -189,8 +189,11 @@ export class LinuxBlockTools implements BlockTools {
     return process.geteuid?.() ?? 0;
   }
 
+  /** Every namespace's table, each remembered until its own change probe fires (namespace-mounts.ts: bounds, probe lifetime). */
+  readonly #namespaces: NamespaceMounts = createNamespaceMounts();
+
   mountsInAnyNamespace(dev: DevNumber): Promise<NamespaceMount[]> {
-    return mountsInAnyNamespace(dev.major, dev.minor);
+    return this.#namespaces.mountsOf(dev.major, dev.minor);
   }
 
   async effectiveCapabilities(): Promise<Set<string>> {
