@@ -20,7 +20,7 @@
 // carries a marker in its environment and is killed by pid by the outer process; loop devices whose
 // backing file is in this run's directory are detached; the directory is removed.
 import { execFileSync, spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import * as net from "node:net";
 import * as path from "node:path";
@@ -44,11 +44,6 @@ if (skip) {
   process.exit(0);
 }
 
-if (!process.env[MARK]) {
-  await outer();
-} else {
-  await inner(process.env[MARK]);
-}
 
 /* ------------------------------------------------------------------------------------------ outer */
 
@@ -156,6 +151,8 @@ async function inner(runDir: string) {
     sh("sfdisk", ["--quiet", file], "label: gpt\ntype=0fc63daf-8483-4772-8e79-3d69d8477de4\n");
     const dev = sh("losetup", ["--find", "--show", "--partscan", file]).trim();
     loops.push(dev);
+    // The scan at attach can miss the table (nothing re-reads it without udev): tell the kernel once more.
+    if (!existsSync(`${dev}p1`)) sh("partx", ["--update", dev]);
     return { dev, file };
   };
 
@@ -390,4 +387,11 @@ function printSummary(rows: Parameters<typeof printRow>[0][]) {
     const cells = names.map((n) => `${f(r.rpc[n].p50)} / ${f(r.rpc[n].p99)} (×${(r.rpc[n].p50 / rows[0].rpc[n].p50).toFixed(2)})`);
     console.log(`| ${r.state} | ${cells.join(" | ")} | ${f(med)} | ${f(r.inUseColdMs)} / ${f(r.inUseWarmMs)} | ${r.rssMB.toFixed(0)} (${r.anonMB.toFixed(0)}) | ${r.load} |`);
   }
+}
+
+// Last, so that every module-level constant above is initialised before it runs.
+if (!process.env[MARK]) {
+  await outer();
+} else {
+  await inner(process.env[MARK]);
 }

@@ -251,7 +251,7 @@ function blockIndex(mounts: readonly BlockMount[]): BlockMountIndex {
 export const mountsOf = (snap: BlockSnapshot, dev: DevNumber): BlockMount[] => [...(blockIndex(snap.mounts).byDev.get(`${dev.major}:${dev.minor}`) ?? [])];
 
 /** The mount visible at `mountPoint` (the last one mounted there), if any. */
-export function mountAt(snap: BlockSnapshot, mountPoint: string): BlockMount | undefined {
+export function mountAt(snap: Pick<BlockSnapshot, "mounts">, mountPoint: string): BlockMount | undefined {
   return blockIndex(snap.mounts).byPoint.get(mountPoint)?.at(-1);
 }
 
@@ -259,7 +259,7 @@ export function mountAt(snap: BlockSnapshot, mountPoint: string): BlockMount | u
  * The visible mount at the deepest mount point that is the absolute, canonical `path` or one of its
  * ancestors. Cost: one map lookup per path component.
  */
-export function mountHoldingPath(snap: BlockSnapshot, path: string): BlockMount | undefined {
+export function mountHoldingPath(snap: Pick<BlockSnapshot, "mounts">, path: string): BlockMount | undefined {
   const byPoint = blockIndex(snap.mounts).byPoint;
   let p = path.length > 1 && path.endsWith("/") ? path.slice(0, -1) : path;
   for (;;) {

@@ -182,6 +182,11 @@ export interface BlockTools {
   listDisks(options?: { tables?: boolean }): Promise<BlockDisk[]>;
   /** The whole block device with this number (via /sys/dev/block), null when there is none (or it is a partition). */
   findDisk(dev: DevNumber): Promise<BlockDisk | null>;
+  /**
+   * The whole disk holding a disk or partition device number (itself for a disk), null when it is
+   * neither; lets a read take a snapshot of that one disk. Optional: without it, every disk is read.
+   */
+  diskOfDevice?(dev: DevNumber): DevNumber | null;
   readMounts(): Promise<BlockMount[]>;
   /**
    * Mounts of the device number in every mount namespace this process can see (each /proc/<pid>/mountinfo,

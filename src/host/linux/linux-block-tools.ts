@@ -180,6 +180,8 @@ export class LinuxBlockTools implements BlockTools {
   readonly #mountTable: MountTableCache = processMountTable();
   /** readMounts' answer per table version (the table array is the version): built once per mount change. */
   readonly #blockMounts = new WeakMap<readonly MountEntry[], Promise<BlockMount[]>>();
+  /** Per loop device name: what its backing file was stat'ed as, for one medium (diskseq) and path; bounded by the number of loop devices. */
+  readonly #loopBacking = new Map<string, { key: string; backing: LoopDevice["backing"] }>();
   constructor(options: LinuxBlockToolsOptions) {
     this.#offlineMarks = new OfflineMarksFile(options.stateFile);
     this.#log = options.log;
@@ -215,6 +217,20 @@ export class LinuxBlockTools implements BlockTools {
     }
     // Partitions have a /sys/dev/block entry too, but no /sys/block one.
     return existsSync(path.join(SYS_BLOCK, name)) ? readBlockDisk(name) : null;
+  }
+
+  /** The whole disk a disk or partition device number belongs to, from sysfs (synchronously: in memory); null when neither. */
+  diskOfDevice(dev: DevNumber): DevNumber | null {
+    let real: string;
+    try {
+      real = realpathSync(`/sys/dev/block/${dev.major}:${dev.minor}`);
+    } catch {
+      return null;
+    }
+    const diskDir = existsSync(path.join(real, "partition")) ? path.dirname(real) : real;
+    if (!existsSync(path.join(SYS_BLOCK, path.basename(diskDir)))) return null;
+    const [major, minor] = kernelText(path.join(diskDir, "dev")).trim().split(":").map(Number);
+    return Number.isInteger(major) && Number.isInteger(minor) ? { major, minor } : null;
   }
 
   /** {@link blockMountsOf} of the current table, built once per mount table version. */
@@ -272,11 +288,18 @@ export class LinuxBlockTools implements BlockTools {
         const num = (f: string) => BigInt(kernelText(path.join(dir, f)).trim() || "0");
         const sizeBytes = num("size") * 512n;
         const offsetBytes = num("loop/offset");
+        // The file an attached loop device holds open cannot change under the same medium (diskseq)
+        // and path (backing_file follows renames; LOOP_CHANGE_FD changes the path): stat'ed once per pair.
+        const seq = kernelText(path.join(dir, "diskseq")).trim();
+        const key = seq ? `${seq} ${backingFile}` : "";
         let backing: LoopDevice["backing"] = null;
-        if (!backingFile.endsWith(" (deleted)")) {
+        const known = key ? this.#loopBacking.get(name) : undefined;
+        if (known && known.key === key) backing = known.backing;
+        else if (!backingFile.endsWith(" (deleted)")) {
           const st = await stat(backingFile, { bigint: true }).catch(() => null);
           if (st?.isBlockDevice()) backing = { kind: "block", dev: decodeDev(st.rdev) };
           else if (st) backing = { kind: "file", dev: decodeDev(st.dev), ino: st.ino };
+          if (key && st) this.#loopBacking.set(name, { key, backing });
         }
         return { name, devPath: `/dev/${name}`, major, minor, sizeBytes, offsetBytes, backingFile, backing };
       }),

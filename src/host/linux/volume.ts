@@ -11,6 +11,7 @@ import { SnapshotSessions } from "./snapshot-session.ts";
 import { describeSchedule, retryUndo, type UndoLog } from "../../util/undo-retry.ts";
 import {
   describeSignatures,
+  devOfDiskNumber,
   describeProbe,
   deviceUse,
   diskNumberOf,
@@ -84,7 +85,7 @@ export class LinuxVolumeHost implements VolumeHostApi {
   }
 
   async listVolumes(diskNumber: number, partitionNumber: number): Promise<string[]> {
-    const snap = await this.#sessions.read();
+    const snap = await this.#sessions.read(devOfDiskNumber(diskNumber));
     const disk = snap.disks.find((d) => diskNumberOf(d) === diskNumber);
     if (!disk) return []; // upstream (WMI era): unknown disk → empty list
     const parts = disk.partitions.filter((p) => isVolumePartition(p) && (partitionNumber === 0 || p.number === partitionNumber));
@@ -327,15 +328,32 @@ export class LinuxVolumeHost implements VolumeHostApi {
   }
 
   async mountedAt(path: string): Promise<MountedVolume | null> {
-    const snap = await this.#sessions.read();
-    const m = mountAt(snap, path);
-    return m ? this.#mounted(snap, m) : null;
+    return this.#mountedVolume((s) => mountAt(s, path));
   }
 
   /** The longest mount point containing `path` (the service passes a path with its links resolved). */
   async volumeHolding(path: string): Promise<MountedVolume | null> {
+    return this.#mountedVolume((s) => mountHoldingPath(s, path));
+  }
+
+  /**
+   * The mount `find` picks, described from a snapshot of only the disk it is on when the tools can
+   * tell which (the mount table is cached per change, so this costs no scan of every disk); else, or
+   * when the mount changed between the two readings, from a snapshot of every disk.
+   */
+  async #mountedVolume(find: (s: Pick<BlockSnapshot, "mounts">) => BlockMount | undefined): Promise<MountedVolume | null> {
+    if (this.#tools.diskOfDevice) {
+      const first = find({ mounts: await this.#tools.readMounts() });
+      if (!first) return null;
+      const disk = this.#tools.diskOfDevice(first);
+      // Not on a block device sysfs knows (tmpfs, NFS, ...): no disk can hold it.
+      if (!disk) return this.#mounted({ disks: [], mounts: [], swaps: [], marks: [], loops: [] }, first);
+      const snap = await this.#sessions.read(disk);
+      const m = find(snap);
+      if (m && m.major === first.major && m.minor === first.minor) return this.#mounted(snap, m);
+    }
     const snap = await this.#sessions.read();
-    const m = mountHoldingPath(snap, path);
+    const m = find(snap);
     return m ? this.#mounted(snap, m) : null;
   }
 
