@@ -255,7 +255,6 @@ async function inner(runDir: string) {
     const existing = path.join(kubelet, "staged");
     mkdirSync(missTarget);
     const formatDev = readFileSync(`/sys/class/block/${path.basename(loops[1])}p1/dev`, "utf8").trim().split(":").map(Number);
-    const inUse = createNamespaceMounts();
 
     const measure = async (label: string) => {
       writeSmbState(smbEntries);
@@ -298,7 +297,7 @@ async function inner(runDir: string) {
           await vc.client.formatVolume({ volumeId: formatId });
           formatMs.push(performance.now() - t0);
         }
-        await inUse.close();
+        const inUse = createNamespaceMounts();
         let t0 = performance.now();
         const found = await inUse.mountsOf(formatDev[0], formatDev[1]);
         const inUseColdMs = performance.now() - t0;

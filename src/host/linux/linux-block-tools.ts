@@ -191,7 +191,7 @@ export class LinuxBlockTools implements BlockTools {
     return process.geteuid?.() ?? 0;
   }
 
-  /** Every namespace's table, each remembered until its own change probe fires (namespace-mounts.ts: bounds, probe lifetime). */
+  /** Every namespace's table, each remembered until the kernel lists other mount ids for it (namespace-mounts.ts). */
   readonly #namespaces: NamespaceMounts = createNamespaceMounts();
 
   mountsInAnyNamespace(dev: DevNumber): Promise<NamespaceMount[]> {
