@@ -231,14 +231,25 @@ async function inner(runDir: string) {
   interface Row {
     state: string;
     load: string;
-    rpc: Record<string, { p50: number; p99: number }>;
+    rpc: Record<string, { p50: number; p99: number; cpuUs: number }>;
     formatMs: number[];
     inUseColdMs: number;
     inUseWarmMs: number;
+    inUseCpuMs: number;
     rssMB: number;
     anonMB: number;
   }
   const rows: Row[] = [];
+  /** CPU time (ns) of every thread of a process so far (/proc/<pid>/task/<tid>/schedstat, first field). */
+  const cpuNs = (pid: number) => {
+    let sum = 0;
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        sum += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]);
+      } catch {}
+    }
+    return sum;
+  };
   const pct = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * q))];
 
   let churn: ChildProcess | undefined;
@@ -284,12 +295,14 @@ async function inner(runDir: string) {
         for (const [name, call] of calls) {
           for (let i = 0; i < 10; i++) await call(); // warm
           const times: number[] = [];
+          const cpu0 = cpuNs(server.child.pid!);
           for (let i = 0; i < sizes.calls; i++) {
             const t0 = performance.now();
             await call();
             times.push(performance.now() - t0);
           }
-          rpc[name] = { p50: pct(times, 0.5), p99: pct(times, 0.99) };
+          const cpuUs = (cpuNs(server.child.pid!) - cpu0) / sizes.calls / 1000;
+          rpc[name] = { p50: pct(times, 0.5), p99: pct(times, 0.99), cpuUs };
         }
         const formatMs: number[] = [];
         for (let i = 0; i < sizes.formats; i++) {
@@ -303,10 +316,14 @@ async function inner(runDir: string) {
         const inUseColdMs = performance.now() - t0;
         if (found.length) throw new Error(`the FormatVolume target is mounted: ${JSON.stringify(found)}`);
         const warm: number[] = [];
+        const warmCpu: number[] = [];
         for (let i = 0; i < 5; i++) {
           t0 = performance.now();
+          const c0 = process.cpuUsage();
           await inUse.mountsOf(formatDev[0], formatDev[1]);
+          const c = process.cpuUsage(c0);
           warm.push(performance.now() - t0);
+          warmCpu.push((c.user + c.system) / 1000);
         }
         const mem = residentMB(server.child.pid!);
         const row: Row = {
@@ -316,6 +333,7 @@ async function inner(runDir: string) {
           formatMs,
           inUseColdMs,
           inUseWarmMs: pct(warm, 0.5),
+          inUseCpuMs: pct(warmCpu, 0.5),
           rssMB: mem.rss,
           anonMB: mem.anon,
         };
@@ -367,24 +385,43 @@ async function inner(runDir: string) {
 
 const f = (x: number) => (x < 10 ? x.toFixed(2) : x < 100 ? x.toFixed(1) : x.toFixed(0));
 
-function printRow(row: { state: string; load: string; rpc: Record<string, { p50: number; p99: number }>; formatMs: number[]; inUseColdMs: number; inUseWarmMs: number; rssMB: number; anonMB: number }, base: typeof row) {
+interface PrintedRow {
+  state: string;
+  load: string;
+  rpc: Record<string, { p50: number; p99: number; cpuUs: number }>;
+  formatMs: number[];
+  inUseColdMs: number;
+  inUseWarmMs: number;
+  inUseCpuMs: number;
+  rssMB: number;
+  anonMB: number;
+}
+
+function printRow(row: PrintedRow, base: PrintedRow) {
   const med = [...row.formatMs].sort((a, b) => a - b)[Math.floor(row.formatMs.length / 2)];
   console.log(`\n${row.state}   [load ${row.load}]`);
   for (const [name, r] of Object.entries(row.rpc)) {
-    console.log(`  ${name.padEnd(34)} ${f(r.p50).padStart(6)} / ${f(r.p99).padStart(6)}   ×${(r.p50 / base.rpc[name].p50).toFixed(2)}`);
+    console.log(`  ${name.padEnd(34)} ${f(r.p50).padStart(6)} / ${f(r.p99).padStart(6)} ms  ×${(r.p50 / base.rpc[name].p50).toFixed(2)}   server CPU ${r.cpuUs.toFixed(0).padStart(5)} µs/call  ×${(r.cpuUs / base.rpc[name].cpuUs).toFixed(2)}`);
   }
-  console.log(`  FormatVolume ${f(med)} ms (runs ${row.formatMs.map(f).join(" ")}); in-use verdict ${f(row.inUseColdMs)} / ${f(row.inUseWarmMs)} ms; RSS ${row.rssMB.toFixed(1)} MB (anon ${row.anonMB.toFixed(1)})`);
+  console.log(`  FormatVolume ${f(med)} ms (runs ${row.formatMs.map(f).join(" ")}); in-use verdict ${f(row.inUseColdMs)} / ${f(row.inUseWarmMs)} ms (CPU ${f(row.inUseCpuMs)} ms); RSS ${row.rssMB.toFixed(1)} MB (anon ${row.anonMB.toFixed(1)})`);
 }
 
-function printSummary(rows: Parameters<typeof printRow>[0][]) {
+function printSummary(rows: PrintedRow[]) {
   const names = Object.keys(rows[0].rpc);
   const short = (s: string) => s.replace("GetVolumeIDFromTargetPath", "GetVolumeID").replace(" (miss)", " miss");
-  console.log("\n| state | " + names.map(short).join(" | ") + " | FormatVolume | in-use first / remembered | RSS (anon) | load |");
+  const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  console.log("\nWall time, p50 / p99 ms (p50 ÷ base p50):");
+  console.log("| state | " + names.map(short).join(" | ") + " | FormatVolume ms | in-use verdict ms: first / remembered (CPU) | RSS (anon) MB | load 1/5/15 |");
   console.log("|---".repeat(names.length + 5) + "|");
   for (const r of rows) {
-    const med = [...r.formatMs].sort((a, b) => a - b)[Math.floor(r.formatMs.length / 2)];
     const cells = names.map((n) => `${f(r.rpc[n].p50)} / ${f(r.rpc[n].p99)} (×${(r.rpc[n].p50 / rows[0].rpc[n].p50).toFixed(2)})`);
-    console.log(`| ${r.state} | ${cells.join(" | ")} | ${f(med)} | ${f(r.inUseColdMs)} / ${f(r.inUseWarmMs)} | ${r.rssMB.toFixed(0)} (${r.anonMB.toFixed(0)}) | ${r.load} |`);
+    console.log(`| ${r.state} | ${cells.join(" | ")} | ${f(med(r.formatMs))} | ${f(r.inUseColdMs)} / ${f(r.inUseWarmMs)} (${f(r.inUseCpuMs)}) | ${r.rssMB.toFixed(0)} (${r.anonMB.toFixed(0)}) | ${r.load} |`);
+  }
+  console.log("\nServer CPU per call, all threads, µs (÷ base):");
+  console.log("| state | " + names.map(short).join(" | ") + " |");
+  console.log("|---".repeat(names.length + 1) + "|");
+  for (const r of rows) {
+    console.log(`| ${r.state} | ${names.map((n) => `${r.rpc[n].cpuUs.toFixed(0)} (×${(r.rpc[n].cpuUs / rows[0].rpc[n].cpuUs).toFixed(2)})`).join(" | ")} |`);
   }
 }
 
