@@ -118,13 +118,14 @@ interface Sizes {
   processes: number;
   descriptors: number;
   calls: number;
+  warm: number;
   formats: number;
 }
 
 async function inner(runDir: string) {
   const sizes: Sizes = quick
-    ? { mounts: [200, 1000, 2000], namespaces: 30, disks: [3, 16], smb: 50, processes: 200, descriptors: 50, calls: arg("calls", 60), formats: arg("formats", 3) }
-    : { mounts: [1000, 5000, 20000], namespaces: 300, disks: [3, 64], smb: 500, processes: 2000, descriptors: 50, calls: arg("calls", 200), formats: arg("formats", 5) };
+    ? { mounts: [200, 1000, 2000], namespaces: 30, disks: [3, 16], smb: 50, processes: 200, descriptors: 50, calls: arg("calls", 60), warm: 30, formats: arg("formats", 3) }
+    : { mounts: [1000, 5000, 20000], namespaces: 300, disks: [3, 64], smb: 500, processes: 2000, descriptors: 50, calls: arg("calls", 200), warm: 100, formats: arg("formats", 5) };
   const koffi = (await import("koffi")).default;
   const libc = koffi.load("libc.so.6");
   const mount2 = libc.func("int mount(const char *source, const char *target, const char *fstype, unsigned long flags, const void *data)");
@@ -293,7 +294,7 @@ async function inner(runDir: string) {
         ];
         const rpc: Row["rpc"] = {};
         for (const [name, call] of calls) {
-          for (let i = 0; i < 10; i++) await call(); // warm
+          for (let i = 0; i < sizes.warm; i++) await call(); // warm: the compilers settle, caches fill
           const times: number[] = [];
           const cpu0 = cpuNs(server.child.pid!);
           for (let i = 0; i < sizes.calls; i++) {

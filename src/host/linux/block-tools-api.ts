@@ -177,9 +177,11 @@ export interface BlockTools {
   /**
    * Every whole block device (/sys/block) with a medium (size > 0), with its partitions. With
    * `tables: false` no partition table is read off a device (partitionTable, and the partitions'
-   * uuid and typeId, are null): for answers that need only sysfs (identifiers, locations).
+   * uuid and typeId, are null): for answers that need only sysfs (identifiers, locations). With
+   * `partitions: false`, identity only: no partition, holder, read-only or SCSI state is read
+   * (`partitions` and `holders` empty): what ListDiskIDs needs, a few sysfs reads per disk.
    */
-  listDisks(options?: { tables?: boolean }): Promise<BlockDisk[]>;
+  listDisks(options?: { tables?: boolean; partitions?: boolean }): Promise<BlockDisk[]>;
   /** The whole block device with this number (via /sys/dev/block), null when there is none (or it is a partition). */
   findDisk(dev: DevNumber): Promise<BlockDisk | null>;
   /**

@@ -203,8 +203,8 @@ export class LinuxBlockTools implements BlockTools {
     return capabilityNames(/^CapEff:\s*([0-9a-fA-F]+)/m.exec(status)?.[1] ?? "0");
   }
 
-  listDisks(options: { tables?: boolean } = {}): Promise<BlockDisk[]> {
-    return listBlockDisks({ withMedium: true, ...(options.tables === false ? { readTable: async () => null } : {}) });
+  listDisks(options: { tables?: boolean; partitions?: boolean } = {}): Promise<BlockDisk[]> {
+    return listBlockDisks({ withMedium: true, ...(options.tables === false ? { readTable: async () => null } : {}), ...(options.partitions === false ? { identityOnly: true } : {}) });
   }
 
   /** The sysfs link is resolved synchronously (sysfs is generated in memory, as sysfs-block.ts explains). */

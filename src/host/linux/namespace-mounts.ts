@@ -115,31 +115,39 @@ export function createNamespaceMounts(options: NamespaceMountsOptions = {}): Nam
     const before = remembered;
     const now = new Map<string, Remembered>();
     const found = new Map<number, string[]>();
-    reads = 0;
-    const work = [...first].map(([ns, pid]) => async () => {
-      let known = before.get(ns);
+    // Synchronously first: which namespaces must be read (new, changed, or mounting the device).
+    const toRead: { ns: string; pid: number; listed: { nsId: bigint; ids: Buffer } | null }[] = [];
+    for (const [ns, pid] of first) {
       let listed: { nsId: bigint; ids: Buffer } | null = null;
       if (ids) {
-        let nsId = known?.nsId ?? ids.namespaceId(pid);
-        let current = nsId === null ? null : ids.mountIds(nsId);
-        if (current === null && known) {
-          // A remembered id that lists nothing: that namespace is gone and its link's inode reused.
-          known = undefined;
-          nsId = ids.namespaceId(pid);
-          current = nsId === null ? null : ids.mountIds(nsId);
-        }
-        // The id must be of the namespace the link named (the process may have moved or exited meanwhile).
-        if (nsId !== null && current !== null && nsOf(pid) === ns) listed = { nsId, ids: current };
-        if (listed && known && known.ids.equals(listed.ids)) {
-          now.set(ns, known);
-          if (!known.devices.has(device)) return;
-          // Mounted there: read it now to name the mount points.
+        const known = before.get(ns);
+        // A remembered id lists that namespace whichever process is in it now; one that lists
+        // nothing is gone (and its link's inode reused): looked up again below.
+        const again = known ? ids.mountIds(known.nsId) : null;
+        if (known && again) {
+          listed = { nsId: known.nsId, ids: again };
+          if (known.ids.equals(again)) {
+            now.set(ns, known);
+            if (!known.devices.has(device)) continue;
+            // Mounted there: read it now to name the mount points.
+          }
+        } else {
+          const nsId = ids.namespaceId(pid);
+          const current = nsId === null ? null : ids.mountIds(nsId);
+          // The id must be of the namespace the link named (the process may have moved or exited meanwhile).
+          if (nsId !== null && current !== null && nsOf(pid) === ns) listed = { nsId, ids: current };
         }
       }
-      reads++;
+      toRead.push({ ns, pid, listed });
+    }
+    reads = toRead.length;
+    const work = toRead.map(({ ns, pid, listed }) => async () => {
       const text = await readFile(`${procRoot}/${pid}/mountinfo`, "utf8").catch(() => null);
       // The process exited or moved meanwhile: this read says nothing of `ns`.
-      if (text === null || nsOf(pid) !== ns) return;
+      if (text === null || nsOf(pid) !== ns) {
+        now.delete(ns);
+        return;
+      }
       if (listed) now.set(ns, { ...listed, devices: devicesOf(text) });
       const points = mountPointsOf(text, device);
       if (points.length) found.set(pid, points);
