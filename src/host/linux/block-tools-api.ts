@@ -189,6 +189,11 @@ export interface BlockTools {
    * neither; lets a read take a snapshot of that one disk. Optional: without it, every disk is read.
    */
   diskOfDevice?(dev: DevNumber): DevNumber | null;
+  /**
+   * A text that changes whenever a block device appears, goes or gets a new medium (names and
+   * diskseq of /sys/block); undefined where the kernel gives no diskseq. Optional.
+   */
+  diskSetKey?(): string | undefined;
   readMounts(): Promise<BlockMount[]>;
   /**
    * Mounts of the device number in every mount namespace this process can see (each /proc/<pid>/mountinfo,

@@ -233,6 +233,23 @@ export class LinuxBlockTools implements BlockTools {
     return Number.isInteger(major) && Number.isInteger(minor) ? { major, minor } : null;
   }
 
+  /** Names and media (diskseq) of every /sys/block entry, read synchronously (in memory): one read per device. */
+  diskSetKey(): string | undefined {
+    let names: string[];
+    try {
+      names = readdirSync(SYS_BLOCK);
+    } catch {
+      return undefined;
+    }
+    const parts: string[] = [];
+    for (const name of names.sort()) {
+      const seq = kernelText(path.join(SYS_BLOCK, name, "diskseq")).trim();
+      if (!seq) return undefined;
+      parts.push(`${name}=${seq}`);
+    }
+    return parts.join(" ");
+  }
+
   /** {@link blockMountsOf} of the current table, built once per mount table version. */
   async readMounts(): Promise<BlockMount[]> {
     const table = await this.#mountTable.table();

@@ -6,7 +6,7 @@
  */
 import type { FilesystemGrowth, MountedVolume, VolumeContent, VolumeHostApi, VolumeLocation, VolumeUsage, WriteCheck } from "../../groups/volume/host-api.ts";
 import { Code, CsiProxyError, failedPrecondition } from "../../errors.ts";
-import type { BlockMount, BlockTools, ManagedFsType, ProbeResult } from "./block-tools-api.ts";
+import type { BlockMount, BlockTools, DevNumber, ManagedFsType, ProbeResult } from "./block-tools-api.ts";
 import { SnapshotSessions } from "./snapshot-session.ts";
 import { describeSchedule, retryUndo, type UndoLog } from "../../util/undo-retry.ts";
 import {
@@ -44,6 +44,9 @@ export interface LinuxVolumeHostOptions {
 const identityOf = (vol: VolumeRef) =>
   `${vol.dev.major}:${vol.dev.minor} diskseq ${vol.disk.diskSeq ?? "-"} ${vol.partition ? `sectors ${vol.partition.startSectors}+${vol.partition.sizeSectors}` : `size ${vol.disk.sizeBytes}`}`;
 
+/** Bound of the volume-id hints: cleared whole when reached (then rebuilt by the next lookups). */
+const WHERE_FOUND_MAX = 4096;
+
 export class LinuxVolumeHost implements VolumeHostApi {
   readonly #tools: BlockTools;
   readonly defaultFileSystem: ManagedFsType;
@@ -54,6 +57,8 @@ export class LinuxVolumeHost implements VolumeHostApi {
 
   readonly #sessions: SnapshotSessions;
   readonly #log: UndoLog | undefined;
+  /** Volume id → the disk it was found on and the disk set then ({@link #volumeByHint}); at most {@link WHERE_FOUND_MAX} entries. */
+  readonly #whereFound = new Map<string, { disk: DevNumber; disks: string }>();
 
   constructor(tools: BlockTools, options: LinuxVolumeHostOptions) {
     this.#tools = tools;
@@ -163,9 +168,35 @@ export class LinuxVolumeHost implements VolumeHostApi {
     return isFilesystem(probe) ? probe.type : null;
   }
 
+  /**
+   * For answers only (never a write's checks): the volume read from the one disk it was last found on,
+   * while the host's set of disks and media is the one it was found in (every disk was read then and
+   * the id was on that one disk only; a new disk — a clone among them — makes the lookup read every
+   * disk again); else, or when the id is not on that disk any more, {@link #volume}. The one-disk
+   * read still reads that disk's partition table: the id is verified there.
+   */
+  async #volumeByHint(volumeId: string): Promise<{ snap: BlockSnapshot; vol: VolumeRef }> {
+    const disks = this.#tools.diskSetKey?.();
+    const hint = disks === undefined ? undefined : this.#whereFound.get(volumeId);
+    if (hint && hint.disks === disks) {
+      const snap = await this.#sessions.read(hint.disk);
+      try {
+        return { snap, vol: findVolume(snap, volumeId) };
+      } catch {
+        // gone from that disk: look everywhere
+      }
+    }
+    const found = await this.#volume(volumeId);
+    if (disks !== undefined) {
+      if (this.#whereFound.size >= WHERE_FOUND_MAX) this.#whereFound.clear();
+      this.#whereFound.set(volumeId, { disk: { major: found.vol.disk.major, minor: found.vol.disk.minor }, disks });
+    }
+    return found;
+  }
+
   /** Mounted: statfs. Unmounted ext* or xfs: the superblock. Anything else cannot be measured: FailedPrecondition. */
   async getVolumeUsage(volumeId: string): Promise<VolumeUsage> {
-    const { snap, vol } = await this.#volume(volumeId);
+    const { snap, vol } = await this.#volumeByHint(volumeId);
     const mount = mountsOf(snap, vol.dev)[0];
     if (mount) return this.#tools.statfs(mount.mountPoint);
     const probe = await this.#probe(snap, vol);
