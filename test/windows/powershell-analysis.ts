@@ -1,5 +1,5 @@
 /**
- * Static analysis of the PowerShell worker scripts (issue 12), over the syntax tree of the real
+ * Static analysis of the PowerShell worker scripts, over the syntax tree of the real
  * PowerShell grammar (tree-sitter-powershell, run by web-tree-sitter's WASM build: no native code).
  *
  * The script is walked as PowerShell runs it: top-level statements, then every op's script block of

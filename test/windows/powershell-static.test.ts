@@ -1,5 +1,5 @@
 /**
- * The PowerShell the workers run, checked statically (issue 12; rules in powershell-analysis.ts and
+ * The PowerShell the workers run, checked statically (rules in powershell-analysis.ts and
  * docs/windows.md): every worker script, exactly as powershell.exe receives it (decoded back from
  * the -EncodedCommand argument), parses with the PowerShell grammar; no dynamic code, no string
  * building, no request data in a pattern or a CIM identifier; every cmdlet, parameter, CIM class,
