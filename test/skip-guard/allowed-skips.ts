@@ -12,4 +12,25 @@ export interface AllowedSkip {
   why: string;
 }
 
-export const allowedSkips: AllowedSkip[] = [];
+export const allowedSkips: AllowedSkip[] = [
+  {
+    file: "test/redteam/block-redteam.test.ts",
+    name: "vfat without kernel support: MountVolume is FailedPrecondition naming the module, not Internal",
+    why: "needs a kernel without vfat; on one with it the case cannot be made (the module cannot be unloaded from a test)",
+  },
+  {
+    file: "test/integration/system.test.ts",
+    name: "service RPCs: allow-list and names first, then FailedPrecondition where systemd is not the init",
+    why: "asserts the answer where systemd is not PID 1; the namespace suite beside it runs the systemd case everywhere",
+  },
+  {
+    file: "test/integration/disk-volume.test.ts",
+    name: "the root disk, named only by its disk number",
+    why: "needs / on a block device the disk group lists (not so in a container or on an overlay root)",
+  },
+  {
+    file: "test/integration/disk-volume.test.ts",
+    name: "a daemon that is not root answers every disk/volume call with PermissionDenied naming root",
+    why: "needs a clone user nobody can read; a clone under a private directory (/root) cannot be run as nobody",
+  },
+];
