@@ -15,7 +15,7 @@ if (arg !== undefined) {
     console.error(`${key} is not a product module of src/`);
     process.exit(2);
   }
-  console.log(tests.length ? tests.sort().join("\n") : `${key}: no direct test (see test/layout/module-tests.test.ts for its exemption)`);
+  console.log(tests.length ? tests.sort((a, b) => a.localeCompare(b)).join("\n") : `${key}: no direct test (see test/layout/module-tests.test.ts for its exemption)`);
 } else {
-  for (const [m, tests] of [...map].sort()) if (tests.length === 0) console.log(m);
+  for (const [m, tests] of [...map].sort(([a], [b]) => a.localeCompare(b))) if (tests.length === 0) console.log(m);
 }
