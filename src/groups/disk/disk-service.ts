@@ -1,4 +1,5 @@
 import type { DiskIds, DiskLocation, DiskService } from "./types.ts";
+import { inCallScope } from "../../util/call-scope.ts";
 import type { DiskHostApi, HostDevice, HostDisk, HostPartition } from "./host-api.ts";
 import type { KeyedMutex } from "../../util/keyed-mutex.ts";
 import { createKeyedMutex } from "../../util/keyed-mutex.ts";
@@ -40,8 +41,8 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
   const isAllowed = allowedMountPoint(deps.policy);
 
   /** Runs `fn` holding the disk's lock, as one host session (when the host has them). */
-  const inDiskLock = <T>(diskNumber: number, fn: () => Promise<T>) =>
-    locks.run(diskLockKey(checkDiskNumber(diskNumber)), () => (host.session ? host.session(fn) : fn()));
+  const inDiskLock = <T>(method: string, diskNumber: number, fn: () => Promise<T>) =>
+    locks.run(diskLockKey(checkDiskNumber(diskNumber)), () => (host.session ? host.session(fn) : fn()), { what: `${method} of disk ${diskNumber}` });
 
   /**
    * Right before a write: the disk read again must be the one looked up (same host identity). Hosts
@@ -54,7 +55,7 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
   }
 
   async function partitionDisk(n: number): Promise<void> {
-    await inDiskLock(n, async () => {
+    await inDiskLock("PartitionDisk", n, async () => {
       let layout = await host.getDiskLayout(n);
       const { disk } = layout;
       const what = `partition disk ${n} (${disk.name})`;
@@ -112,7 +113,7 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
     // A disk that went away meanwhile (NotFound) has nothing to refresh.
     await Promise.all(
       disks.map((n) =>
-        inDiskLock(n, () =>
+        inDiskLock("Rescan", n, () =>
           withContext(`rescan disk ${n}`, host.refreshDiskSize(n)).catch((e) => {
             if (!(e instanceof CsiProxyError && e.code === Code.NotFound)) throw e;
           }),
@@ -122,7 +123,7 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
   }
 
   async function setDiskState(n: number, isOnline: boolean): Promise<void> {
-    await inDiskLock(n, async () => {
+    await inDiskLock(isOnline ? "SetDiskState(online)" : "SetDiskState(offline)", n, async () => {
       const disk = await host.getDisk(n);
       if (disk.online === isOnline) return; // idempotent, as upstream
       if (!isOnline) {
@@ -134,7 +135,7 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
     });
   }
 
-  return {
+  return inCallScope({
     async listDiskLocations() {
       guard("ListDiskLocations");
       const out = new Map<number, DiskLocation>();
@@ -178,5 +179,5 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
       for (const [number, ids] of await host.listDiskIds()) if (ids.page83 === diskName) return { diskNumber: number };
       throw notFound(`could not find disk with Page83 ID ${diskName}: not found`);
     },
-  };
+  });
 }
