@@ -9,7 +9,7 @@ import { failedPrecondition, internal } from "../../src/errors.ts";
 
 export class FakeBlockTools implements BlockTools {
   readonly world: FakeBlockWorld;
-  /** Devices flushed, in order (a flush must precede each unmount). */
+  /** Mount points and devices flushed, in order (a flush must precede each unmount). */
   flushed: string[] = [];
 
   constructor(world: FakeBlockWorld = new FakeBlockWorld()) {
@@ -165,8 +165,14 @@ export class FakeBlockTools implements BlockTools {
     this.world.enter("unmount", target, true);
     this.world.unmount(target);
   }
-  async flush(devPath: string): Promise<void> {
-    this.world.enter("flush", devPath, true);
+  /** Logged as `syncfs <mount point>`. */
+  async flushFilesystem(mountPoint: string): Promise<void> {
+    this.world.enter("syncfs", mountPoint, true);
+    this.flushed.push(mountPoint);
+  }
+  /** Logged as `fsync <device>`. */
+  async flushDevice(devPath: string): Promise<void> {
+    this.world.enter("fsync", devPath, true);
     this.flushed.push(devPath);
   }
   async relocateGptBackup(diskDevPath: string): Promise<void> {

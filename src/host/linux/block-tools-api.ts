@@ -25,6 +25,8 @@ export interface BlockMount {
   fsType: string;
   /** Mount source as shown, e.g. /dev/loop3p1. */
   source: string;
+  /** The mount's id in mountinfo (unique while it exists); absent where the reader does not know it. */
+  mountId?: number;
 }
 
 /** A partition the kernel knows (a /sys/block/<disk>/<part> entry), with what its table says. */
@@ -163,6 +165,8 @@ export interface FilesystemUsage {
 export interface NamespaceMount {
   pid: number;
   mountPoint: string;
+  /** The mount's id (mount ids are unique across namespaces); absent where the reader does not know it. */
+  mountId?: number;
 }
 
 /** Filesystems csi-proxy creates and grows on Linux. */
@@ -257,8 +261,19 @@ export interface BlockTools {
    * held as a handle; a link on the way or a different mount there: FailedPrecondition.
    */
   unmount(target: string): Promise<void>;
-  /** Writes dirty data of the device and any filesystem mounted from it to stable storage (blockdev --flushbufs). */
-  flush(devPath: string): Promise<void>;
+  /**
+   * syncfs(2) of the filesystem mounted at `mountPoint` (opened as a directory, no final link
+   * followed; with `mountId`, FailedPrecondition unless the opened directory lies on that mount),
+   * through a descriptor opened for this call and closed after it. A write-back error the kernel
+   * reports (EIO, ENOSPC, EDQUOT; EROFS from a filesystem whose journal aborted), or a filesystem
+   * that can no longer be opened with EIO (xfs after a shutdown), rejects with DataLoss.
+   */
+  flushFilesystem(mountPoint: string, mountId?: number): Promise<void>;
+  /**
+   * fsync(2) of the block device node (opened read-only for this call; FailedPrecondition when it is
+   * no longer device `dev`): the device's own cached writes. A write-back error rejects with DataLoss.
+   */
+  flushDevice(devPath: string, dev: DevNumber): Promise<void>;
   /** Moves a GPT backup header to the disk's current last sector (sfdisk --relocate gpt-bak-std). */
   relocateGptBackup(diskDevPath: string): Promise<void>;
   /** Sets partition `number`'s size to `sizeSectors` (512-byte units, start unchanged) and tells the kernel (BLKPG via partx). */
