@@ -3,7 +3,7 @@
  * {@link FakeBlockWorld}. Put a LinuxDiskHost and a LinuxVolumeHost over it to unit-test the Linux
  * semantics of the disk and volume groups. Every mutating call is logged in `world.calls`.
  */
-import type { BlockDisk, BlockMount, BlockTools, DevNumber, DeviceClaim, FilesystemUsage, LoopDevice, ManagedFsType, NamespaceMount, OfflineMark, PartitionTable, ProbeResult, Signature } from "../../src/host/linux/block-tools-api.ts";
+import type { BlockDisk, BlockMount, BlockTools, DeviceOpener, DevNumber, DeviceClaim, FilesystemUsage, LoopDevice, ManagedFsType, NamespaceMount, OfflineMark, PartitionTable, ProbeResult, Signature } from "../../src/host/linux/block-tools-api.ts";
 import { FakeBlockWorld } from "./fake-block-world.ts";
 import { failedPrecondition, internal } from "../../src/errors.ts";
 
@@ -45,6 +45,10 @@ export class FakeBlockTools implements BlockTools {
       ...this.world.mounts.filter(same).map((m) => ({ pid: 1, mountPoint: m.mountPoint })),
       ...this.world.otherNamespaceMounts.filter(same).map((m) => ({ pid: m.pid, mountPoint: m.mountPoint })),
     ];
+  }
+  async deviceOpeners(devs: readonly DevNumber[]): Promise<DeviceOpener[]> {
+    this.world.enter("deviceOpeners");
+    return this.world.openers.filter((o) => devs.some((d) => d.major === o.dev.major && d.minor === o.dev.minor)).map((o) => ({ ...o }));
   }
   async readSwapDevices(): Promise<DevNumber[]> {
     this.world.enter("readSwapDevices");

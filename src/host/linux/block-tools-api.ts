@@ -9,6 +9,12 @@
  * Errors: a failing tool or syscall rejects with a CsiProxyError (HostCommandError for tools).
  */
 
+import type { DeviceOpener } from "./device-openers.ts";
+export type { DeviceOpener } from "./device-openers.ts";
+
+/** How long read-only openers of a device node are given to close before they count (udev probing takes milliseconds). */
+export const OPENER_SETTLE_MS = 1000;
+
 /** A Linux device number. */
 export interface DevNumber {
   major: number;
@@ -195,6 +201,13 @@ export interface BlockTools {
   mountsInAnyNamespace(dev: DevNumber): Promise<NamespaceMount[]>;
   /** Devices in use as swap (/proc/swaps). */
   readSwapDevices(): Promise<DevNumber[]>;
+  /**
+   * Processes other than this daemon holding one of `devs`' device nodes open or mapped
+   * (device-openers.ts: /proc/<pid>/fd and map_files matched by st_rdev). When every opener found
+   * holds the node read-only (udev's blkid probing after a change), they are looked at again for up
+   * to {@link OPENER_SETTLE_MS} and only those still open are reported.
+   */
+  deviceOpeners(devs: readonly DevNumber[]): Promise<DeviceOpener[]>;
   /** Signature probe of a device node (blkid -p). */
   probe(devPath: string): Promise<ProbeResult>;
   /** Every signature on the device, partition tables included, whatever blkid's verdict (wipefs --no-act). */

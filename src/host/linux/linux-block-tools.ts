@@ -11,11 +11,12 @@ import { mkdir, mkdtemp, open, readFile, readdir, realpath, rename, rmdir, stat,
 import { constants, existsSync, readFileSync, readdirSync, realpathSync } from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import type { BlockDisk, BlockMount, BlockTools, DevNumber, DeviceClaim, FilesystemUsage, LoopDevice, ManagedFsType, NamespaceMount, OfflineMark, PartitionTable, ProbeResult, Signature } from "./block-tools-api.ts";
+import { OPENER_SETTLE_MS, type BlockDisk, type BlockMount, type BlockTools, type DevNumber, type DeviceClaim, type FilesystemUsage, type LoopDevice, type ManagedFsType, type NamespaceMount, type OfflineMark, type PartitionTable, type ProbeResult, type Signature } from "./block-tools-api.ts";
 import { cappedTimeoutMs, HostCommandError, runCommand, type RunOptions } from "../exec/run-command.ts";
 import { fsError } from "../fs-error.ts";
 import { inspectDirectory } from "../inspect-directory.ts";
 import { mountsInAnyNamespace } from "./mountinfo.ts";
+import { scanDeviceOpeners, type DeviceOpener } from "./device-openers.ts";
 import { createMountTableCache, type MountTableCache } from "./mount-table-cache.ts";
 import { mountOnDir, unmountDir } from "./anchored-mount.ts";
 import type { UndoLog } from "../../util/undo-retry.ts";
@@ -89,6 +90,9 @@ const NO_REREAD = ["--no-reread", "--no-tell-kernel"];
 /** Exclusive claims refused with EBUSY are retried this often, this far apart (0.5 s in all). */
 const CLAIM_ATTEMPTS = 10;
 const CLAIM_RETRY_MS = 50;
+
+/** Read-only openers are looked at again this often within OPENER_SETTLE_MS. */
+const OPENER_SETTLE_STEP_MS = 100;
 
 /** mkfs, fsck and resize can take a while on large devices. */
 const LONG = { timeoutMs: 30 * 60_000 };
@@ -221,6 +225,16 @@ export class LinuxBlockTools implements BlockTools {
       out.push({ major, minor, mountPoint: m.mountPoint, fsType: m.fsType, source: m.source, mountId: m.mountId });
     }
     return out;
+  }
+
+  async deviceOpeners(devs: readonly DevNumber[]): Promise<DeviceOpener[]> {
+    let found = await scanDeviceOpeners(devs);
+    // Only read-only openers: probing (udev's blkid) that ends within the settle time is not a use.
+    for (const start = Date.now(); found.length > 0 && found.every((o) => o.access === "read") && Date.now() - start < OPENER_SETTLE_MS; ) {
+      await new Promise((r) => setTimeout(r, OPENER_SETTLE_STEP_MS));
+      found = await scanDeviceOpeners(devs, { pids: [...new Set(found.map((o) => o.pid))] });
+    }
+    return found;
   }
 
   async readSwapDevices(): Promise<DevNumber[]> {

@@ -714,3 +714,48 @@ describe("the service's refusals run on the host's reading right before the writ
     assert.deepEqual(s.world.calls, []);
   });
 });
+
+describe("processes holding the device nodes (read on the write's own reading)", () => {
+  const opener = (w: FakeBlockWorld, devPath: string, access: "read" | "read-write" | "mapped", pid = 4242, command = "dd") =>
+    w.openers.push({ pid, command, dev: w.devOf(devPath), access });
+  const grownFormatted = (w: FakeBlockWorld) => {
+    w.disk("loop3").pendingSizeBytes = 2048n * MiB;
+    w.applyPendingSize(w.disk("loop3"));
+    formatted(w);
+  };
+
+  test("FormatVolume: a writer of the partition refused, naming pid and command; nothing written", async () => {
+    const s = setup({ tweak: (w) => opener(w, "/dev/loop3p1", "read-write") });
+    await rejectsWithCode(s.volume.formatVolume({ volumeId: s.id }), Code.FailedPrecondition, /\/dev\/loop3p1 is open for writing by pid 4242 \(dd\)/);
+    assert.deepEqual(s.world.calls, []);
+  });
+  test("FormatVolume: a mapping of the whole disk refused (the disk holds the volume)", async () => {
+    const s = setup({ tweak: (w) => opener(w, "/dev/loop3", "mapped", 77, "qemu") });
+    await rejectsWithCode(s.volume.formatVolume({ volumeId: s.id }), Code.FailedPrecondition, /\/dev\/loop3 is mapped into memory by pid 77 \(qemu\)/);
+    assert.deepEqual(s.world.calls, []);
+  });
+  test("ResizeVolume: a reader that stays refused before the partition changes", async () => {
+    const s = setup({ tweak: (w) => (grownFormatted(w), opener(w, "/dev/loop3p1", "read")) });
+    await rejectsWithCode(s.volume.resizeVolume({ volumeId: s.id, sizeBytes: 0n }), Code.FailedPrecondition, /open read-only by pid 4242 \(dd\)/);
+    assert.deepEqual(s.world.calls, []);
+  });
+  test("ResizeVolume: a mounted volume with no opener of its node is grown (users of its files are not openers)", async () => {
+    const s = setup({ tweak: (w) => (grownFormatted(w), w.mountDirect("/dev/loop3p1", STAGE)) });
+    await s.volume.resizeVolume({ volumeId: s.id, sizeBytes: 0n });
+    assert.ok(s.world.calls.some((c) => c.startsWith("resizePartition")), s.world.calls.join(" | "));
+  });
+  test("PartitionDisk and SetDiskState(offline): a partition's opener blocks the disk", async () => {
+    const s = setup({ tweak: (w) => opener(w, "/dev/loop3p1", "read-write") });
+    const n = diskNumberOf(s.world.disk("loop3"));
+    // A disk with its data partition needs no write: OK, nothing changed (idempotent).
+    await s.disk.partitionDisk({ diskNumber: n });
+    await rejectsWithCode(s.disk.setDiskState({ diskNumber: n, isOnline: false }), Code.FailedPrecondition, /\/dev\/loop3p1 is open for writing by pid 4242 \(dd\)/);
+    assert.deepEqual(s.world.calls, []);
+  });
+  test("PartitionDisk: an opener of a raw disk refused before the table is written", async () => {
+    const s = setup({ tweak: (w) => (w.addLoop(5, "/images/raw.img"), opener(w, "/dev/loop5", "read-write", 9, "backup-agent")) });
+    const n = diskNumberOf(s.world.disk("loop5"));
+    await rejectsWithCode(s.disk.partitionDisk({ diskNumber: n }), Code.FailedPrecondition, /\/dev\/loop5 is open for writing by pid 9 \(backup-agent\)/);
+    assert.deepEqual(s.world.calls, []);
+  });
+});

@@ -64,7 +64,7 @@ export class LinuxVolumeHost implements VolumeHostApi {
 
   constructor(tools: BlockTools, options: LinuxVolumeHostOptions) {
     this.#tools = tools;
-    this.#sessions = new SnapshotSessions((dev) => takeSnapshot(tools, dev));
+    this.#sessions = new SnapshotSessions((dev, options) => takeSnapshot(tools, dev, options));
     this.defaultFileSystem = options.defaultFileSystem;
     this.#log = options.log;
   }
@@ -128,10 +128,11 @@ export class LinuxVolumeHost implements VolumeHostApi {
    * is not the volume looked up (`expect`: {@link VolumeLocation.identity}), when it or its disk is used
    * (holders, swap, stacked loop devices, kernel partitions out of step with the table, the root
    * filesystem), or — with `unmounted` — when it is mounted. The service's `check` runs first, on
-   * the location read from the same snapshot.
+   * the location read from the same snapshot — with `openers`, a snapshot that also lists the
+   * processes holding the devices' nodes (the service's refusals decide about them).
    */
-  async #verifyWrite(volumeId: string, what: string, expect: string | undefined, unmounted: boolean, check?: WriteCheck): Promise<{ snap: BlockSnapshot; vol: VolumeRef }> {
-    const snap = await this.#sessions.fresh();
+  async #verifyWrite(volumeId: string, what: string, expect: string | undefined, unmounted: boolean, check?: WriteCheck, openers = false): Promise<{ snap: BlockSnapshot; vol: VolumeRef }> {
+    const snap = await this.#sessions.fresh(undefined, { openers });
     const vol = findVolume(snap, volumeId);
     if (check) await check(this.#location(snap, vol));
     const refuse = (why: string) => failedPrecondition(`refusing to ${what} ${vol.devPath}: ${why}`);
@@ -188,7 +189,7 @@ export class LinuxVolumeHost implements VolumeHostApi {
    * created (replaced: a quick format), and unclaimed. Anything else is FailedPrecondition saying what.
    */
   async #formatVolume(volumeId: string, expect?: string, check?: WriteCheck): Promise<void> {
-    const { vol } = await this.#verifyWrite(volumeId, "format", expect, true, check);
+    const { vol } = await this.#verifyWrite(volumeId, "format", expect, true, check, true);
     const elsewhere = await this.#tools.mountsInAnyNamespace(vol.dev);
     if (elsewhere.length) {
       const where = elsewhere.map((m) => `${m.mountPoint} (mount namespace of pid ${m.pid})`).join(", ");
@@ -290,7 +291,7 @@ export class LinuxVolumeHost implements VolumeHostApi {
    * the partition (a new minor), so a `dev-` id changes while a PARTUUID id stays.
    */
   async #resizePartition(volumeId: string, sizeBytes: bigint, expect?: string, check?: WriteCheck): Promise<string> {
-    const { snap, vol } = await this.#verifyWrite(volumeId, "resize", expect, false, check);
+    const { snap, vol } = await this.#verifyWrite(volumeId, "resize", expect, false, check, true);
     const p = vol.partition;
     if (!p) throw failedPrecondition(`${vol.devPath} is a whole-disk filesystem, not a partition`);
     if (mountsOf(snap, vol.dev).length === 0) await this.#checkUnclaimed(vol);

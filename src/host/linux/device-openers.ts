@@ -1,0 +1,184 @@
+/**
+ * Which processes hold a block device node open or mapped, as fuser(1) finds them: every process's
+ * descriptors (/proc/<pid>/fd) and file mappings (/proc/<pid>/map_files), matched by the st_rdev of
+ * the file they refer to — whatever path or mount namespace the process opened it through. Users of
+ * files on a filesystem mounted from the device are not openers of its node (the mount holds it
+ * inside the kernel), and neither are the kernel's own holders (dm, md, loop): those are other facts.
+ *
+ * Cost, bounded by what the host runs (docs/performance.md "Opener scan"): one readdir of /proc;
+ * per process one readdir of fd/, one readlink per descriptor and one read of maps; one mountinfo
+ * read per mount namespace; for the descriptors whose link text can name a file (sockets, pipes,
+ * anonymous inodes and other `type:[inode]` objects are skipped by their text) a read of fdinfo and
+ * a stat; a stat once per distinct mapped file in a scan (shared libraries are stat'ed once, not once
+ * per process); comm only for matches.
+ *
+ * Never a call that can wait on a remote party: a stat of a file on a network or FUSE filesystem
+ * may wait for its server forever (a dead NFS server, a hung FUSE daemon), so files on such
+ * filesystems ({@link MAY_WAIT_FS}, found through the descriptor's mount or the mapping's device)
+ * are not stat'ed — a device node opened through one of them is not seen (counted as skipped).
+ * The calls are synchronous (procfs is generated in memory and never waits for a device) and the
+ * scan yields to the event loop after every {@link YIELD_EVERY} processes, so the loop is never held
+ * for more than a few milliseconds. Processes that end or cannot be read meanwhile are skipped.
+ */
+import { readFileSync, readdirSync, readlinkSync, statSync } from "node:fs";
+import type { DevNumber } from "./block-tools-api.ts";
+import { parseMountInfo } from "./mountinfo.ts";
+
+/** A process holding a block device node: descriptor access mode, or a mapping. */
+export interface DeviceOpener {
+  pid: number;
+  /** /proc/<pid>/comm ("dd", "qemu-system-x86"), "" when it cannot be read. */
+  command: string;
+  dev: DevNumber;
+  /** "read" / "read-write": an open descriptor (O_RDONLY, or O_WRONLY/O_RDWR); "mapped": a file mapping only. */
+  access: "read" | "read-write" | "mapped";
+}
+
+export interface OpenerScanOptions {
+  /** Where procfs is (tests); default /proc. */
+  procRoot?: string;
+  /** A process never reported (the daemon itself); default this process. */
+  selfPid?: number;
+  /** Only these processes (a re-check of earlier findings); default every process. */
+  pids?: readonly number[];
+}
+
+/** What one scan looked at (for the cost figures). */
+export interface OpenerScanStats {
+  processes: number;
+  descriptors: number;
+  /** Descriptors and mapped files stat'ed. */
+  stats: number;
+  /** Descriptors and mapped files not stat'ed because their filesystem may wait on a remote party. */
+  skipped: number;
+}
+
+/** Filesystems whose stat may wait for a server or a user-space daemon. */
+export const MAY_WAIT_FS = /^(?:fuse(?:blk|ctl)?(?:\..*)?|nfs4?|cifs|smb3?|9p|ceph|glusterfs|afs|lustre|virtiofs|gfs2|ocfs2|beegfs|gpfs)$/;
+
+/** What one mount namespace's table says about where a stat may wait. */
+interface NamespaceMounts {
+  /** Mount ids whose filesystem may wait. */
+  waitMounts: Set<number>;
+  /** Devices ("major:minor") of filesystems that may wait. */
+  waitDevices: Set<string>;
+}
+
+/** Processes scanned between two yields to the event loop. */
+export const YIELD_EVERY = 64;
+
+/** Link texts of descriptors that cannot be a device node: `socket:[…]`, `pipe:[…]`, `anon_inode:…`, `net:[…]`… */
+const NOT_A_FILE = /^(?:[a-z_]+:\[\d+\]|anon_inode:)/;
+
+/** glibc's gnu_dev_major/minor for a 64-bit dev_t. */
+function decode(rdev: bigint): string {
+  const major = ((rdev >> 8n) & 0xfffn) | ((rdev >> 32n) & ~0xfffn);
+  const minor = (rdev & 0xffn) | ((rdev >> 12n) & ~0xffn);
+  return `${major}:${minor}`;
+}
+
+const tryRead = <T>(fn: () => T): T | null => {
+  try {
+    return fn();
+  } catch {
+    return null;
+  }
+};
+
+/** The st_rdev ("major:minor") of the block device a /proc magic link refers to, null for anything else, undefined when it cannot be stat'ed. */
+function blockDevOf(link: string): string | null | undefined {
+  const st = tryRead(() => statSync(link, { bigint: true }));
+  if (st === null) return undefined;
+  return st.isBlockDevice() ? decode(st.rdev) : null;
+}
+
+/**
+ * Every process (but `selfPid`) holding one of `devs` open or mapped: one entry per process and
+ * device, "read-write" winning over "read" over "mapped". Sorted by pid. `stats`, when given, is
+ * filled with what the scan looked at.
+ */
+export async function scanDeviceOpeners(devs: readonly DevNumber[], options: OpenerScanOptions = {}, stats?: OpenerScanStats): Promise<DeviceOpener[]> {
+  const proc = options.procRoot ?? "/proc";
+  const self = options.selfPid ?? process.pid;
+  const wanted = new Set(devs.map((d) => `${d.major}:${d.minor}`));
+  const counted: OpenerScanStats = stats ?? { processes: 0, descriptors: 0, stats: 0, skipped: 0 };
+  if (wanted.size === 0) return [];
+  const pids = options.pids ?? (tryRead(() => readdirSync(proc)) ?? []).filter((n) => /^[1-9]\d*$/.test(n)).map(Number);
+  /** Mapped files already stat'ed in this scan, by "st_dev inode" as maps shows them → block device or null. */
+  const mapped = new Map<string, string | null>();
+  /** By the namespace link text (`mnt:[…]`). */
+  const namespaces = new Map<string, NamespaceMounts>();
+  const namespaceOf = (base: string): NamespaceMounts => {
+    const link = tryRead(() => readlinkSync(`${base}/ns/mnt`));
+    const known = link === null ? undefined : namespaces.get(link);
+    if (known) return known;
+    const ns: NamespaceMounts = { waitMounts: new Set(), waitDevices: new Set() };
+    for (const m of parseMountInfo(tryRead(() => readFileSync(`${base}/mountinfo`, "utf8")) ?? "")) {
+      if (!MAY_WAIT_FS.test(m.fsType)) continue;
+      ns.waitMounts.add(m.mountId);
+      ns.waitDevices.add(m.device);
+    }
+    if (link !== null) namespaces.set(link, ns);
+    return ns;
+  };
+  const rank = { mapped: 0, read: 1, "read-write": 2 } as const;
+  const found = new Map<string, DeviceOpener>();
+  const note = (pid: number, dev: string, access: DeviceOpener["access"]) => {
+    const key = `${pid} ${dev}`;
+    const had = found.get(key);
+    if (had && rank[had.access] >= rank[access]) return;
+    const [major, minor] = dev.split(":").map(Number);
+    found.set(key, { pid, command: had?.command ?? (tryRead(() => readFileSync(`${proc}/${pid}/comm`, "utf8").trim()) ?? ""), dev: { major, minor }, access });
+  };
+
+  let sinceYield = 0;
+  for (const pid of pids) {
+    if (pid === self) continue;
+    if (++sinceYield >= YIELD_EVERY) {
+      sinceYield = 0;
+      await new Promise((r) => setImmediate(r));
+    }
+    counted.processes++;
+    const base = `${proc}/${pid}`;
+    let ns: NamespaceMounts | undefined;
+    for (const fd of tryRead(() => readdirSync(`${base}/fd`)) ?? []) {
+      counted.descriptors++;
+      const link = `${base}/fd/${fd}`;
+      const text = tryRead(() => readlinkSync(link));
+      if (text === null || NOT_A_FILE.test(text)) continue;
+      const fdinfo = tryRead(() => readFileSync(`${base}/fdinfo/${fd}`, "utf8")) ?? "";
+      const mountId = /^mnt_id:\s*(\d+)/m.exec(fdinfo)?.[1];
+      ns ??= namespaceOf(base);
+      if (mountId !== undefined && ns.waitMounts.has(Number(mountId))) {
+        counted.skipped++;
+        continue;
+      }
+      counted.stats++;
+      const dev = blockDevOf(link);
+      if (!dev || !wanted.has(dev)) continue;
+      const flags = /^flags:\s*([0-7]+)/m.exec(fdinfo)?.[1];
+      note(pid, dev, flags !== undefined && (parseInt(flags, 8) & 3) === 0 ? "read" : "read-write");
+    }
+    const maps = tryRead(() => readFileSync(`${base}/maps`, "utf8")) ?? "";
+    for (const line of maps.split("\n")) {
+      // start-end perms offset dev(hex major:minor) inode [path]
+      const f = line.split(/\s+/, 6);
+      if (f.length < 5 || f[4] === "0") continue;
+      const key = `${f[3]} ${f[4]}`;
+      let dev = mapped.get(key);
+      if (dev === undefined) {
+        ns ??= namespaceOf(base);
+        const [major, minor] = f[3].split(":").map((x) => parseInt(x, 16));
+        if (ns.waitDevices.has(`${major}:${minor}`)) {
+          counted.skipped++;
+          continue;
+        }
+        counted.stats++;
+        dev = blockDevOf(`${base}/map_files/${f[0]}`);
+        if (dev !== undefined) mapped.set(key, dev); // a mapping gone meanwhile says nothing about the file
+      }
+      if (dev && wanted.has(dev)) note(pid, dev, "mapped");
+    }
+  }
+  return [...found.values()].sort((a, b) => a.pid - b.pid || a.dev.major - b.dev.major || a.dev.minor - b.dev.minor);
+}
