@@ -7,15 +7,16 @@
  *
  * Cost, bounded by what the host runs (docs/performance.md "Opener scan"): one readdir of /proc;
  * per process one readdir of fd/, one readlink per descriptor and one read of maps; one mountinfo
- * read per mount namespace; for the descriptors whose link text can name a file (sockets, pipes,
- * anonymous inodes and other `type:[inode]` objects are skipped by their text) a read of fdinfo and
- * a stat; a stat once per distinct mapped file in a scan (shared libraries are stat'ed once, not once
- * per process); comm only for matches.
+ * read per mount namespace; a stat only for the descriptors whose link text can name a file
+ * (sockets, pipes, anonymous inodes and other `type:[inode]` objects are skipped by their text), and
+ * once per distinct mapped file in a scan (shared libraries are stat'ed once, not once per process);
+ * fdinfo, exe and comm only for matches.
  *
  * Never a call that can wait on a remote party: a stat of a file on a network or FUSE filesystem
  * may wait for its server forever (a dead NFS server, a hung FUSE daemon), so files on such
- * filesystems ({@link MAY_WAIT_FS}, found through the descriptor's mount or the mapping's device)
- * are not stat'ed — a device node opened through one of them is not seen (counted as skipped).
+ * filesystems ({@link MAY_WAIT_FS}: for a descriptor, its link text under one of their mount points
+ * in the process's namespace; for a mapping, its device) are not stat'ed — a device node opened
+ * through one of them is not seen (counted as skipped).
  * The calls are synchronous (procfs is generated in memory and never waits for a device) and the
  * scan yields to the event loop after every {@link YIELD_EVERY} processes, so the loop is never held
  * for more than a few milliseconds. Processes that end or cannot be read meanwhile are skipped.
@@ -58,8 +59,8 @@ export const MAY_WAIT_FS = /^(?:fuse(?:blk|ctl)?(?:\..*)?|nfs4?|cifs|smb3?|9p|ce
 
 /** What one mount namespace's table says about where a stat may wait. */
 interface NamespaceMounts {
-  /** Mount ids whose filesystem may wait. */
-  waitMounts: Set<number>;
+  /** Mount points (as the namespace's processes see paths) of filesystems that may wait. */
+  waitMountPoints: string[];
   /** Devices ("major:minor") of filesystems that may wait. */
   waitDevices: Set<string>;
 }
@@ -70,10 +71,13 @@ export const YIELD_EVERY = 64;
 /** Link texts of descriptors that cannot be a device node: `socket:[…]`, `pipe:[…]`, `anon_inode:…`, `net:[…]`… */
 const NOT_A_FILE = /^(?:[a-z_]+:\[\d+\]|anon_inode:)/;
 
-/** glibc's gnu_dev_major/minor for a 64-bit dev_t. */
-function decode(rdev: bigint): string {
-  const major = ((rdev >> 8n) & 0xfffn) | ((rdev >> 32n) & ~0xfffn);
-  const minor = (rdev & 0xffn) | ((rdev >> 12n) & ~0xffn);
+/**
+ * glibc's gnu_dev_major/minor of a dev_t. Node reports st_rdev as a double: exact below 2^53, which
+ * covers majors below 2^21 (the kernel's are below 2^12) with any 20-bit minor.
+ */
+function decode(rdev: number): string {
+  const major = Math.floor(rdev / 256) % 4096 + Math.floor(rdev / 2 ** 32) - (Math.floor(rdev / 2 ** 32) % 4096);
+  const minor = (rdev % 256) + (Math.floor(rdev / 4096) % 2 ** 20) - (Math.floor(rdev / 4096) % 256);
   return `${major}:${minor}`;
 }
 
@@ -85,10 +89,17 @@ const tryRead = <T>(fn: () => T): T | null => {
   }
 };
 
+/** The executable's file name ("dd"), else the command name the process gave itself (comm), else "". */
+function commandOf(base: string): string {
+  const exe = tryRead(() => readlinkSync(`${base}/exe`));
+  if (exe) return exe.replace(/ \(deleted\)$/, "").split("/").pop() ?? "";
+  return tryRead(() => readFileSync(`${base}/comm`, "utf8").trim()) ?? "";
+}
+
 /** The st_rdev ("major:minor") of the block device a /proc magic link refers to, null for anything else, undefined when it cannot be stat'ed. */
 function blockDevOf(link: string): string | null | undefined {
-  const st = tryRead(() => statSync(link, { bigint: true }));
-  if (st === null) return undefined;
+  const st = tryRead(() => statSync(link, { throwIfNoEntry: false }));
+  if (!st) return undefined;
   return st.isBlockDevice() ? decode(st.rdev) : null;
 }
 
@@ -112,10 +123,10 @@ export async function scanDeviceOpeners(devs: readonly DevNumber[], options: Ope
     const link = tryRead(() => readlinkSync(`${base}/ns/mnt`));
     const known = link === null ? undefined : namespaces.get(link);
     if (known) return known;
-    const ns: NamespaceMounts = { waitMounts: new Set(), waitDevices: new Set() };
+    const ns: NamespaceMounts = { waitMountPoints: [], waitDevices: new Set() };
     for (const m of parseMountInfo(tryRead(() => readFileSync(`${base}/mountinfo`, "utf8")) ?? "")) {
       if (!MAY_WAIT_FS.test(m.fsType)) continue;
-      ns.waitMounts.add(m.mountId);
+      ns.waitMountPoints.push(m.mountPoint === "/" ? "" : m.mountPoint);
       ns.waitDevices.add(m.device);
     }
     if (link !== null) namespaces.set(link, ns);
@@ -128,7 +139,7 @@ export async function scanDeviceOpeners(devs: readonly DevNumber[], options: Ope
     const had = found.get(key);
     if (had && rank[had.access] >= rank[access]) return;
     const [major, minor] = dev.split(":").map(Number);
-    found.set(key, { pid, command: had?.command ?? (tryRead(() => readFileSync(`${proc}/${pid}/comm`, "utf8").trim()) ?? ""), dev: { major, minor }, access });
+    found.set(key, { pid, command: had?.command ?? commandOf(`${proc}/${pid}`), dev: { major, minor }, access });
   };
 
   let sinceYield = 0;
@@ -146,17 +157,15 @@ export async function scanDeviceOpeners(devs: readonly DevNumber[], options: Ope
       const link = `${base}/fd/${fd}`;
       const text = tryRead(() => readlinkSync(link));
       if (text === null || NOT_A_FILE.test(text)) continue;
-      const fdinfo = tryRead(() => readFileSync(`${base}/fdinfo/${fd}`, "utf8")) ?? "";
-      const mountId = /^mnt_id:\s*(\d+)/m.exec(fdinfo)?.[1];
       ns ??= namespaceOf(base);
-      if (mountId !== undefined && ns.waitMounts.has(Number(mountId))) {
+      if (ns.waitMountPoints.length && ns.waitMountPoints.some((mp) => text === mp || text.startsWith(`${mp}/`))) {
         counted.skipped++;
         continue;
       }
       counted.stats++;
       const dev = blockDevOf(link);
       if (!dev || !wanted.has(dev)) continue;
-      const flags = /^flags:\s*([0-7]+)/m.exec(fdinfo)?.[1];
+      const flags = /^flags:\s*([0-7]+)/m.exec(tryRead(() => readFileSync(`${base}/fdinfo/${fd}`, "utf8")) ?? "")?.[1];
       note(pid, dev, flags !== undefined && (parseInt(flags, 8) & 3) === 0 ? "read" : "read-write");
     }
     const maps = tryRead(() => readFileSync(`${base}/maps`, "utf8")) ?? "";
