@@ -18,8 +18,8 @@
  * in the process's namespace; for a mapping, its device) are not stat'ed — a device node opened
  * through one of them is not seen (counted as skipped).
  * The calls are synchronous (procfs is generated in memory and never waits for a device) and the
- * scan yields to the event loop after every {@link YIELD_EVERY} processes, so the loop is never held
- * for more than a few milliseconds. Processes that end or cannot be read meanwhile are skipped.
+ * scan yields to the event loop whenever it has run for {@link SLICE_MS} since the last yield, so the
+ * loop is never held much longer than that. Processes that end or cannot be read meanwhile are skipped.
  */
 import { readFileSync, readdirSync, readlinkSync, statSync } from "node:fs";
 import type { DevNumber } from "./block-tools-api.ts";
@@ -65,8 +65,8 @@ interface NamespaceMounts {
   waitDevices: Set<string>;
 }
 
-/** Processes scanned between two yields to the event loop. */
-export const YIELD_EVERY = 64;
+/** Milliseconds of scanning between two yields to the event loop. */
+export const SLICE_MS = 4;
 
 /** Link texts of descriptors that cannot be a device node: `socket:[…]`, `pipe:[…]`, `anon_inode:…`, `net:[…]`… */
 const NOT_A_FILE = /^(?:[a-z_]+:\[\d+\]|anon_inode:)/;
@@ -142,18 +142,20 @@ export async function scanDeviceOpeners(devs: readonly DevNumber[], options: Ope
     found.set(key, { pid, command: had?.command ?? commandOf(`${proc}/${pid}`), dev: { major, minor }, access });
   };
 
-  let sinceYield = 0;
+  let sliceStart = performance.now();
+  const maybeYield = async () => {
+    if (performance.now() - sliceStart < SLICE_MS) return;
+    await new Promise((r) => setImmediate(r));
+    sliceStart = performance.now();
+  };
   for (const pid of pids) {
     if (pid === self) continue;
-    if (++sinceYield >= YIELD_EVERY) {
-      sinceYield = 0;
-      await new Promise((r) => setImmediate(r));
-    }
+    await maybeYield();
     counted.processes++;
     const base = `${proc}/${pid}`;
     let ns: NamespaceMounts | undefined;
     for (const fd of tryRead(() => readdirSync(`${base}/fd`)) ?? []) {
-      counted.descriptors++;
+      if ((++counted.descriptors & 15) === 0) await maybeYield();
       const link = `${base}/fd/${fd}`;
       const text = tryRead(() => readlinkSync(link));
       if (text === null || NOT_A_FILE.test(text)) continue;
