@@ -25,7 +25,7 @@ import { listBlockDisks, readBlockDisk, SYS_BLOCK } from "./sysfs-block.ts";
 import { readPartitionTable } from "./partition-table.ts";
 import { loadBlkid, type Blkid } from "./libblkid.ts";
 import { OfflineMarksFile } from "./offline-marks-file.ts";
-import { failedPrecondition, internal } from "../../errors.ts";
+import { Code, CsiProxyError, failedPrecondition, internal } from "../../errors.ts";
 
 /** The Debian package of each tool run here, for "install it" messages. */
 const PACKAGE_OF: Record<string, string> = {
