@@ -24,6 +24,7 @@
 import { readFileSync, readdirSync, readlinkSync, statSync } from "node:fs";
 import type { DevNumber } from "./block-tools-api.ts";
 import { parseMountInfo } from "./mountinfo.ts";
+import { Code, CsiProxyError } from "../../errors.ts";
 
 /** A process holding a block device node: descriptor access mode, or a mapping. */
 export interface DeviceOpener {
@@ -42,7 +43,12 @@ export interface OpenerScanOptions {
   selfPid?: number;
   /** Only these processes (a re-check of earlier findings); default every process. */
   pids?: readonly number[];
+  /** The scan gives up (Unavailable) after this long, not having looked at every process; default {@link SCAN_DEADLINE_MS}. */
+  deadlineMs?: number;
 }
+
+/** How long one scan may take before it gives up: far above the measured worst case (docs/performance.md "Opener scan"). */
+export const SCAN_DEADLINE_MS = 60_000;
 
 /** What one scan looked at (for the cost figures). */
 export interface OpenerScanStats {
@@ -66,7 +72,7 @@ interface NamespaceMounts {
 }
 
 /** Milliseconds of scanning between two yields to the event loop. */
-export const SLICE_MS = 4;
+export const SLICE_MS = 2;
 
 /** Link texts of descriptors that cannot be a device node: `socket:[…]`, `pipe:[…]`, `anon_inode:…`, `net:[…]`… */
 const NOT_A_FILE = /^(?:[a-z_]+:\[\d+\]|anon_inode:)/;
@@ -106,7 +112,7 @@ function blockDevOf(link: string): string | null | undefined {
 /**
  * Every process (but `selfPid`) holding one of `devs` open or mapped: one entry per process and
  * device, "read-write" winning over "read" over "mapped". Sorted by pid. `stats`, when given, is
- * filled with what the scan looked at.
+ * filled with what the scan looked at. Unavailable when the scan outlives its deadline.
  */
 export async function scanDeviceOpeners(devs: readonly DevNumber[], options: OpenerScanOptions = {}, stats?: OpenerScanStats): Promise<DeviceOpener[]> {
   const proc = options.procRoot ?? "/proc";
@@ -142,9 +148,15 @@ export async function scanDeviceOpeners(devs: readonly DevNumber[], options: Ope
     found.set(key, { pid, command: had?.command ?? commandOf(`${proc}/${pid}`), dev: { major, minor }, access });
   };
 
-  let sliceStart = performance.now();
+  const started = performance.now();
+  const deadline = started + (options.deadlineMs ?? SCAN_DEADLINE_MS);
+  let sliceStart = started;
   const maybeYield = async () => {
-    if (performance.now() - sliceStart < SLICE_MS) return;
+    const now = performance.now();
+    if (now - sliceStart < SLICE_MS) return;
+    if (now > deadline) {
+      throw new CsiProxyError(Code.Unavailable, `looking for processes holding the device nodes took longer than ${Math.round(deadline - started)} ms (${counted.processes} of ${pids.length} processes, ${counted.descriptors} descriptors looked at); not knowing, csi-proxy does not change the device`);
+    }
     await new Promise((r) => setImmediate(r));
     sliceStart = performance.now();
   };
@@ -155,7 +167,7 @@ export async function scanDeviceOpeners(devs: readonly DevNumber[], options: Ope
     const base = `${proc}/${pid}`;
     let ns: NamespaceMounts | undefined;
     for (const fd of tryRead(() => readdirSync(`${base}/fd`)) ?? []) {
-      if ((++counted.descriptors & 15) === 0) await maybeYield();
+      if ((++counted.descriptors & 7) === 0) await maybeYield();
       const link = `${base}/fd/${fd}`;
       const text = tryRead(() => readlinkSync(link));
       if (text === null || NOT_A_FILE.test(text)) continue;
