@@ -3,7 +3,9 @@
  * `node bench/opener-scan.ts [processes=2000] [descriptors=50] [mix=files|mixed]` starts that many
  * `sleep` processes, each inheriting that many descriptors (mix "files": every one a regular file,
  * the worst case, each needs a stat; "mixed": half regular files, half pipes and sockets), then times
- * scans for a device nobody holds (Linux only). Prints one JSON line. Every process it started is
+ * scans for a device nobody holds (Linux only): wall time, the scan's CPU time (user + system, the
+ * figure the machine's load does not inflate much) and the event loop's largest stall during a scan
+ * next to its largest stall while idle. Prints one JSON line. Every process it started is
  * killed before it exits.
  */
 import { spawn, type ChildProcess } from "node:child_process";
@@ -52,7 +54,7 @@ try {
     return Math.round(worst);
   };
   const baselineLagMs = await idleLag(2000);
-  const runs: { ms: number; stats: OpenerScanStats }[] = [];
+  const runs: { ms: number; cpuMs: number; stats: OpenerScanStats }[] = [];
   let maxLagMs = 0;
   for (let i = 0; i < 5; i++) {
     const stats: OpenerScanStats = { processes: 0, descriptors: 0, stats: 0, skipped: 0 };
@@ -63,13 +65,16 @@ try {
       last = now;
     }, 1);
     const t = performance.now();
+    const cpu = process.cpuUsage();
     await scanDeviceOpeners([{ major: 4095, minor: 1048575 }], {}, stats);
-    runs.push({ ms: Math.round(performance.now() - t), stats });
+    const used = process.cpuUsage(cpu);
+    runs.push({ ms: Math.round(performance.now() - t), cpuMs: Math.round((used.user + used.system) / 1000), stats });
     clearInterval(lag);
   }
   const ms = runs.map((r) => r.ms).sort((a, b) => a - b);
+  const cpuMs = runs.map((r) => r.cpuMs).sort((a, b) => a - b);
   process.stdout.write(
-    `${JSON.stringify({ processes, descriptors, mix, medianMs: ms[2], minMs: ms[0], maxMs: ms[4], maxEventLoopLagMs: Math.round(maxLagMs), idleEventLoopLagMs: baselineLagMs, scanned: runs[2].stats, loadavg: loadavg().map((x) => x.toFixed(1)).join(" ") })}\n`,
+    `${JSON.stringify({ processes, descriptors, mix, medianMs: ms[2], minMs: ms[0], maxMs: ms[4], medianCpuMs: cpuMs[2], cpuUsPerDescriptor: +((cpuMs[2] * 1000) / Math.max(1, runs[2].stats.descriptors)).toFixed(1), maxEventLoopLagMs: Math.round(maxLagMs), idleEventLoopLagMs: baselineLagMs, scanned: runs[2].stats, loadavg: loadavg().map((x) => x.toFixed(1)).join(" ") })}\n`,
   );
 } finally {
   for (const c of children) c.kill("SIGKILL");

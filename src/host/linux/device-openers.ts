@@ -17,6 +17,8 @@
  * filesystems ({@link MAY_WAIT_FS}: for a descriptor, its link text under one of their mount points
  * in the process's namespace; for a mapping, its device) are not stat'ed — a device node opened
  * through one of them is not seen (counted as skipped).
+ * readlink(2) and statx(2) go through koffi where it loads (a few µs each; Node's readlinkSync and
+ * statSync cost 10–12 µs of CPU per call, most of it in JavaScript), through Node's fs otherwise.
  * The calls are synchronous (procfs is generated in memory and never waits for a device) and the
  * scan yields to the event loop whenever it has run for {@link SLICE_MS} since the last yield, so the
  * loop is never held much longer than that. Processes that end or cannot be read meanwhile are skipped.
@@ -25,6 +27,7 @@ import { readFileSync, readdirSync, readlinkSync, statSync } from "node:fs";
 import type { DevNumber } from "./block-tools-api.ts";
 import { parseMountInfo } from "./mountinfo.ts";
 import { Code, CsiProxyError } from "../../errors.ts";
+import { loadKoffi } from "../../win32/native.ts";
 
 /** A process holding a block device node: descriptor access mode, or a mapping. */
 export interface DeviceOpener {
@@ -102,12 +105,52 @@ function commandOf(base: string): string {
   return tryRead(() => readFileSync(`${base}/comm`, "utf8").trim()) ?? "";
 }
 
-/** The st_rdev ("major:minor") of the block device a /proc magic link refers to, null for anything else, undefined when it cannot be stat'ed. */
-function blockDevOf(link: string): string | null | undefined {
-  const st = tryRead(() => statSync(link, { throwIfNoEntry: false }));
-  if (!st) return undefined;
-  return st.isBlockDevice() ? decode(st.rdev) : null;
+/** The two per-descriptor calls, synchronous. */
+interface ProcCalls {
+  /** A link's text, null when it cannot be read. */
+  readlink(link: string): string | null;
+  /** The st_rdev ("major:minor") of the block device a /proc magic link refers to, null for anything else, undefined when it cannot be stat'ed. */
+  blockDevOf(link: string): string | null | undefined;
 }
+
+const nodeCalls: ProcCalls = {
+  readlink: (link) => tryRead(() => readlinkSync(link)),
+  blockDevOf(link) {
+    const st = tryRead(() => statSync(link, { throwIfNoEntry: false }));
+    if (!st) return undefined;
+    return st.isBlockDevice() ? decode(st.rdev) : null;
+  },
+};
+
+const AT_FDCWD = -100;
+/** Cached attributes only: a network or FUSE filesystem is not asked (type and device number never change). */
+const AT_STATX_DONT_SYNC = 0x4000;
+const STATX_TYPE = 0x1;
+const S_IFMT = 0o170000;
+const S_IFBLK = 0o060000;
+
+/** libc's readlink(2) and statx(2) through koffi (struct statx's layout is the same on every architecture). */
+async function koffiCalls(): Promise<ProcCalls> {
+  const libc = (await loadKoffi()).load("libc.so.6");
+  const readlink = libc.func("long readlink(const char *path, void *buf, unsigned long size)") as unknown as (p: string, b: Buffer, n: number) => number;
+  const statx = libc.func("int statx(int dirfd, const char *path, int flags, unsigned int mask, void *buf)") as unknown as (d: number, p: string, f: number, m: number, b: Buffer) => number;
+  const text = Buffer.alloc(4096);
+  const stx = Buffer.alloc(256);
+  return {
+    readlink(link) {
+      const n = readlink(link, text, text.length);
+      return n < 0 ? null : text.toString("utf8", 0, n);
+    },
+    blockDevOf(link) {
+      if (statx(AT_FDCWD, link, AT_STATX_DONT_SYNC, STATX_TYPE, stx) !== 0) return undefined;
+      if ((stx.readUInt16LE(28) & S_IFMT) !== S_IFBLK) return null; // stx_mode
+      return `${stx.readUInt32LE(128)}:${stx.readUInt32LE(132)}`; // stx_rdev_major, stx_rdev_minor
+    },
+  };
+}
+
+let calls: Promise<ProcCalls> | undefined;
+const procCalls = () => (calls ??= koffiCalls().catch(() => nodeCalls));
 
 /**
  * Every process (but `selfPid`) holding one of `devs` open or mapped: one entry per process and
@@ -120,13 +163,14 @@ export async function scanDeviceOpeners(devs: readonly DevNumber[], options: Ope
   const wanted = new Set(devs.map((d) => `${d.major}:${d.minor}`));
   const counted: OpenerScanStats = stats ?? { processes: 0, descriptors: 0, stats: 0, skipped: 0 };
   if (wanted.size === 0) return [];
+  const { readlink, blockDevOf } = await procCalls();
   const pids = options.pids ?? (tryRead(() => readdirSync(proc)) ?? []).filter((n) => /^[1-9]\d*$/.test(n)).map(Number);
   /** Mapped files already stat'ed in this scan, by "st_dev inode" as maps shows them → block device or null. */
   const mapped = new Map<string, string | null>();
   /** By the namespace link text (`mnt:[…]`). */
   const namespaces = new Map<string, NamespaceMounts>();
   const namespaceOf = (base: string): NamespaceMounts => {
-    const link = tryRead(() => readlinkSync(`${base}/ns/mnt`));
+    const link = readlink(`${base}/ns/mnt`);
     const known = link === null ? undefined : namespaces.get(link);
     if (known) return known;
     const ns: NamespaceMounts = { waitMountPoints: [], waitDevices: new Set() };
@@ -169,7 +213,7 @@ export async function scanDeviceOpeners(devs: readonly DevNumber[], options: Ope
     for (const fd of tryRead(() => readdirSync(`${base}/fd`)) ?? []) {
       if ((++counted.descriptors & 7) === 0) await maybeYield();
       const link = `${base}/fd/${fd}`;
-      const text = tryRead(() => readlinkSync(link));
+      const text = readlink(link);
       if (text === null || NOT_A_FILE.test(text)) continue;
       ns ??= namespaceOf(base);
       if (ns.waitMountPoints.length && ns.waitMountPoints.some((mp) => text === mp || text.startsWith(`${mp}/`))) {
