@@ -108,14 +108,14 @@ function commandOf(base: string): string {
 /** The two per-descriptor calls, synchronous. */
 interface ProcCalls {
   /** A link's text, null when it cannot be read. */
-  readlink(link: string): string | null;
+  readlink: (link: string) => string | null;
   /** The st_rdev ("major:minor") of the block device a /proc magic link refers to, null for anything else, undefined when it cannot be stat'ed. */
-  blockDevOf(link: string): string | null | undefined;
+  blockDevOf: (link: string) => string | null | undefined;
 }
 
 const nodeCalls: ProcCalls = {
   readlink: (link) => tryRead(() => readlinkSync(link)),
-  blockDevOf(link) {
+  blockDevOf: (link) => {
     const st = tryRead(() => statSync(link, { throwIfNoEntry: false }));
     if (!st) return undefined;
     return st.isBlockDevice() ? decode(st.rdev) : null;
@@ -137,11 +137,11 @@ async function koffiCalls(): Promise<ProcCalls> {
   const text = Buffer.alloc(4096);
   const stx = Buffer.alloc(256);
   return {
-    readlink(link) {
+    readlink: (link) => {
       const n = readlink(link, text, text.length);
       return n < 0 ? null : text.toString("utf8", 0, n);
     },
-    blockDevOf(link) {
+    blockDevOf: (link) => {
       if (statx(AT_FDCWD, link, AT_STATX_DONT_SYNC, STATX_TYPE, stx) !== 0) return undefined;
       if ((stx.readUInt16LE(28) & S_IFMT) !== S_IFBLK) return null; // stx_mode
       return `${stx.readUInt32LE(128)}:${stx.readUInt32LE(132)}`; // stx_rdev_major, stx_rdev_minor
