@@ -108,7 +108,7 @@ export async function removeTempFilesIn(dir: HeldDir & { list(): Promise<string[
  * by its DACL at start-up, src/state/state-dir-windows.ts): only regular files are removed (lstat;
  * a link or junction of that name is left and reported), never followed.
  */
-export async function removeTempFiles(dirPath: string, name: string, join: (a: string, b: string) => string = path.join): Promise<{ removed: string[]; failed: string[] }> {
+export async function removeTempFiles(dirPath: string, name: string, join: (a: string, b: string) => string = (a, b) => path.join(a, b)): Promise<{ removed: string[]; failed: string[] }> {
   const removed: string[] = [];
   const failed: string[] = [];
   const entries = await fs.readdir(dirPath).catch((err: NodeJS.ErrnoException) => {

@@ -30,7 +30,7 @@ export async function sweepStateLeftovers(trust: StateDirTrust, platform: "linux
     await fn().catch((err: unknown) => log?.warning(`state directory ${trust.dir}: the start-up sweep of ${what} failed: ${err instanceof Error ? err.message : String(err)}`));
   };
   if (platform === "win32") {
-    if (!trust.smb) await step("temporary state files", async () => collect("", await removeTempFiles(trust.dir, "smb-mappings.json", path.win32.join)));
+    if (!trust.smb) await step("temporary state files", async () => collect("", await removeTempFiles(trust.dir, "smb-mappings.json", (a, b) => path.win32.join(a, b))));
   } else if (!trust.smb || !trust.iscsi) {
     await step("temporary state files", () =>
       withStateDir(trust.dir, [], async (top) => {

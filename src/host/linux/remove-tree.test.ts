@@ -74,7 +74,7 @@ describe("removeTree / removeContents", { skip: skip ?? false }, () => {
           fsp.unlink = unlink;
           syncBuiltinESMExports();
         });
-      assert.ok(err instanceof CsiProxyError, `rejected: ${err}`);
+      assert.ok(err instanceof CsiProxyError, `rejected: ${String(err)}`);
       assert.equal(err.code, Code.Canceled);
       assert.match(err.message, /removed \d+ entries below .*; \d+ entr(y|ies) left in it \(/);
       const left = count(path.join(root, "t"));
