@@ -5,12 +5,13 @@
  * FailedPrecondition and counts, leave the moved original with what it had not yet reached, never
  * touch what now stands at the path, and change nothing after the answer.
  *
- * Deterministic: the swap runs at a chosen listing pass of the walk (the walker's own listing call
- * held while the test renames, through a wrapper on node:fs/promises' readdir/opendir for Linux,
- * the handle double's listing for the Windows walker); everything else is the real code on the real
- * filesystem. Linux walker: src/host/linux/remove-tree.ts; Windows walker:
- * src/host/windows/windows-remove-tree.ts under test/doubles/fake-win32-handles.ts. Figures:
- * "swap-figures {json}" lines (docs/reliability.md, "RmdirContents and a swapped directory").
+ * Deterministic: the swap runs at a chosen point of the walk — the test renames synchronously inside
+ * a wrapper of the walker's third directory read (node:fs/promises readdir/opendir, Linux) or of the
+ * first entry open after the third listing (the handle double, Windows) — so it lands mid-walk on any
+ * machine; everything else is the real code on the real filesystem. Linux walker:
+ * src/host/linux/remove-tree.ts; Windows walker: src/host/windows/windows-remove-tree.ts under
+ * test/doubles/fake-win32-handles.ts. Figures: "swap-figures {json}" lines (docs/reliability.md,
+ * "Recursive delete", "Tests and outcomes").
  */
 import { describe, it, after } from "node:test";
 import assert from "node:assert/strict";
