@@ -2,7 +2,7 @@
  * Refuses an unsupported Node.js before anything else runs: imported first by the entries
  * (src/main.ts, src/cli/ctl.ts, and so their bundles), so an older Node.js gets one line on stderr
  * and exit code 1 — not V8's "unrecognized flag" errors from the start-up settings
- * (src/heap-limits.ts sets flags that older V8s lack) nor a failure further in. The exe embeds its
+ * (src/boot/v8-flags.ts sets flags that older V8s lack) nor a failure further in. The exe embeds its
  * own Node.js and always passes.
  */
 

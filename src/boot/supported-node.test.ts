@@ -11,7 +11,7 @@ import * as path from "node:path";
 import { test } from "node:test";
 import { MIN_NODE, unsupportedNode } from "./supported-node.ts";
 
-const repo = path.resolve(import.meta.dirname, "..");
+const repo = path.resolve(import.meta.dirname, "..", "..");
 
 test("the minimum is package.json's engines.node", () => {
   const engines = JSON.parse(readFileSync(path.join(repo, "package.json"), "utf8")).engines.node;
