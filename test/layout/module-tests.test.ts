@@ -11,7 +11,6 @@ export const exempt: Record<string, string> = {
   "src/groups/smb/types.ts": "types only",
   "src/groups/volume/types.ts": "types only",
   "src/proxy-config.ts": "types only",
-  "src/state/state-dir-trust.ts": "result types and the refusal class of state-dir.ts and state-dir-windows.ts, whose tests assert them",
   "src/boot/v8-flags.ts": "boot-time V8 flags set by src/main.ts, which every daemon test runs",
   "src/boot/thread-pool-size.ts": "boot-time libuv setting imported first by src/main.ts, which every daemon test runs",
   "src/server-main.ts": "the daemon's entry, loaded by src/main.ts in every daemon test (test/helpers/daemon-process.ts)",

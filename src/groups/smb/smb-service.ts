@@ -73,7 +73,8 @@ export const MAX_PASSWORD_BYTES = 1024;
  *
  * Uses are kept in the state file, written atomically after every change and before the host is
  * touched for a new use, so a crash leaves either nothing or a recorded use whose link does not
- * exist, which the start-up sweep drops. At start the service also finishes interrupted removals.
+ * exist, which the start-up sweep drops. At start the service also finishes interrupted removals,
+ * then has the host remove mapping directories no recorded root uses (SmbHostApi.removeUnusedMappingDirs).
  * Calls for one share root are serialised; different roots proceed in parallel.
  *
  * Codes: malformed input InvalidArgument; local path outside the allowed dirs PermissionDenied;
@@ -260,6 +261,15 @@ export async function createSmbService(deps: SmbServiceDeps): Promise<RefCounted
       const mapping = await host.getMapping(root).catch(() => null);
       log.info(`SMB ${root}: ${rs.users.length} use(s) recovered, mapping ${mapping ? `present (${mapping.status})` : "absent until the next NewSmbGlobalMapping for it"}`);
     }
+  }
+
+  // Directories of mappings no recorded root uses (a daemon killed around a mount or an unmount).
+  if (!broken && host.removeUnusedMappingDirs) {
+    const removed = await host.removeUnusedMappingDirs(Object.keys(state.roots)).catch((err: unknown) => {
+      log.warning(`SMB: the start-up sweep of mapping directories failed: ${err instanceof Error ? err.message : String(err)}`);
+      return [];
+    });
+    if (removed.length) log.info(`SMB: removed ${removed.length} mapping director${removed.length === 1 ? "y" : "ies"} no share root uses: ${removed.join(", ")}`);
   }
 
   const interval = deps.sweepIntervalMs ?? 5 * 60_000;
