@@ -18,7 +18,10 @@ export interface MetricsLimits {
    * previous answer being flushed (this is also the keep-alive idle time); else the connection is closed.
    */
   headTimeoutMs: number;
-  /** An answer must be flushed to the kernel within this many ms of being written; else the connection is closed. */
+  /**
+   * A request's snapshot must be ready within this many ms of the request, and its answer flushed to
+   * the kernel within this many ms of being written; else the connection is closed.
+   */
   answerTimeoutMs: number;
   /**
    * Request bytes read ahead of the request being answered (pipelining) kept at most; more, and the

@@ -154,6 +154,7 @@ export async function serveMetrics(bindAddress: string, registry: Registry, limi
     }
     c.unsent = size;
     unsentTotal += size;
+    c.since = performance.now(); // the answer timeout runs again from the write
     c.socket.cork();
     c.socket.write(head);
     c.socket.write(body, (err) => flushed(c, err));
