@@ -1,4 +1,5 @@
 import { nodeCrypto } from "../../util/node-crypto.ts";
+import { inCallScope } from "../../util/call-scope.ts";
 import type { SmbService } from "./types.ts";
 import type { SmbHostApi } from "./host-api.ts";
 import type { PathPolicy } from "../../policy/path-policy.ts";
@@ -72,7 +73,8 @@ export const MAX_PASSWORD_BYTES = 1024;
  *
  * Uses are kept in the state file, written atomically after every change and before the host is
  * touched for a new use, so a crash leaves either nothing or a recorded use whose link does not
- * exist, which the start-up sweep drops. At start the service also finishes interrupted removals.
+ * exist, which the start-up sweep drops. At start the service also finishes interrupted removals,
+ * then has the host remove mapping directories no recorded root uses (SmbHostApi.removeUnusedMappingDirs).
  * Calls for one share root are serialised; different roots proceed in parallel.
  *
  * Codes: malformed input InvalidArgument; local path outside the allowed dirs PermissionDenied;
@@ -261,11 +263,20 @@ export async function createSmbService(deps: SmbServiceDeps): Promise<RefCounted
     }
   }
 
+  // Directories of mappings no recorded root uses (a daemon killed around a mount or an unmount).
+  if (!broken && host.removeUnusedMappingDirs) {
+    const removed = await host.removeUnusedMappingDirs(Object.keys(state.roots)).catch((err: unknown) => {
+      log.warning(`SMB: the start-up sweep of mapping directories failed: ${err instanceof Error ? err.message : String(err)}`);
+      return [];
+    });
+    if (removed.length) log.info(`SMB: removed ${removed.length} mapping director${removed.length === 1 ? "y" : "ies"} no share root uses: ${removed.join(", ")}`);
+  }
+
   const interval = deps.sweepIntervalMs ?? 5 * 60_000;
   const timer = interval > 0 ? setInterval(() => void sweepAll(), interval) : undefined;
   timer?.unref();
 
-  return {
+  return inCallScope({
     async newSmbGlobalMapping(req) {
       const rp = parseRemotePath(req.remotePath);
       validateCredentials(req.username, req.password);
@@ -382,7 +393,7 @@ export async function createSmbService(deps: SmbServiceDeps): Promise<RefCounted
     close() {
       if (timer) clearInterval(timer);
     },
-  };
+  });
 }
 
 const CONTROL = /[\x00-\x1f\x7f]/;

@@ -18,6 +18,7 @@ import { createVolumeService } from "../../groups/volume/volume-service.ts";
 import { createSmbService } from "../../groups/smb/smb-service.ts";
 import { smbStateFile } from "../../groups/smb/smb-state.ts";
 import { guardStateFile, secureStateDir } from "../../state/state-dir.ts";
+import { sweepStateLeftovers } from "../../state/state-leftovers.ts";
 import { createIscsiService } from "../../groups/iscsi/iscsi-service.ts";
 import { createSystemService } from "../../groups/system/system-service.ts";
 import { createKeyedMutex } from "../../util/keyed-mutex.ts";
@@ -33,6 +34,7 @@ import { LinuxSystemHost } from "./system.ts";
 
 export async function createLinuxServices(config: ProxyConfig): Promise<Services> {
   const trust = await secureStateDir(config.stateDir, "linux", { log: config.logger });
+  await sweepStateLeftovers(trust, "linux", config.logger);
   const policy = createPathPolicy({
     platform: "linux",
     allowedDirs: [...config.workingDirs, config.kubeletPath],

@@ -64,8 +64,8 @@ describe("createNamespaceMounts()", () => {
         f.pid(12, "mnt:[300]", null); // exited between readlink and read
         mkdirSync(path.join(f.proc, "self"));
         assert.deepEqual(await nm.mountsOf(7, 3), [
-          { pid: 1, mountPoint: "/var/lib/kubelet/x" },
-          { pid: 10, mountPoint: "/data dir" },
+          { pid: 1, mountPoint: "/var/lib/kubelet/x", mountId: 21 },
+          { pid: 10, mountPoint: "/data dir", mountId: 41 },
         ]);
         assert.deepEqual(await nm.mountsOf(9, 9), []);
         assert.equal(nm.rememberedNamespaces(), ids ? 2 : 0);
@@ -88,11 +88,11 @@ describe("createNamespaceMounts()", () => {
       assert.deepEqual(await nm.mountsOf(7, 3), []);
       assert.equal(nm.lastReads(), 0);
       f.change("mnt:[200]");
-      assert.deepEqual(await nm.mountsOf(7, 3), [{ pid: 10, mountPoint: "/unlisted" }]);
+      assert.deepEqual(await nm.mountsOf(7, 3), [{ pid: 10, mountPoint: "/unlisted", mountId: 41 }]);
       assert.equal(nm.lastReads(), 1);
       // The device is in the remembered set: its mount points are read now, not remembered.
       writeFileSync(path.join(f.proc, "10", "mountinfo"), line(40, "7:30", "/other") + line(42, "7:3", "/moved"));
-      assert.deepEqual(await nm.mountsOf(7, 3), [{ pid: 10, mountPoint: "/moved" }]);
+      assert.deepEqual(await nm.mountsOf(7, 3), [{ pid: 10, mountPoint: "/moved", mountId: 42 }]);
     } finally {
       f.cleanup();
     }
@@ -153,7 +153,7 @@ describe("createNamespaceMounts() with real namespaces", { skip: root ? false : 
       assert.ok(!readFileSync("/proc/self/mountinfo", "utf8").includes(` ${dir} `), "not in ours");
       const [major, minor] = entry.split(" ")[2].split(":").map(Number);
       assert.deepEqual(
-        (await nm.mountsOf(major, minor)).filter((m) => m.pid === child.pid),
+        (await nm.mountsOf(major, minor)).filter((m) => m.pid === child.pid).map(({ pid, mountPoint }) => ({ pid, mountPoint })),
         [{ pid: child.pid, mountPoint: dir }],
         "a mount made in another namespace after its table was remembered is seen",
       );

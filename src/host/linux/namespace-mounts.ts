@@ -27,6 +27,8 @@ import { openMountIdSource, type MountIdSource } from "./mount-ids.ts";
 export interface NamespaceMount {
   pid: number;
   mountPoint: string;
+  /** The mount's id in mountinfo (unique across namespaces). */
+  mountId: number;
 }
 
 export interface NamespaceMountsOptions {
@@ -70,16 +72,16 @@ function devicesOf(text: string): Set<string> {
   return out;
 }
 
-/** Mount points of `device` in mountinfo text, in table order. */
-function mountPointsOf(text: string, device: string): string[] {
-  const out: string[] = [];
+/** Mounts (mount point, mount id) of `device` in mountinfo text, in table order. */
+function mountPointsOf(text: string, device: string): { mountPoint: string; mountId: number }[] {
+  const out: { mountPoint: string; mountId: number }[] = [];
   const needle = ` ${device} `;
   for (let at = text.indexOf(needle); at >= 0; ) {
     const lineStart = text.lastIndexOf("\n", at) + 1;
     let lineEnd = text.indexOf("\n", at);
     if (lineEnd < 0) lineEnd = text.length;
     const fields = text.slice(lineStart, lineEnd).split(" ");
-    if (fields[2] === device && fields.length > 4) out.push(unescape(fields[4]));
+    if (fields[2] === device && fields.length > 4) out.push({ mountPoint: unescape(fields[4]), mountId: Number(fields[0]) });
     at = text.indexOf(needle, lineEnd);
   }
   return out;
@@ -114,7 +116,7 @@ export function createNamespaceMounts(options: NamespaceMountsOptions = {}): Nam
     }
     const before = remembered;
     const now = new Map<string, Remembered>();
-    const found = new Map<number, string[]>();
+    const found = new Map<number, { mountPoint: string; mountId: number }[]>();
     // Synchronously first: which namespaces must be read (new, changed, or mounting the device).
     const toRead: { ns: string; pid: number; listed: { nsId: bigint; ids: Buffer } | null }[] = [];
     for (const [ns, pid] of first) {
@@ -158,7 +160,7 @@ export function createNamespaceMounts(options: NamespaceMountsOptions = {}): Nam
     };
     await Promise.all(Array.from({ length: Math.min(concurrency, work.length) }, runner));
     remembered = now;
-    return [...found].sort((a, b) => a[0] - b[0]).flatMap(([pid, points]) => points.map((mountPoint) => ({ pid, mountPoint })));
+    return [...found].sort((a, b) => a[0] - b[0]).flatMap(([pid, points]) => points.map((m) => ({ pid, ...m })));
   }
 
   return {

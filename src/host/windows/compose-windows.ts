@@ -18,6 +18,7 @@ import { createSmbService } from "../../groups/smb/smb-service.ts";
 import { readWindowsStateFile } from "../../state/state-file-windows.ts";
 import { smbStateFile } from "../../groups/smb/smb-state.ts";
 import { guardStateFile, secureStateDir } from "../../state/state-dir.ts";
+import { sweepStateLeftovers } from "../../state/state-leftovers.ts";
 import { createIscsiService } from "../../groups/iscsi/iscsi-service.ts";
 import { createSystemService } from "../../groups/system/system-service.ts";
 import { loadWin32 } from "../../win32/win32.ts";
@@ -45,6 +46,7 @@ export function createSmbIscsiSystemPool(options: { file?: string; size?: number
 export async function createWindowsServices(config: ProxyConfig): Promise<Services> {
   const win32 = await loadWin32();
   const trust = await secureStateDir(config.stateDir, "win32", { log: config.logger });
+  await sweepStateLeftovers(trust, "win32", config.logger);
   const policy = createPathPolicy({
     platform: "win32",
     allowedDirs: [...config.workingDirs, config.kubeletPath],
