@@ -65,7 +65,7 @@ export const DELIBERATE: Deliberate[] = [
     doc: "SMB local paths are checked before the host is asked",
     why: "v1.3.0 asks WMI about the mapping before it validates the local path (under Wine its answer is WMI's failure; on Windows it would map first); ours validates first, as v1.1.3 did, with v1.1.3's recorded text",
     applies: (row, upstream, ours) =>
-      row.method === "NewSmbGlobalMapping" && /^local-/.test(caseOf(row)) && upstream.includes("failed to connect to WMI") &&
+      row.method === "NewSmbGlobalMapping" && caseOf(row).startsWith("local-") && upstream.includes("failed to connect to WMI") &&
       /is not within the working directories|not an absolute Windows path|path contains invalid characters/.test(ours),
   },
   {

@@ -20,7 +20,7 @@ import { fileURLToPath } from "node:url";
 import { wineSuite } from "../windows/wine-harness.ts";
 import { buildCorpus, flagCases, ORACLE_WORK } from "./corpus.ts";
 import { bundleOracleClient, runFlags, runRows, substitute, type Answer } from "./oracle-run.ts";
-import { answerText, type RecordedRow, type Recording } from "./compare.ts";
+import { answerText, type Recording } from "./compare.ts";
 import { DELIBERATE, deliberateReason } from "./deliberate.ts";
 import { shownByWineWmi } from "./wine-wmi.ts";
 

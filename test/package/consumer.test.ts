@@ -120,7 +120,7 @@ describe("the packed package, installed by a consumer", () => {
               log += s;
               if (/Serving 23 endpoints/.test(log)) resolve();
             });
-            exited.then(() => reject(new Error(`daemon exited:\n${log}`)));
+            void exited.then(() => reject(new Error(`daemon exited:\n${log}`)));
             setTimeout(() => reject(new Error(`daemon not ready:\n${log}`)), 20_000);
           });
           assert.match(log, new RegExp(`Version: v${JSON.parse(readFileSync(path.join(repoRoot, "package.json"), "utf8")).version}`));

@@ -105,7 +105,7 @@ function count(fig: Figures, outcome: string, error?: unknown) {
   fig.outcomes[outcome] = Number(fig.outcomes[outcome] ?? 0) + 1;
   if (error !== undefined) {
     fig.samples ??= {};
-    fig.samples[outcome] ??= (error as Error)?.message ?? String(error);
+    fig.samples[outcome] ??= error instanceof Error ? error.message : JSON.stringify(error);
   }
 }
 

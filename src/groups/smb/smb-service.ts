@@ -336,7 +336,8 @@ export async function createSmbService(deps: SmbServiceDeps): Promise<RefCounted
         try {
           created = await ensureMapping(rp.root, req.username, req.password, () => (attempted = true));
           if (link !== undefined && !existingLink) await host.createDirLink(link, rp.remotePath);
-        } catch (err) {
+        } catch (caught) {
+          let err = caught;
           if (added) {
             rs.users = rs.users.filter((u) => u !== user);
             if (rs.users.length === 0) {
@@ -344,8 +345,9 @@ export async function createSmbService(deps: SmbServiceDeps): Promise<RefCounted
               if (left !== null) {
                 // Still mapped: the removal is owed (the sweep and the retry below finish it), and the answer says so.
                 rs.removing = true;
-                err = CsiProxyError.from(err, Code.Internal);
-                (err as CsiProxyError).message += `; the mapping of ${rp.root} this call made could not be removed (${left}): it is still mapped at ${host.linkTargetFor(rp.root)}; csi-proxy retries removing it (${describeSchedule()})`;
+                const failure = CsiProxyError.from(err, Code.Internal);
+                err = failure;
+                failure.message += `; the mapping of ${rp.root} this call made could not be removed (${left}): it is still mapped at ${host.linkTargetFor(rp.root)}; csi-proxy retries removing it (${describeSchedule()})`;
                 void retryUndo(`SMB mapping ${rp.root}`, () => withLock(rp.root, () => retryRollBack(rp.root)), log);
               } else if (wasRemoving && !created) rs.removing = true; // the interrupted removal is still owed
               else delete state.roots[rp.root];

@@ -6,7 +6,7 @@
  */
 import type { DiskHostApi, DiskLayout, HostDisk, HostPartition } from "../../groups/disk/host-api.ts";
 import type { DiskIds } from "../../groups/disk/types.ts";
-import { failedPrecondition, internal, notFound } from "../../errors.ts";
+import { failedPrecondition, internal } from "../../errors.ts";
 import type { BlockDisk, BlockTools, PartitionTable } from "./block-tools-api.ts";
 import { SnapshotSessions } from "./snapshot-session.ts";
 import {

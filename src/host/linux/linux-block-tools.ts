@@ -7,7 +7,7 @@
  * claim the kernel refuses, mkfs without force flags). State: the offline marks, kept in
  * offline-marks-file.ts.
  */
-import { mkdir, mkdtemp, open, readFile, readdir, realpath, rename, rmdir, stat, statfs, writeFile } from "node:fs/promises";
+import { mkdtemp, open, readFile, readdir, realpath, rmdir, stat, statfs, writeFile } from "node:fs/promises";
 import { constants, existsSync, readFileSync, readdirSync, realpathSync } from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -24,7 +24,7 @@ import { listBlockDisks, readBlockDisk, SYS_BLOCK } from "./sysfs-block.ts";
 import { readPartitionTable } from "./partition-table.ts";
 import { loadBlkid, type Blkid } from "./libblkid.ts";
 import { OfflineMarksFile } from "./offline-marks-file.ts";
-import { Code, CsiProxyError, failedPrecondition, internal } from "../../errors.ts";
+import { failedPrecondition, internal } from "../../errors.ts";
 
 /** The Debian package of each tool run here, for "install it" messages. */
 const PACKAGE_OF: Record<string, string> = {

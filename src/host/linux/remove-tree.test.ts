@@ -59,7 +59,7 @@ describe("removeTree / removeContents", { skip: skip ?? false }, () => {
       const ac = new AbortController();
       setTimeout(() => ac.abort(), 20);
       const err = await removeContents(path.join(root, "t"), { signal: ac.signal }).then(() => null, (e: unknown) => e);
-      assert.ok(err instanceof CsiProxyError, `rejected: ${err}`);
+      assert.ok(err instanceof CsiProxyError, `rejected: ${String(err)}`);
       assert.equal(err.code, Code.Canceled);
       assert.match(err.message, /removed \d+ entries below .*; \d+ entr(y|ies) left in it \(/);
       const left = count(path.join(root, "t"));

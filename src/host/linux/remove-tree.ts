@@ -210,7 +210,10 @@ class Walker {
             if (errno(err) === "EISDIR") return null; // a directory after all (or now): walked below
             throw fsError(err, "remove", this.#shown(this.#stack.length, e.name));
           });
-          if (gone === null) f.pending.push({ name: e.name, dir: true }), this.#pendingNames++;
+          if (gone === null) {
+            f.pending.push({ name: e.name, dir: true });
+            this.#pendingNames++;
+          }
           else if (gone) this.removed++;
         } catch (err) {
           failure ??= err;

@@ -83,13 +83,6 @@ class Walker {
     await this.#win32.closeHandle(h);
   }
 
-  /** Path of frame `i` (0: the named directory), built from the deepest frame's path. */
-  #pathOf(i: number): string {
-    let p = this.#cur;
-    for (let j = this.#stack.length - 1; j > i; j--) p = p.slice(0, p.length - this.#stack[j].name.length - 1);
-    return p;
-  }
-
   /** Enters the directory held by `h` (already inspected): becomes the deepest frame; the shallowest held one beyond the window is given up. */
   async #push(name: string, h: Handle, id: string, p: string): Promise<void> {
     this.#stack.push({ name, h, id, pending: [] });
