@@ -35,7 +35,7 @@ export async function createInProcessEngine(config: ProxyConfig, services?: Serv
     const methods = new Map<string, InProcessMethod>();
     for (const descriptor of endpoint.service.methods) {
       const m = unary.get(`/${endpoint.service.typeName}/${descriptor.name}`);
-      if (m) methods.set(descriptor.name, { descriptor, call: m.call });
+      if (m) methods.set(descriptor.name, { descriptor, call: (bytes, context) => m.call(bytes, context) });
     }
     byKey.set(`${endpoint.group}/${endpoint.version}`, { service: endpoint.service, methods });
   }

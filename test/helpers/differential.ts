@@ -68,7 +68,7 @@ function variants(desc: DescMessage, base: Record<string, unknown>): [string, un
     if (field.fieldKind === "scalar") {
       if (field.scalar === ScalarType.STRING) out.push([`${name} as a number`, { ...base, [name]: 5 }], [`${name} null`, { ...base, [name]: null }]);
       else if (field.scalar === ScalarType.BOOL) out.push([`${name} as a string`, { ...base, [name]: "yes" }]);
-      else out.push([`${name} as a string`, { ...base, [name]: String(base[name] ?? "12") }], [`${name} as text`, { ...base, [name]: "abc" }], [`${name} negative`, { ...base, [name]: -1 }]);
+      else out.push([`${name} as a string`, { ...base, [name]: String((base[name] as string | number | undefined) ?? "12") }], [`${name} as text`, { ...base, [name]: "abc" }], [`${name} negative`, { ...base, [name]: -1 }]);
     } else if (field.fieldKind === "enum") {
       out.push([`${name} by number`, { ...base, [name]: 1 }], [`${name} unknown name`, { ...base, [name]: "NO_SUCH" }]);
     } else if (field.fieldKind === "message") {

@@ -50,7 +50,10 @@ describe("in-process client ≡ grpc-js over the daemon's socket, every RPC of t
       prepareKubeletDir(daemon.kubeletDir);
       for (const c of cases) {
         const key = `${c.group}/${c.version}/${c.method}`;
-        if (!seen.has(key)) (seen.add(key), rpcs++);
+        if (!seen.has(key)) {
+          seen.add(key);
+          rpcs++;
+        }
         const viaGrpc = (request: unknown) => {
           const client = grpcClients.get(`${c.group}/${c.version}`)!;
           return record((r, cb) => client[c.method](r, cb), request);
