@@ -2,16 +2,15 @@
 // democratic-csi's options, over the daemon's endpoint) and the in-process client: the requests
 // sent to every RPC of the catalog, and how one call's outcome is recorded for comparison.
 import * as path from "node:path";
+// path.join of this platform: under node.exe the kubelet paths are Windows paths.
 import { fromJson, ScalarType, type DescMessage, type DescService, type JsonObject } from "@bufbuild/protobuf";
-import { createRequire } from "node:module";
+import * as grpcJs from "@grpc/grpc-js";
+import * as protoLoader from "@grpc/proto-loader";
 import { allEndpoints, catalog } from "../../src/api/catalog.ts";
 import { toLoaderShape } from "../../src/in-process/loader-shape.ts";
 import { matrixEntry } from "./rpc-matrix.ts";
 
-const require = createRequire(import.meta.url);
-// CommonJS packages, loaded the way a driver loads them.
-export const grpc = require("@grpc/grpc-js") as typeof import("@grpc/grpc-js");
-const protoLoader = require("@grpc/proto-loader") as typeof import("@grpc/proto-loader");
+export const grpc = grpcJs;
 
 /** democratic-csi's proto-loader options. */
 export const LOADER_OPTIONS = { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true };
