@@ -55,7 +55,10 @@ test("in-process client ≡ grpc-js over csi-proxy.exe's pipes: filesystem and s
   const results = r.results as { key: string; grpc: { ok: boolean }; inProcess: unknown }[];
   assert.ok(results.length > 200, `${results.length} cases`);
   assert.ok(results.some((x) => x.grpc.ok) && results.some((x) => !x.grpc.ok), "both OK answers and errors compared");
-  const differ = results.filter((x) => JSON.stringify(x.grpc) !== JSON.stringify(x.inProcess) && !sameOutcome(x.grpc, x.inProcess));
+  // Wine has no PowerShell: GetBIOSSerialNumber answers Unavailable with the worker pool's back-off
+  // delay, which depends on each process's own retry history; that number is the only part masked.
+  const mask = (o: unknown) => JSON.parse(JSON.stringify(o).replace(/next attempt in \d+ ms/g, "next attempt in <n> ms")) as unknown;
+  const differ = results.filter((x) => !sameOutcome(mask(x.grpc), mask(x.inProcess)));
   assert.deepEqual(differ.map((x) => `${x.key}\n  grpc-js:    ${JSON.stringify(x.grpc)}\n  in-process: ${JSON.stringify(x.inProcess)}`), []);
 });
 
