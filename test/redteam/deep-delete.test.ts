@@ -1,4 +1,4 @@
-// Red team (issue 16, class 2): recursive deletes a pod can provoke inside its own volume.
+// Red team: recursive deletes a pod can provoke inside its own volume.
 // - A chain of directories DEEP_DELETE_DEPTHS deep (default 1 000 and 10 000) is removed by
 //   Rmdir(force) inside the client's default 60 s deadline (or, on a machine too loaded for that,
 //   in time linear in the depth against the shallower chain of the same run), while the daemon's resident memory
