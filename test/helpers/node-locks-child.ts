@@ -1,7 +1,8 @@
 // One of several processes racing on one state directory (node-locks.test.ts). argv:
 //   counter <lockDir> <counterFile> <n> <inprocess|node>     n read-increment-write turns on one file
 //   smb <stateDir> <worldDir> <id> <n> <inprocess|node>      n NewSmbGlobalMapping of one share root, then n removals
-// Waits for <dir>/go before starting, prints one JSON line when done.
+// Waits for <dir>/go before starting, prints one JSON line when done. Under node.exe (bundled as
+// CommonJS by the Wine suite) KOFFI_DIR names the directory holding koffi\win32_x64\koffi.node.
 import { existsSync, writeFileSync, mkdirSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import * as path from "node:path";
@@ -12,6 +13,7 @@ import { smbStateFile } from "../../src/groups/smb/smb-state.ts";
 import type { PathPolicy } from "../../src/policy/path-policy.ts";
 import { FileSmbHost } from "../doubles/file-smb-host.ts";
 
+if (process.env.KOFFI_DIR) (process as NodeJS.Process & { resourcesPath?: string }).resourcesPath = process.env.KOFFI_DIR;
 const [mode, dir, a, b, c, d] = process.argv.slice(2);
 const lockKind = mode === "counter" ? c : d;
 const locks = lockKind === "node" ? createNodeLocks({ dir: path.join(dir, "locks"), platform: process.platform === "win32" ? "win32" : "linux" }) : createKeyedMutex();
@@ -20,6 +22,7 @@ async function barrier(go: string) {
   while (!existsSync(go)) await new Promise((r) => setTimeout(r, 5));
 }
 
+async function main(): Promise<void> {
 if (mode === "counter") {
   const file = a, n = Number(b);
   await barrier(path.join(dir, "go"));
@@ -54,3 +57,12 @@ if (mode === "counter") {
   smb.close();
   console.log(JSON.stringify({ errors }));
 }
+}
+
+void main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

@@ -21,11 +21,13 @@ import { root, runWine, startWine, wineSuite, winPath, type Background, type Win
 const soak = process.env.CSI_PROXY_SOAK === "1";
 const upstreamExe = process.env.UPSTREAM_EXE || undefined;
 const fixture = path.join(root, ".cache", "exe", "wine-grpc-client.cjs");
+const lockChild = path.join(root, ".cache", "exe", "wine-node-locks-child.cjs");
 
 let server: Background | undefined;
 const { w, skip } = await wineSuite("inproc", {
   async before(w) {
     await esbuild.build(esbuildOptions(path.join(root, "test", "windows", "fixtures", "wine-grpc-client.ts"), fixture));
+    await esbuild.build(esbuildOptions(path.join(root, "test", "helpers", "node-locks-child.ts"), lockChild));
     fs.mkdirSync(path.join(w.work.linux, "state"), { recursive: true });
     server = startWine(w, [w.exeWin, `-kubelet-path=${w.work.win}\\kubelet`, `-state-dir=${w.work.win}\\state`, "-v=2"]);
     await server.waitFor(/Serving 23 endpoints/, 90_000);
@@ -70,6 +72,22 @@ function sameOutcome(a: unknown, b: unknown): boolean {
     return false;
   }
 }
+
+test("two node.exe processes take turns through LockFileEx: no read-increment-write turn is lost", { skip }, async () => {
+  const dir = path.join(w.work.linux, "locks-race");
+  fs.rmSync(dir, { recursive: true, force: true });
+  fs.mkdirSync(dir);
+  const counter = path.join(dir, "counter");
+  fs.writeFileSync(counter, "0");
+  const n = 60;
+  const env = { ...w, env: { ...w.env, KOFFI_DIR: w.koffiDirWin } };
+  const runs = [0, 1].map(() => runWine(env, [w.nodeWin, winPath(lockChild, w.driveC), "counter", winPath(dir, w.driveC), winPath(counter, w.driveC), String(n), "node"], 300_000));
+  await new Promise((r) => setTimeout(r, 8000)); // both node.exe started and waiting at the barrier (if not, the race is only smaller)
+  fs.writeFileSync(path.join(dir, "go"), "");
+  for (const r of await Promise.all(runs)) assert.equal(r.code, 0, r.stdout);
+  assert.equal(Number(fs.readFileSync(counter, "utf8")), 2 * n);
+  assert.ok(fs.readdirSync(path.join(dir, "locks")).length === 1);
+});
 
 /** Target forms a driver might try for a named pipe. */
 function targets(group: string, version: string): string[] {
