@@ -7,9 +7,9 @@
  * program is evaluated — also in the bundles (dist/bundle/main.js, the exe), where the program
  * is a separately loaded chunk (a static import would put its shared chunks ahead of them).
  */
-import "./heap-limits.ts"; // V8 flags: heap sizing, optimizing compilers held during start-up
-import "./thread-pool-size.ts"; // before anything uses libuv's thread pool
-import { settleAfterStart } from "./start-up-footprint.ts";
+import "./boot/v8-flags.ts"; // V8 flags: young-generation sizing, optimizing compilers held during start-up
+import "./boot/thread-pool-size.ts"; // before anything uses libuv's thread pool
+import { settleAfterStart } from "./boot/start-up-footprint.ts";
 
 import("./server-main.ts")
   .then(({ runServer }) => runServer(process.argv.slice(2), { afterStart: settleAfterStart }))
