@@ -10,7 +10,6 @@ export const exempt: Record<string, string> = {
   "src/api/adapters.ts": "types only (checked by tsc against every group's adapters)",
   "src/groups/smb/types.ts": "types only",
   "src/groups/volume/types.ts": "types only",
-  "src/proxy-config.ts": "types only",
   "src/boot/v8-flags.ts": "boot-time V8 flags set by src/main.ts, which every daemon test runs",
   "src/boot/thread-pool-size.ts": "boot-time libuv setting imported first by src/main.ts, which every daemon test runs",
   "src/server-main.ts": "the daemon's entry, loaded by src/main.ts in every daemon test (test/helpers/daemon-process.ts)",
@@ -28,6 +27,11 @@ export const exempt: Record<string, string> = {
   "src/rpc/listen-endpoint.ts": "through serveEndpoints in test/rpc/serve-endpoints.test.ts",
   "src/rpc/open-file-limit.ts": "through the connection cap in test/redteam/transport-attacks.test.ts",
   "src/rpc/rate-bucket.ts": "through GrpcConnection in test/rpc/transport-limits.test.ts",
+  "src/in-process/call-options.ts": "through typed-api.ts and service-guard.ts in test/integration/in-process-api.test.ts (every bad options case)",
+  "src/in-process/in-process-engine.ts": "under both in-process clients in test/integration/in-process-differential.test.ts and in-process-api.test.ts",
+  "src/in-process/index.ts": "re-exports only; test/package/consumer.test.ts imports csi-proxy-ts/in-process from the packed package",
+  "src/in-process/strict-message.ts": "through createInProcessApi in test/integration/in-process-api.test.ts (every malformed request case)",
+  "src/state/node-locks-for.ts": "picked by compose-linux/compose-windows; the differential tests share one state dir between the daemon and the in-process client",
 };
 
 it("every src/ module has a direct test or a stated exemption, and no exemption is stale", () => {

@@ -21,7 +21,7 @@ import { guardStateFile, secureStateDir } from "../../state/state-dir.ts";
 import { sweepStateLeftovers } from "../../state/state-leftovers.ts";
 import { createIscsiService } from "../../groups/iscsi/iscsi-service.ts";
 import { createSystemService } from "../../groups/system/system-service.ts";
-import { createKeyedMutex } from "../../util/keyed-mutex.ts";
+import { nodeLocks } from "../../state/node-locks-for.ts";
 import { LinuxFilesystemHost } from "./filesystem.ts";
 import { cachedBindSources } from "./bind-mount-source.ts";
 import { processMountTable } from "./mount-index.ts";
@@ -41,7 +41,7 @@ export async function createLinuxServices(config: ProxyConfig): Promise<Services
     resolve: createFsResolver(fsPromises, "linux"),
     bindSources: cachedBindSources(processMountTable()),
   });
-  const locks = createKeyedMutex();
+  const locks = nodeLocks(config, trust.smb ?? trust.iscsi);
   const smbHost = new LinuxSmbHost(config);
   if (!trust.smb) {
     const removed = await smbHost.removeLeftoverCredentials().catch(() => 0);
@@ -59,8 +59,9 @@ export async function createLinuxServices(config: ProxyConfig): Promise<Services
       requirePrivacy: config.requirePrivacy,
       platform: "linux",
       log: config.logger,
+      locks,
     }),
-    iscsi: createIscsiService({ host: new LinuxIscsiHost({ stateDir: config.stateDir, stateRefusal: trust.iscsi }) }),
+    iscsi: createIscsiService({ host: new LinuxIscsiHost({ stateDir: config.stateDir, stateRefusal: trust.iscsi }), locks }),
     system: createSystemService({ host: new LinuxSystemHost(), platform: "linux", allowedServices: config.allowedServices }),
   };
 }
