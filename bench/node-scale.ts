@@ -211,7 +211,8 @@ async function inner(runDir: string) {
   const writeSmbState = (n: number) => {
     const roots: Record<string, unknown> = {};
     for (let i = 0; i < n; i++) {
-      roots[`\\\\server${i}\\share`] = { users: [{ id: `link:${kubelet}/smb-${i}`, remotePath: `\\\\server${i}\\share`, localPath: `${kubelet}/smb-${i}`, since: new Date(0).toISOString() }] };
+      // Uses without a local link (as a call naming no path records them): the daemon keeps them at start.
+      roots[`\\\\server${i}\\share`] = { users: [{ id: `call:00000000-0000-4000-8000-${String(i).padStart(12, "0")}`, remotePath: `\\\\server${i}\\share`, since: new Date(0).toISOString() }] };
     }
     writeFileSync(path.join(state, "smb-mappings.json"), JSON.stringify({ version: 1, roots }), { mode: 0o600 });
     smbEntries = n;
