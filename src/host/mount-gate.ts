@@ -170,6 +170,16 @@ export function createMountGate(options: MountGateOptions): MountGate {
       });
   };
 
+  const blockedNow = () => {
+    const now = Date.now();
+    const out = new Map<string, number>();
+    for (const s of mounts.values()) {
+      const n = [...s.running].filter((r) => now - r.started >= thresholdMs).length;
+      if (n > 0) out.set(s.mountPoint, n);
+    }
+    return out;
+  };
+
   return {
     async run<T>(path: string, op: () => Promise<T>, signal?: AbortSignal): Promise<T> {
       signal?.throwIfAborted();
@@ -203,27 +213,18 @@ export function createMountGate(options: MountGateOptions): MountGate {
         const onAbort = () => w.fail(signal!.reason instanceof Error ? signal!.reason : new CsiProxyError(Code.Canceled, "the call was cancelled"));
         const timer = setTimeout(() => {
           const oldest = Math.min(...[...s.running].map((r) => r.started));
-          w.fail(
-            new CsiProxyError(
-              Code.Unavailable,
-              `no host operation could start under ${s.mountPoint} for ${seconds(thresholdMs)} s: ${s.running.size} running there, the oldest for ${seconds(Date.now() - oldest)} s`,
-            ),
-          );
+          const why =
+            s.running.size > 0
+              ? `${s.running.size} running there, the oldest for ${seconds(Date.now() - oldest)} s`
+              : `all ${total} threads for host path operations are held under other mounts (${[...blockedNow().keys()].join(", ") || "none blocked"})`;
+          w.fail(new CsiProxyError(Code.Unavailable, `no host operation could start under ${s.mountPoint} for ${seconds(thresholdMs)} s: ${why}`));
         }, thresholdMs);
         timer.unref();
         signal?.addEventListener("abort", onAbort, { once: true });
         s.waiting.push(w);
       });
     },
-    blocked() {
-      const now = Date.now();
-      const out = new Map<string, number>();
-      for (const s of mounts.values()) {
-        const n = [...s.running].filter((r) => now - r.started >= thresholdMs).length;
-        if (n > 0) out.set(s.mountPoint, n);
-      }
-      return out;
-    },
+    blocked: () => blockedNow(),
     notResponding() {
       const out = new Map<string, number>();
       for (const s of mounts.values()) if (s.silentSince !== undefined) out.set(s.mountPoint, s.silentSince);
