@@ -71,7 +71,7 @@ export function callObserver(logger: Logger, metrics: GrpcMetrics | undefined): 
         if (!failed && !v2.enabled) return; // the hot path formats nothing when the line is not logged
         const ms = Number(process.hrtime.bigint() - t0) / 1e6;
         const line = `${name} code=${codeName(code)} duration=${ms.toFixed(3)}ms${error ? ` error=${quote(error.message, 1024)}` : ""}`;
-        if (failed) logger.error(`${line}${error?.cause ? ` cause=${String(error.cause)}` : ""}`);
+        if (failed) logger.error(`${line}${error?.cause ? ` cause=${error.cause instanceof Error ? `${error.cause.name}: ${error.cause.message}` : JSON.stringify(error.cause)}` : ""}`);
         else v2.info(line);
       };
     },
