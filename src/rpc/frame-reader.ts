@@ -31,13 +31,21 @@ export interface FrameHandler {
   priority(id: number, wellFormed: boolean): void;
 }
 
+/** Asked before each frame: whether it may be handed on now; told when frames are held back. */
+export interface ReadGate {
+  mayRead(): boolean;
+  /** Frames are held back until resume(). */
+  paused(): void;
+}
+
 /**
  * Reads the client side of one HTTP/2 connection (golang/net http2's Framer, server side): checks
  * the client preface, reassembles frames across socket chunks (at most one partial frame is kept,
  * as a copy, so no chunk is retained), checks each frame and hands it on in order. Throws
  * Http2ConnectionError for a connection error; the caller ends the connection with GOAWAY.
  * Header blocks are assembled under `policy`'s size bounds; SETTINGS, PRIORITY and unknown frames
- * are glitches to the policy.
+ * are glitches to the policy. With a `gate`, a frame the gate does not let through is held back
+ * with everything after it (bytes arriving meanwhile are appended) until resume().
  */
 export class FrameReader {
   private readonly handler: FrameHandler;
@@ -49,10 +57,14 @@ export class FrameReader {
   private continuing: { id: number; flags: number; fragments: Buffer[]; size: number; frames: number } | null = null;
   /** Set by the owner: no frame is handed on once true (the connection closed). */
   stopped = false;
+  private readonly gate?: ReadGate;
+  /** Frames read but held back by the gate: `rest` starts at a frame boundary and may hold many frames. */
+  private holding = false;
 
-  constructor(handler: FrameHandler, policy: ConnectionPolicy) {
+  constructor(handler: FrameHandler, policy: ConnectionPolicy, gate?: ReadGate) {
     this.handler = handler;
     this.policy = policy;
+    this.gate = gate;
   }
 
   /** The client's preface and first SETTINGS have arrived. */
@@ -70,6 +82,10 @@ export class FrameReader {
    * socket without an answer). Throws Http2ConnectionError.
    */
   push(chunk: Buffer): boolean {
+    if (this.holding) {
+      this.rest = Buffer.concat([this.rest, chunk]);
+      return true;
+    }
     let buf = chunk, pos = 0;
     if (!this.prefaceDone) {
       if (this.rest.length) buf = Buffer.concat([this.rest, chunk]);
@@ -90,17 +106,39 @@ export class FrameReader {
     if (this.rest.length) {
       const first = this.rest;
       this.rest = EMPTY;
-      this.frames(first, 0);
+      if (this.frames(first, 0) === 0 && this.holding) {
+        this.rest = Buffer.concat([first, buf.subarray(pos)]);
+        this.gate!.paused();
+        return true;
+      }
     }
     pos = this.frames(buf, pos);
-    // Keep a copy of a partial frame so the socket's chunk is not retained.
+    // Keep a copy of a partial frame (or of the frames held back) so the socket's chunk is not retained.
     if (!this.stopped && pos < buf.length) this.rest = Buffer.from(buf.subarray(pos));
+    if (this.holding) this.gate!.paused();
     return true;
+  }
+
+  /** Frames are held back by the gate. */
+  get held(): boolean {
+    return this.holding;
+  }
+
+  /** Hands on the frames held back, while the gate lets it (it may hold the rest again). Throws Http2ConnectionError. */
+  resume(): void {
+    if (!this.holding || this.stopped) return;
+    this.holding = false;
+    const buf = this.rest;
+    this.rest = EMPTY;
+    const pos = this.frames(buf, 0);
+    if (!this.stopped && pos < buf.length) this.rest = pos === 0 ? buf : buf.subarray(pos);
+    if (this.holding) this.gate!.paused();
   }
 
   /** Drops what is held (the connection closed). */
   clear(): void {
     this.stopped = true;
+    this.holding = false;
     this.rest = EMPTY;
     this.continuing = null;
   }
@@ -130,6 +168,10 @@ export class FrameReader {
   /** Handles the whole frames of `buf` from `pos`; returns the offset of the first incomplete one. */
   private frames(buf: Buffer, pos: number): number {
     while (buf.length - pos >= 9 && !this.stopped) {
+      if (this.gate && !this.gate.mayRead()) {
+        this.holding = true;
+        break;
+      }
       const length = (buf[pos] << 16) | (buf[pos + 1] << 8) | buf[pos + 2];
       if (length > MAX_FRAME_ACCEPTED) throw new Http2ConnectionError(FRAME_SIZE_ERROR, "frame too large");
       if (buf.length - pos < 9 + length) break;

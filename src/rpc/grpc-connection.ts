@@ -15,10 +15,11 @@ import {
   goaway, headersFrames, ping, rstStream, windowUpdate,
 } from "./http2-frames.ts";
 import { ConnectionLifetime } from "./connection-lifetime.ts";
+import { OutboundAccount, OutboundBudget } from "./outbound-budget.ts";
 import { RequestBodies } from "./request-body.ts";
 import { SendScheduler } from "./send-scheduler.ts";
 import { runUnaryCall, type CallOutcome } from "./unary-call.ts";
-import { DEFAULT_LIMITS, PROCESS_BUFFERED_BYTES, type TransportLimits } from "./transport-limits.ts";
+import { DEFAULT_LIMITS, PROCESS_BUFFERED_BYTES, PROCESS_OUTBOUND_BYTES, type TransportLimits } from "./transport-limits.ts";
 
 /**
  * The server side of one HTTP/2 connection carrying unary gRPC calls (RFC 9113, gRPC over HTTP/2),
@@ -26,30 +27,24 @@ import { DEFAULT_LIMITS, PROCESS_BUFFERED_BYTES, type TransportLimits } from "./
  * http2_server.go. Its parts: frame-reader.ts (preface, frames, header blocks),
  * connection-policy.ts (abuse accounting), request-body.ts (request bytes against the budgets),
  * grpc-request.ts (headers, message, decompression), flow-control.ts and send-scheduler.ts
- * (windows, writes, back-pressure), connection-lifetime.ts (handshake and idle timeouts, GOAWAY).
- *
- * Wire behaviour:
- * - any `:authority` is accepted, including the raw pipe path (`\\.\pipe\…`) grpc-go < 1.57 sends;
- * - unknown `:path` → UNIMPLEMENTED "The server does not implement the method <path>"; a request
- *   message above `maxMessageBytes` → RESOURCE_EXHAUSTED; `grpc-timeout` → DEADLINE_EXCEEDED
- *   "Deadline exceeded" when it passes (the handler's signal is aborted); RST_STREAM from the
- *   client before the answer aborts the handler's signal (Canceled);
- * - errors are trailers-only responses (`grpc-status`, percent-encoded `grpc-message`);
- * - protocol violations end the connection with GOAWAY (malformed requests: RST_STREAM); every
- *   bound of transport-limits.ts holds (memory, rates, streams).
+ * (windows, writes), outbound-budget.ts (answer memory), connection-lifetime.ts (timeouts, GOAWAY).
+ * Wire behaviour: any `:authority` is accepted (also the raw pipe path grpc-go < 1.57 sends);
+ * unknown `:path` → UNIMPLEMENTED "The server does not implement the method <path>"; `grpc-timeout`
+ * → DEADLINE_EXCEEDED "Deadline exceeded" (the handler's signal aborted); the client's RST_STREAM
+ * aborts the handler's signal (Canceled); errors are trailers-only responses (`grpc-status`,
+ * percent-encoded `grpc-message`); protocol violations end the connection with GOAWAY (malformed
+ * requests: RST_STREAM); every bound of transport-limits.ts holds (memory, rates, streams).
  * Each stream is one CallStream, in the table from its HEADERS until answered and the client's side
  * is closed; it counts against maxConcurrentStreams until its handler has ended too. O(1) per frame.
  */
 export class GrpcConnection implements FrameHandler {
-  private readonly socket: Duplex;
-  private readonly methods: ReadonlyMap<string, UnaryMethod>;
-  private readonly limits: TransportLimits;
   private readonly decoder = new HpackDecoder();
   private readonly policy: ConnectionPolicy;
   private readonly reader: FrameReader;
   private readonly bodies: RequestBodies;
   private readonly flow = new FlowControl();
   private readonly sender: SendScheduler<CallStream>;
+  private readonly outbound: OutboundAccount;
   private readonly streams = new Map<number, CallStream>();
   /** Streams that count against maxConcurrentStreams: open, or closed while their handler runs. */
   private active = 0;
@@ -57,26 +52,32 @@ export class GrpcConnection implements FrameHandler {
   private closed = false;
   private readonly lifetime: ConnectionLifetime;
 
-  constructor(socket: Duplex, methods: ReadonlyMap<string, UnaryMethod>, options: { limits?: Partial<TransportLimits>; processBudget?: ByteBudget } = {}) {
+  private readonly socket: Duplex;
+  private readonly methods: ReadonlyMap<string, UnaryMethod>;
+  private readonly limits: TransportLimits;
+
+  constructor(socket: Duplex, methods: ReadonlyMap<string, UnaryMethod>, options: { limits?: Partial<TransportLimits>; processBudget?: ByteBudget; outboundBudget?: OutboundBudget } = {}) {
     this.socket = socket;
     this.methods = methods;
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
     this.policy = new ConnectionPolicy(this.limits);
-    this.reader = new FrameReader(this, this.policy);
-    this.bodies = new RequestBodies({
-      maxMessageBytes: this.limits.maxMessageBytes,
-      maxConnectionBytes: this.limits.maxConnectionBufferedBytes,
-      processBudget: options.processBudget ?? new ByteBudget(PROCESS_BUFFERED_BYTES),
+    this.outbound = new OutboundAccount(options.outboundBudget ?? new OutboundBudget(PROCESS_OUTBOUND_BYTES), {
+      connectionLimit: this.limits.maxConnectionOutboundBytes, highWaterBytes: this.limits.writeHighWaterBytes, reserveBytes: this.limits.streamReserveBytes,
+    }, {
+      socketUnsent: () => this.sender.socketUnsent, pendingUnsent: () => this.sender.pendingBytes, pauseSocket: () => socket.pause(),
+      resumeSocket: () => socket.resume(), resumeFrames: () => this.read(() => this.reader.resume()), evict: () => socket.destroy(),
     });
+    this.reader = new FrameReader(this, this.policy, { mayRead: () => this.outbound.mayRead(), paused: () => this.outbound.pause() });
+    const processBudget = options.processBudget ?? new ByteBudget(PROCESS_BUFFERED_BYTES);
+    this.bodies = new RequestBodies({ maxMessageBytes: this.limits.maxMessageBytes, maxConnectionBytes: this.limits.maxConnectionBufferedBytes, processBudget });
     this.sender = new SendScheduler<CallStream>(socket, this.flow, {
-      highWaterBytes: this.limits.writeHighWaterBytes,
-      onSent: () => this.policy.sent(),
-      onAnswered: (stream) => this.release(stream),
+      onSent: () => this.policy.sent(), onAnswered: (stream) => this.release(stream), onFlushed: () => this.outbound.sync(),
     });
     socket.on("data", (chunk: Buffer) => this.onData(chunk));
     socket.on("close", () => this.onClose());
     socket.on("error", () => socket.destroy());
     socket.on("end", () => socket.destroy());
+    socket.on("drain", () => this.outbound.sync());
     this.lifetime = new ConnectionLifetime(socket, this.sender, this.limits, {
       active: () => this.active, lastStreamId: () => this.lastStreamId, closed: () => this.closed, handshakeComplete: () => this.reader.handshakeComplete,
     });
@@ -84,29 +85,27 @@ export class GrpcConnection implements FrameHandler {
   }
 
   private onData(chunk: Buffer): void {
-    if (this.closed) return;
-    try {
-      if (!this.reader.push(chunk)) return void this.socket.destroy();
-    } catch (err) {
-      if (!(err instanceof Http2ConnectionError)) throw err;
-      return this.fail(err.code, err.message);
-    }
-    // Back-pressure: answers this chunk produced wait for the client to read before more is read.
-    if (this.sender.queuedBytes > this.limits.writeHighWaterBytes) this.sender.flush();
+    if (!this.closed && !this.read(() => this.reader.push(chunk))) this.socket.destroy();
   }
 
-  handshakeDone(): void {
-    this.lifetime.handshakeDone();
+  /** Runs the reader (false: not the HTTP/2 preface); a connection error ends the connection. */
+  private read(step: () => boolean | void): boolean {
+    try {
+      if (step() === false) return false;
+    } catch (err) {
+      if (err instanceof Http2ConnectionError) return void this.fail(err.code, err.message), true;
+      throw err;
+    }
+    // Back-pressure: answers the frames produced go to the socket now, so the budget sees what the client leaves unread.
+    if (this.sender.queuedBytes > this.limits.writeHighWaterBytes) this.sender.flush();
+    return true;
   }
 
   data(id: number, endStream: boolean, buf: Buffer, start: number, end: number, frameLength: number): void {
     const increment = this.flow.received(frameLength);
     if (increment) this.sender.write(windowUpdate(0, increment));
     const stream = this.streams.get(id);
-    if (!stream) {
-      if (id > this.lastStreamId && !this.lifetime.finalGoaway) throw new Http2ConnectionError(PROTOCOL_ERROR, "DATA on an idle stream");
-      return; // a stream already answered (or reset), or ignored after the final GOAWAY: its bytes are dropped
-    }
+    if (!stream) return void this.idle(id, "DATA"); // answered or reset: its bytes are dropped
     if (stream.remoteClosed) return this.reset(stream, STREAM_CLOSED);
     if (!stream.answered && end > start) {
       const refused = this.bodies.append(stream, buf, start, end, endStream);
@@ -115,11 +114,15 @@ export class GrpcConnection implements FrameHandler {
     if (endStream) this.endOfRequest(stream);
   }
 
+  /** A frame on a stream above the last one opened: ignored (true) after the final GOAWAY, else PROTOCOL_ERROR. */
+  private idle(id: number, frame: string): boolean {
+    if (id <= this.lastStreamId) return false;
+    if (this.lifetime.finalGoaway) return true;
+    throw new Http2ConnectionError(PROTOCOL_ERROR, `${frame} on an idle stream`);
+  }
+
   rstStream(id: number): void {
-    if (id > this.lastStreamId) {
-      if (this.lifetime.finalGoaway) return; // a stream ignored after the final GOAWAY
-      throw new Http2ConnectionError(PROTOCOL_ERROR, "RST_STREAM on an idle stream");
-    }
+    if (this.idle(id, "RST_STREAM")) return;
     this.policy.reset();
     const stream = this.streams.get(id);
     if (stream) this.cancel(stream, new CsiProxyError(Code.Canceled, "call cancelled by the client"));
@@ -137,17 +140,13 @@ export class GrpcConnection implements FrameHandler {
     this.sender.write(ping(true, buf.subarray(start, end)));
   }
 
-  pingAck(buf: Buffer, start: number, end: number): void {
-    this.lifetime.pingAck(buf, start, end);
-  }
+  pingAck = (buf: Buffer, start: number, end: number) => this.lifetime.pingAck(buf, start, end);
+  handshakeDone = () => this.lifetime.handshakeDone();
 
   windowUpdate(id: number, increment: number): void {
     if (id === 0) this.flow.connectionUpdate(increment);
     else {
-      if (id > this.lastStreamId) {
-        if (this.lifetime.finalGoaway) return;
-        throw new Http2ConnectionError(PROTOCOL_ERROR, "WINDOW_UPDATE on an idle stream");
-      }
+      if (this.idle(id, "WINDOW_UPDATE")) return;
       const stream = this.streams.get(id);
       if (!stream) return;
       const error = this.flow.streamUpdate(stream, increment);
@@ -156,9 +155,7 @@ export class GrpcConnection implements FrameHandler {
     if (this.sender.hasBlocked) this.sender.flushBlocked();
   }
 
-  priority(id: number, wellFormed: boolean): void {
-    if (!wellFormed) this.sender.write(rstStream(id, FRAME_SIZE_ERROR));
-  }
+  priority = (id: number, wellFormed: boolean) => void (wellFormed || this.sender.write(rstStream(id, FRAME_SIZE_ERROR)));
 
   headerBlock(id: number, flags: number, block: Buffer): void {
     const headers = decodeRequestHeaders(this.decoder, block);
@@ -173,7 +170,7 @@ export class GrpcConnection implements FrameHandler {
     if (this.lifetime.finalGoaway) return; // above the GOAWAY's last stream id: ignored, the client retries elsewhere
     this.lastStreamId = id;
     if (headers.malformed) return this.sender.write(rstStream(id, PROTOCOL_ERROR));
-    if (this.active >= this.limits.maxConcurrentStreams) {
+    if (this.active >= this.limits.maxConcurrentStreams || !this.outbound.mayStart()) {
       this.policy.glitch();
       return this.sender.write(rstStream(id, REFUSED_STREAM));
     }
@@ -194,13 +191,16 @@ export class GrpcConnection implements FrameHandler {
   private endOfRequest(stream: CallStream): void {
     stream.remoteClosed = true;
     if (stream.answered) return this.release(stream);
-    if (stream.method) runUnaryCall(stream, this.bodies.take(stream), this.limits.maxMessageBytes, this.outcome);
+    if (!stream.method) return;
+    runUnaryCall(stream, this.bodies.take(stream), this.limits.maxMessageBytes, this.outcome);
+    if (stream.running) this.outbound.reserve(); // held until the handler ends
   }
 
   private readonly outcome: CallOutcome = {
     respond: (stream, response) => this.respond(stream, response),
     refuse: (stream, status) => this.finish(stream, status),
     ended: (stream) => {
+      this.outbound.release();
       if (!stream.open) this.retire();
     },
   };
@@ -266,9 +266,8 @@ export class GrpcConnection implements FrameHandler {
     this.close(stream);
     this.sender.drop(stream);
     if (stream.timer) clearTimeout(stream.timer);
-    if (stream.answered) return;
+    if (!stream.answered) stream.abort(reason);
     stream.answered = true;
-    stream.abort(reason);
   }
 
   private reset(stream: CallStream, code: number): void {
@@ -295,6 +294,7 @@ export class GrpcConnection implements FrameHandler {
     const reason = new CsiProxyError(Code.Canceled, "connection closed");
     for (const stream of [...this.streams.values()]) this.cancel(stream, reason);
     this.sender.close();
+    this.outbound.close();
   }
 }
 

@@ -105,21 +105,33 @@ export function unframeRequest(body: Buffer, maxMessageBytes: number, encoding: 
   return { message, compressed: true };
 }
 
+/** Decompressions running at once in the process; more wait in order (each holds a zlib stream, ~50 KB, and a pool thread). */
+export const MAX_CONCURRENT_DECOMPRESSIONS = 4;
+let decompressing = 0;
+const queued: (() => void)[] = [];
+
 /**
- * Decompresses a request message (zlib on the thread pool, output capped at `maxMessageBytes`);
- * `done` gets the plain message or the refusal. zlib is loaded on first use: compressed requests
- * are rare (no csi-proxy client compresses).
+ * Decompresses a request message (zlib on the thread pool, output capped at `maxMessageBytes`, at
+ * most MAX_CONCURRENT_DECOMPRESSIONS at once); `done` gets the plain message or the refusal. zlib is
+ * loaded on first use: compressed requests are rare (no csi-proxy client compresses).
  */
 export function decompressRequest(encoding: "gzip" | "deflate", message: Buffer, maxMessageBytes: number, done: (result: Uint8Array | Refusal) => void): void {
-  void import("node:zlib").then((zlib) =>
-    (encoding === "gzip" ? zlib.gunzip : zlib.inflate)(message, { maxOutputLength: maxMessageBytes }, (err, plain) => {
-      if (!err) return done(plain);
-      if ((err as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE") {
-        return done({ code: Code.ResourceExhausted, message: `Received message after decompression larger than max (${maxMessageBytes})` });
-      }
-      done({ code: Code.Internal, message: `cannot decompress the request message: ${err.message}` });
-    }),
-  );
+  const start = () => {
+    decompressing++;
+    void import("node:zlib").then((zlib) =>
+      (encoding === "gzip" ? zlib.gunzip : zlib.inflate)(message, { maxOutputLength: maxMessageBytes }, (err, plain) => {
+        decompressing--;
+        queued.shift()?.();
+        if (!err) return done(plain);
+        if ((err as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE") {
+          return done({ code: Code.ResourceExhausted, message: `Received message after decompression larger than max (${maxMessageBytes})` });
+        }
+        done({ code: Code.Internal, message: `cannot decompress the request message: ${err.message}` });
+      }),
+    );
+  };
+  if (decompressing < MAX_CONCURRENT_DECOMPRESSIONS) start();
+  else queued.push(start);
 }
 
 function hasUppercase(name: string): boolean {

@@ -15,14 +15,15 @@ export interface ScheduledStream extends WindowedStream {
  * The write side of one connection (grpc-go's loopyWriter, golang/net's write scheduler, for unary
  * answers): every frame queued in one event-loop turn goes out in one socket write; an answer that
  * fits the client's windows goes out as one buffer (HEADERS, DATA, trailers), a larger one waits in
- * round-robin order for WINDOW_UPDATE and goes out in frames of the client's size. Write
- * back-pressure: while the socket holds more than `highWaterBytes` the client does not read, the
- * socket is paused (nothing more is read) until it drains.
+ * round-robin order for WINDOW_UPDATE and goes out in frames of the client's size. What it holds
+ * unsent (`socketUnsent`, `pendingBytes`) is what the connection's outbound budget counts;
+ * `onFlushed` runs after each socket write so the budget can measure it.
  */
 export class SendScheduler<S extends ScheduledStream = ScheduledStream> {
   private readonly socket: Duplex;
   private readonly flow: FlowControl;
-  private readonly highWaterBytes: number;
+  /** Called after each socket write. */
+  private readonly onFlushed: () => void;
   /** Called when HEADERS or DATA is queued (the PING policy counts it). */
   private readonly onSent: () => void;
   /** Called once a stream's whole answer (trailers included) is queued. */
@@ -30,22 +31,31 @@ export class SendScheduler<S extends ScheduledStream = ScheduledStream> {
   private readonly blocked: S[] = [];
   private out: Buffer[] = [];
   private outBytes = 0;
+  private pending = 0;
   private flushScheduled = false;
-  private paused = false;
   private closed = false;
 
-  constructor(socket: Duplex, flow: FlowControl, options: { highWaterBytes: number; onSent: () => void; onAnswered: (stream: S) => void }) {
+  constructor(socket: Duplex, flow: FlowControl, options: { onSent: () => void; onAnswered: (stream: S) => void; onFlushed?: () => void }) {
     this.socket = socket;
     this.flow = flow;
-    this.highWaterBytes = options.highWaterBytes;
     this.onSent = options.onSent;
     this.onAnswered = options.onAnswered;
-    socket.on("drain", () => this.onDrain());
+    this.onFlushed = options.onFlushed ?? (() => {});
   }
 
   /** Bytes queued in this turn, not yet handed to the socket. */
   get queuedBytes(): number {
     return this.outBytes;
+  }
+
+  /** Bytes queued in this turn plus those the socket has not written yet (the client does not read). */
+  get socketUnsent(): number {
+    return this.outBytes + this.socket.writableLength;
+  }
+
+  /** Answer bytes waiting for the client's flow-control window. */
+  get pendingBytes(): number {
+    return this.pending;
   }
 
   /** Queues bytes; everything queued in one event-loop turn goes out in one write. */
@@ -69,17 +79,7 @@ export class SendScheduler<S extends ScheduledStream = ScheduledStream> {
     this.out = [];
     this.outBytes = 0;
     this.socket.write(out.length === 1 ? out[0] : Buffer.concat(out));
-    // Write back-pressure: stop reading while the client does not read what we sent.
-    if (!this.paused && this.socket.writableLength > this.highWaterBytes) {
-      this.paused = true;
-      this.socket.pause();
-    }
-  }
-
-  private onDrain(): void {
-    if (!this.paused || this.closed) return;
-    this.paused = false;
-    this.socket.resume();
+    this.onFlushed();
   }
 
   /** Queues a successful answer: HEADERS, the length-prefixed message as DATA, trailers OK. */
@@ -107,6 +107,7 @@ export class SendScheduler<S extends ScheduledStream = ScheduledStream> {
     body.writeUInt32BE(response.length, 1);
     body.set(response, 5);
     stream.pending = body;
+    this.pending += payload;
     this.blocked.push(stream);
     this.flushBlocked();
   }
@@ -125,6 +126,7 @@ export class SendScheduler<S extends ScheduledStream = ScheduledStream> {
         this.write(frame(TYPE_DATA, 0, stream.id, pending.subarray(stream.sent, stream.sent + size)));
         this.onSent();
         stream.sent += size;
+        this.pending -= size;
       }
       if (stream.sent < pending.length) {
         if (this.flow.connection <= 0) return;
@@ -143,13 +145,17 @@ export class SendScheduler<S extends ScheduledStream = ScheduledStream> {
   /** Forgets a stream's waiting answer (the stream was reset or the connection closed). */
   drop(stream: S): void {
     const i = this.blocked.indexOf(stream);
-    if (i >= 0) this.blocked.splice(i, 1);
+    if (i < 0) return;
+    this.blocked.splice(i, 1);
+    this.pending -= stream.pending!.length - stream.sent;
+    stream.pending = undefined;
   }
 
   /** The connection closed: nothing more is queued or sent. */
   close(): void {
     this.closed = true;
     this.blocked.length = 0;
+    this.pending = 0;
     this.out = [];
     this.outBytes = 0;
   }

@@ -7,7 +7,8 @@ import { GrpcConnection } from "./grpc-connection.ts";
 import { listenEndpoint } from "./listen-endpoint.ts";
 import { ByteBudget } from "./byte-budget.ts";
 import { openFileLimit } from "./open-file-limit.ts";
-import { PROCESS_BUFFERED_BYTES, connectionsPerEndpoint, type TransportLimits } from "./transport-limits.ts";
+import { OutboundBudget } from "./outbound-budget.ts";
+import { PROCESS_BUFFERED_BYTES, PROCESS_OUTBOUND_BYTES, connectionsPerEndpoint, type TransportLimits } from "./transport-limits.ts";
 
 /** One served group/version: its address (socket path or pipe name), service and handlers. */
 export interface Endpoint {
@@ -53,6 +54,7 @@ export async function serveEndpoints(
   let stopping: Promise<void> | undefined;
   const limits: Partial<TransportLimits> = { ...options.limits, ...(options.maxMessageBytes ? { maxMessageBytes: options.maxMessageBytes } : {}) };
   const processBudget = new ByteBudget(PROCESS_BUFFERED_BYTES);
+  const outboundBudget = new OutboundBudget(PROCESS_OUTBOUND_BYTES);
   const maxConnections = options.maxConnectionsPerEndpoint ?? connectionsPerEndpoint(isPipe ? undefined : openFileLimit());
   const stop = () =>
     (stopping ??= Promise.all(
@@ -73,7 +75,7 @@ export async function serveEndpoints(
         (socket) => {
           sockets.add(socket);
           socket.once("close", () => sockets.delete(socket));
-          new GrpcConnection(socket, methods, { limits, processBudget });
+          new GrpcConnection(socket, methods, { limits, processBudget, outboundBudget });
         },
         { platform: options.platform, secure: options.secure },
       );

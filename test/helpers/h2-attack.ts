@@ -209,6 +209,20 @@ const attacks: Record<string, () => Promise<void>> = {
       return Buffer.concat(frames);
     });
   },
+  /**
+   * `connections` connections (default 100) sending small calls whose error answers are large and
+   * never read. "unread-errors": PathExists with a gzipped 4 000-character path of '%' (75 bytes a
+   * call once HPACK has indexed the headers; the error echoes the path, percent-encoded: ~12 KB).
+   * "unread-unknown": a method the endpoint does not serve, named by a 3 900-character ':path' of
+   * '%' (indexed once; the UNIMPLEMENTED text echoes it: ~12 KB). The server's answers are counted
+   * only once the attack ends (the sockets are read then).
+   */
+  async "unread-errors"() {
+    await unreadLargeAnswers(false);
+  },
+  async "unread-unknown"() {
+    await unreadLargeAnswers(true);
+  },
   /** 1100 streams whose handlers never get a body (no END_STREAM): those above 1000 are refused. */
   async "many-streams"() {
     const conn = await open(true);
@@ -259,6 +273,30 @@ const attacks: Record<string, () => Promise<void>> = {
     result.status.open = open;
   },
 };
+
+/** See "unread-errors": the first call indexes its header fields (HPACK dynamic table), the next ones refer to them. */
+async function unreadLargeAnswers(unknownMethod: boolean) {
+  const conns = await Promise.all(Array.from({ length: Number(connectionsText ?? 100) }, () => open(false)));
+  const path = unknownMethod ? "/v1.Filesystem/" + "%".repeat(3900) : PATH;
+  const message = unknownMethod ? grpcMessage(PATH_REQUEST) : grpcMessage(gzipSync(Buffer.concat([Buffer.from([0x0a, 0xa0, 0x1f]), Buffer.alloc(4000, "%")])), 1);
+  const indexing = (index: number, value: string) => Buffer.concat([Buffer.from([0x40 | index]), lenPrefix(value)]);
+  const first = Buffer.concat([
+    Buffer.from([0x83, 0x86]), indexing(4, path), indexing(31, "application/grpc"),
+    ...(unknownMethod ? [] : [Buffer.from([0x40]), lenPrefix("grpc-encoding"), lenPrefix("gzip")]),
+  ]);
+  // Dynamic table, newest first: [grpc-encoding,] content-type, :path.
+  const again = Buffer.from(unknownMethod ? [0x83, 0x86, 0x80 | 63, 0x80 | 62] : [0x83, 0x86, 0x80 | 64, 0x80 | 63, 0x80 | 62]);
+  await Promise.all(conns.map(async (conn) => {
+    let id = 1;
+    await send(conn, Buffer.concat([frame(1, 4, id, first), frame(0, 1, id, message)]));
+    id += 2;
+    await flood(conn, () => {
+      const frames: Buffer[] = [];
+      for (let i = 0; i < 200; i++, id += 2) frames.push(frame(1, 4, id, again), frame(0, 1, id, message));
+      return Buffer.concat(frames);
+    });
+  }));
+}
 
 function chunks(message: Buffer, id: number): Buffer[] {
   const out: Buffer[] = [];

@@ -183,6 +183,19 @@ describe("the transport under attack (daemon with --max-old-space-size=256)", ()
     assert.ok(r.sentBytes < 8e6, `the client could send ${r.sentBytes} bytes without reading`);
   });
 
+  // 100 connections × 75-byte calls whose 12 KB answers are never read: the outbound budget
+  // (transport-limits.ts) stops reading each connection and starting its calls, and closes the
+  // connections holding the most unsent bytes once the process-wide budget is full.
+  it("100 connections × never-read 12 KB error answers (gzipped PathExists, 4 KB path): memory bounded", async () => {
+    const r = await underAttack("unread-errors", 5000, { connections: 100 });
+    assert.ok(r.sentBytes < 200e6, JSON.stringify(r));
+  });
+
+  it("100 connections × never-read 12 KB UNIMPLEMENTED answers (a 3 900-character method): memory bounded", async () => {
+    const r = await underAttack("unread-unknown", 5000, { connections: 100 });
+    assert.ok(r.sentBytes < 200e6, JSON.stringify(r));
+  });
+
   it("1100 open streams → REFUSED_STREAM above 1000", async () => {
     const r = await underAttack("many-streams", 1000);
     assert.equal(r.rst[REFUSED_STREAM], 100, JSON.stringify(r.rst));

@@ -34,12 +34,12 @@ const framesOf = (bytes: Buffer): Frame[] => {
 const turn = () => new Promise((r) => setImmediate(r));
 const stream = (id: number, sendWindow = 65535): ScheduledStream => ({ id, sendWindow, sent: 0 });
 
-function scheduler(flow = new FlowControl(), highWaterBytes = 1 << 20) {
+function scheduler(flow = new FlowControl()) {
   const socket = new FakeSocket();
   const answered: number[] = [];
-  let sent = 0;
-  const s = new SendScheduler(socket as unknown as Duplex, flow, { highWaterBytes, onSent: () => sent++, onAnswered: (st) => answered.push(st.id) });
-  return { s, socket, answered, flow, sent: () => sent };
+  let sent = 0, flushed = 0;
+  const s = new SendScheduler(socket as unknown as Duplex, flow, { onSent: () => sent++, onAnswered: (st) => answered.push(st.id), onFlushed: () => flushed++ });
+  return { s, socket, answered, flow, sent: () => sent, flushed: () => flushed };
 }
 
 describe("SendScheduler (src/rpc/send-scheduler.ts)", () => {
@@ -106,14 +106,21 @@ describe("SendScheduler (src/rpc/send-scheduler.ts)", () => {
     assert.equal(socket.writes.flatMap(framesOf).filter((f) => f.type === 0).length, 0);
   });
 
-  it("back-pressure: the socket is paused above the high-water mark the client left unread, resumed on drain", () => {
-    const { s, socket } = scheduler(new FlowControl(), 1000);
-    socket.writableLength = 1001;
+  it("counts what it holds unsent: queued, unwritten by the socket, waiting for window; onFlushed after each write", async () => {
+    const { s, socket, flow, flushed } = scheduler();
     s.write(Buffer.alloc(10));
+    socket.writableLength = 1000;
+    assert.equal(s.socketUnsent, 1010);
+    const st = stream(1, 0);
+    s.respond(st, new Uint8Array(95));
+    assert.equal(s.pendingBytes, 100);
+    flow.connectionUpdate(1000);
+    st.sendWindow = 40;
+    s.flushBlocked();
+    assert.equal(s.pendingBytes, 60);
+    s.drop(st);
+    assert.equal(s.pendingBytes, 0);
     s.flush();
-    assert.equal(socket.paused, true);
-    socket.writableLength = 0;
-    socket.emit("drain");
-    assert.equal(socket.paused, false);
+    assert.deepEqual([flushed(), s.socketUnsent], [1, 1000]);
   });
 });

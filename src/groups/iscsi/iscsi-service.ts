@@ -1,4 +1,5 @@
 import type { IscsiService, TargetPortal } from "./types.ts";
+import { inCallScope } from "../../util/call-scope.ts";
 import type { IscsiHostApi } from "./host-api.ts";
 import { invalidArgument } from "../../errors.ts";
 import { fragmentError } from "../../compat/driver-fragments.ts";
@@ -46,7 +47,7 @@ export function createIscsiService(deps: { host: IscsiHostApi }): IscsiService {
     return target;
   }
 
-  return {
+  return inCallScope({
     async addTargetPortal(req) {
       const portal = checkPortal(req.targetPortal);
       await withLock(portal, async () => {
@@ -113,5 +114,5 @@ export function createIscsiService(deps: { host: IscsiHostApi }): IscsiService {
     async setMutualChapSecret(req) {
       await host.setMutualChapSecret(checkChapSecret(req.mutualChapSecret, "mutual_chap_secret"));
     },
-  };
+  });
 }

@@ -1,4 +1,5 @@
 import { nodeCrypto } from "../../util/node-crypto.ts";
+import { inCallScope } from "../../util/call-scope.ts";
 import type { SmbService } from "./types.ts";
 import type { SmbHostApi } from "./host-api.ts";
 import type { PathPolicy } from "../../policy/path-policy.ts";
@@ -275,7 +276,7 @@ export async function createSmbService(deps: SmbServiceDeps): Promise<RefCounted
   const timer = interval > 0 ? setInterval(() => void sweepAll(), interval) : undefined;
   timer?.unref();
 
-  return {
+  return inCallScope({
     async newSmbGlobalMapping(req) {
       const rp = parseRemotePath(req.remotePath);
       validateCredentials(req.username, req.password);
@@ -392,7 +393,7 @@ export async function createSmbService(deps: SmbServiceDeps): Promise<RefCounted
     close() {
       if (timer) clearInterval(timer);
     },
-  };
+  });
 }
 
 const CONTROL = /[\x00-\x1f\x7f]/;
