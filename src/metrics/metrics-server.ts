@@ -1,6 +1,6 @@
 import * as net from "node:net";
 import type { Registry } from "prom-client";
-import { createExpositionSnapshot, type ExpositionSnapshot } from "./exposition-snapshot.ts";
+import { createExpositionSnapshot } from "./exposition-snapshot.ts";
 import { metricsLimits, type MetricsLimits } from "./metrics-limits.ts";
 
 export interface MetricsServer {
