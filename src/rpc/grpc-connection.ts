@@ -93,7 +93,10 @@ export class GrpcConnection implements FrameHandler {
     try {
       if (step() === false) return false;
     } catch (err) {
-      if (err instanceof Http2ConnectionError) return void this.fail(err.code, err.message), true;
+      if (err instanceof Http2ConnectionError) {
+        this.fail(err.code, err.message);
+        return true;
+      }
       throw err;
     }
     // Back-pressure: answers the frames produced go to the socket now, so the budget sees what the client leaves unread.

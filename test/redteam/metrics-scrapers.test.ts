@@ -44,7 +44,8 @@ function startScrapers(address: string, connections: number, ms: number) {
     child.once("exit", (code) => {
       clearTimeout(timer);
       markReady();
-      code === 0 ? resolve(JSON.parse(out.trim().split("\n").at(-1)!)) : reject(new Error(`slow-scraper: exit ${code}\n${err}`));
+      if (code === 0) resolve(JSON.parse(out.trim().split("\n").at(-1)!));
+      else reject(new Error(`slow-scraper: exit ${code}\n${err}`));
     }),
   );
   return { ready, result, child };

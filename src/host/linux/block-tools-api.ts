@@ -9,8 +9,6 @@
  * Errors: a failing tool or syscall rejects with a CsiProxyError (HostCommandError for tools).
  */
 
-import type { DeviceOpener } from "./device-openers.ts";
-export type { DeviceOpener } from "./device-openers.ts";
 
 /** How long read-only openers of a device node are given to close before they count (udev probing takes milliseconds). */
 export const OPENER_SETTLE_MS = 1000;
@@ -19,6 +17,16 @@ export const OPENER_SETTLE_MS = 1000;
 export interface DevNumber {
   major: number;
   minor: number;
+}
+
+/** A process holding a block device node: descriptor access mode, or a mapping. */
+export interface DeviceOpener {
+  pid: number;
+  /** /proc/<pid>/comm ("dd", "qemu-system-x86"), "" when it cannot be read. */
+  command: string;
+  dev: DevNumber;
+  /** "read" / "read-write": an open descriptor (O_RDONLY, or O_WRONLY/O_RDWR); "mapped": a file mapping only. */
+  access: "read" | "read-write" | "mapped";
 }
 
 /** One line of the mount table that matters here. */

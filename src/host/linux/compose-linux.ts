@@ -23,6 +23,8 @@ import { createIscsiService } from "../../groups/iscsi/iscsi-service.ts";
 import { createSystemService } from "../../groups/system/system-service.ts";
 import { nodeLocks } from "../../state/node-locks-for.ts";
 import { LinuxFilesystemHost } from "./filesystem.ts";
+import { createLinuxMountGate } from "./linux-mount-gate.ts";
+import { gateFilesystemHost, gateResolver } from "../gated-filesystem-host.ts";
 import { cachedBindSources } from "./bind-mount-source.ts";
 import { processMountTable } from "./mount-index.ts";
 import { LinuxBlockTools } from "./linux-block-tools.ts";
@@ -35,11 +37,15 @@ import { LinuxSystemHost } from "./system.ts";
 export async function createLinuxServices(config: ProxyConfig): Promise<Services> {
   const trust = await secureStateDir(config.stateDir, "linux", { log: config.logger });
   await sweepStateLeftovers(trust, "linux", config.logger);
+  const mountTable = processMountTable();
+  // Every syscall on a request path is admitted per mount (src/host/mount-gate.ts): a dead mount
+  // holds at most a few of libuv's threads, and calls under it fail fast once it is not responding.
+  const gate = createLinuxMountGate(mountTable);
   const policy = createPathPolicy({
     platform: "linux",
     allowedDirs: [...config.workingDirs, config.kubeletPath],
-    resolve: createFsResolver(fsPromises, "linux"),
-    bindSources: cachedBindSources(processMountTable()),
+    resolve: gateResolver(createFsResolver(fsPromises, "linux"), gate),
+    bindSources: cachedBindSources(mountTable),
   });
   const locks = nodeLocks(config, trust.smb ?? trust.iscsi);
   const smbHost = new LinuxSmbHost(config);
@@ -49,7 +55,7 @@ export async function createLinuxServices(config: ProxyConfig): Promise<Services
   }
   const blockTools = new LinuxBlockTools({ stateFile: path.join(config.socketDir, "csi-proxy-disk-state.json"), log: config.logger });
   return {
-    filesystem: createFilesystemService({ host: new LinuxFilesystemHost(), policy, platform: "linux" }),
+    filesystem: createFilesystemService({ host: gateFilesystemHost(new LinuxFilesystemHost(), gate), policy, platform: "linux" }),
     disk: createDiskService({ host: new LinuxDiskHost(blockTools), policy, locks }),
     volume: createVolumeService({ host: new LinuxVolumeHost(blockTools, { defaultFileSystem: config.defaultFsType, log: config.logger }), policy, locks }),
     smb: await createSmbService({

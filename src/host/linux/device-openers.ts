@@ -24,20 +24,11 @@
  * loop is never held much longer than that. Processes that end or cannot be read meanwhile are skipped.
  */
 import { readFileSync, readdirSync, readlinkSync, statSync } from "node:fs";
-import type { DevNumber } from "./block-tools-api.ts";
+import type { DeviceOpener, DevNumber } from "./block-tools-api.ts";
 import { parseMountInfo } from "./mountinfo.ts";
 import { Code, CsiProxyError } from "../../errors.ts";
 import { loadKoffi } from "../../win32/native.ts";
 
-/** A process holding a block device node: descriptor access mode, or a mapping. */
-export interface DeviceOpener {
-  pid: number;
-  /** /proc/<pid>/comm ("dd", "qemu-system-x86"), "" when it cannot be read. */
-  command: string;
-  dev: DevNumber;
-  /** "read" / "read-write": an open descriptor (O_RDONLY, or O_WRONLY/O_RDWR); "mapped": a file mapping only. */
-  access: "read" | "read-write" | "mapped";
-}
 
 export interface OpenerScanOptions {
   /** Where procfs is (tests); default /proc. */

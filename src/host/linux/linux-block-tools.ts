@@ -11,12 +11,12 @@ import { mkdtemp, open, readFile, readdir, realpath, rmdir, stat, statfs, writeF
 import { constants, existsSync, readFileSync, readdirSync, realpathSync } from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { OPENER_SETTLE_MS, type BlockDisk, type BlockMount, type BlockTools, type DevNumber, type DeviceClaim, type FilesystemUsage, type LoopDevice, type ManagedFsType, type NamespaceMount, type OfflineMark, type PartitionTable, type ProbeResult, type Signature } from "./block-tools-api.ts";
+import { OPENER_SETTLE_MS, type BlockDisk, type BlockMount, type BlockTools, type DevNumber, type DeviceClaim, type DeviceOpener, type FilesystemUsage, type LoopDevice, type ManagedFsType, type NamespaceMount, type OfflineMark, type PartitionTable, type ProbeResult, type Signature } from "./block-tools-api.ts";
 import { cappedTimeoutMs, HostCommandError, runCommand, type RunOptions } from "../exec/run-command.ts";
 import { fsError } from "../fs-error.ts";
 import { inspectDirectory } from "../inspect-directory.ts";
 import { createNamespaceMounts, type NamespaceMounts } from "./namespace-mounts.ts";
-import { scanDeviceOpeners, type DeviceOpener } from "./device-openers.ts";
+import { scanDeviceOpeners } from "./device-openers.ts";
 import type { MountTableCache } from "./mount-table-cache.ts";
 import type { MountEntry } from "./mountinfo.ts";
 import { processMountTable } from "./mount-index.ts";
