@@ -38,7 +38,8 @@ function startAttack(attack: string, address: string, ms: number, connections?: 
     child.once("exit", (code) => {
       clearTimeout(timer);
       markReady();
-      code === 0 ? resolve(JSON.parse(out.trim().split("\n").at(-1)!)) : reject(new Error(`${attack}: exit ${code}\n${err}`));
+      if (code === 0) resolve(JSON.parse(out.trim().split("\n").at(-1)!));
+      else reject(new Error(`${attack}: exit ${code}\n${err}`));
     }),
   );
   return { ready, result };

@@ -21,7 +21,7 @@ function run(call: (m: Uint8Array, s: CallStream) => Promise<Uint8Array>, body: 
   const log: string[] = [];
   const done = new Promise<string[]>((resolve) => {
     const outcome: CallOutcome = {
-      respond: (_, r) => log.push(`respond ${Buffer.from(r)}`),
+      respond: (_, r) => log.push(`respond ${Buffer.from(r).toString()}`),
       refuse: (_, s) => (log.push(`refuse ${s.code} ${s.message}`), log.length === 1 && !stream.running && resolve(log)),
       ended: (s) => (log.push(`ended ${s.running}`), resolve(log)),
     };
@@ -33,7 +33,7 @@ function run(call: (m: Uint8Array, s: CallStream) => Promise<Uint8Array>, body: 
 describe("runUnaryCall (src/rpc/unary-call.ts)", () => {
   it("runs the handler on the message, the stream as its context; running while it runs", async () => {
     let seen = "";
-    const { stream, done } = run(async (m, s) => ((seen = `${Buffer.from(m)} ${s.id}`), Buffer.from("pong")), prefixed(0, Buffer.from("ping")));
+    const { stream, done } = run(async (m, s) => ((seen = `${Buffer.from(m).toString()} ${s.id}`), Buffer.from("pong")), prefixed(0, Buffer.from("ping")));
     assert.equal(stream.running, true);
     assert.deepEqual(await done, ["respond pong", "ended false"]);
     assert.equal(seen, "ping 1");

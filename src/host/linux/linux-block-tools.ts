@@ -7,15 +7,16 @@
  * claim the kernel refuses, mkfs without force flags). State: the offline marks, kept in
  * offline-marks-file.ts.
  */
-import { mkdir, mkdtemp, open, readFile, readdir, realpath, rename, rmdir, stat, statfs, writeFile } from "node:fs/promises";
+import { mkdtemp, open, readFile, readdir, realpath, rmdir, stat, statfs, writeFile } from "node:fs/promises";
 import { constants, existsSync, readFileSync, readdirSync, realpathSync } from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import type { BlockDisk, BlockMount, BlockTools, DevNumber, DeviceClaim, FilesystemUsage, LoopDevice, ManagedFsType, NamespaceMount, OfflineMark, PartitionTable, ProbeResult, Signature } from "./block-tools-api.ts";
-import { HostCommandError, runCommand, type RunOptions } from "../exec/run-command.ts";
+import { OPENER_SETTLE_MS, type BlockDisk, type BlockMount, type BlockTools, type DevNumber, type DeviceClaim, type FilesystemUsage, type LoopDevice, type ManagedFsType, type NamespaceMount, type OfflineMark, type PartitionTable, type ProbeResult, type Signature } from "./block-tools-api.ts";
+import { cappedTimeoutMs, HostCommandError, runCommand, type RunOptions } from "../exec/run-command.ts";
 import { fsError } from "../fs-error.ts";
 import { inspectDirectory } from "../inspect-directory.ts";
 import { mountsInAnyNamespace } from "./mountinfo.ts";
+import { scanDeviceOpeners, type DeviceOpener } from "./device-openers.ts";
 import { createMountTableCache, type MountTableCache } from "./mount-table-cache.ts";
 import { mountOnDir, unmountDir } from "./anchored-mount.ts";
 import type { UndoLog } from "../../util/undo-retry.ts";
@@ -90,6 +91,9 @@ const NO_REREAD = ["--no-reread", "--no-tell-kernel"];
 const CLAIM_ATTEMPTS = 10;
 const CLAIM_RETRY_MS = 50;
 
+/** Read-only openers are looked at again this often within OPENER_SETTLE_MS. */
+const OPENER_SETTLE_STEP_MS = 100;
+
 /** mkfs, fsck and resize can take a while on large devices. */
 const LONG = { timeoutMs: 30 * 60_000 };
 
@@ -104,6 +108,21 @@ function field(text: string, re: RegExp, what: string): bigint {
   const m = re.exec(text);
   if (!m) throw internal(`cannot find ${what} in tool output`);
   return BigInt(m[1]);
+}
+
+/** Errnos by which syncfs(2) and fsync(2) report that written data did not reach the disk. */
+const WRITE_BACK_ERRNOS: Record<string, string> = {
+  EIO: "input/output error",
+  ENOSPC: "no space left on device",
+  EDQUOT: "disk quota exceeded",
+  EROFS: "the filesystem turned read-only after an error",
+};
+
+/** DataLoss for a write-back failure (`what` failed), null for any other error. */
+function writeBackError(e: unknown, what: string): CsiProxyError | null {
+  const code = (e as NodeJS.ErrnoException | undefined)?.code;
+  if (!code || !(code in WRITE_BACK_ERRNOS)) return null;
+  return new CsiProxyError(Code.DataLoss, `${what}: ${code} (${WRITE_BACK_ERRNOS[code]})`, { cause: e });
 }
 
 /** `blkid -p -o export`: what {@link LinuxBlockTools.probe} runs where libblkid cannot be loaded. */
@@ -203,9 +222,19 @@ export class LinuxBlockTools implements BlockTools {
         const dev = sources.get(m.source);
         if (dev) ({ major, minor } = dev);
       }
-      out.push({ major, minor, mountPoint: m.mountPoint, fsType: m.fsType, source: m.source });
+      out.push({ major, minor, mountPoint: m.mountPoint, fsType: m.fsType, source: m.source, mountId: m.mountId });
     }
     return out;
+  }
+
+  async deviceOpeners(devs: readonly DevNumber[]): Promise<DeviceOpener[]> {
+    let found = await scanDeviceOpeners(devs);
+    // Only read-only openers: probing (udev's blkid) that ends within the settle time is not a use.
+    for (const start = Date.now(); found.length > 0 && found.every((o) => o.access === "read") && Date.now() - start < OPENER_SETTLE_MS; ) {
+      await new Promise((r) => setTimeout(r, OPENER_SETTLE_STEP_MS));
+      found = await scanDeviceOpeners(devs, { pids: [...new Set(found.map((o) => o.pid))] });
+    }
+    return found;
   }
 
   async readSwapDevices(): Promise<DevNumber[]> {
@@ -406,9 +435,45 @@ export class LinuxBlockTools implements BlockTools {
     await unmountDir(await loadLibc(), target);
   }
 
-  async flush(devPath: string): Promise<void> {
-    // BLKFLSBUF: syncs the filesystem mounted from the device (if any), then the device's own buffers.
-    await tool("blockdev", ["--flushbufs", devPath]);
+  async flushFilesystem(mountPoint: string, mountId?: number): Promise<void> {
+    let fh: Awaited<ReturnType<typeof open>>;
+    try {
+      fh = await open(mountPoint, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+    } catch (e) {
+      throw writeBackError(e, `open the filesystem mounted at ${mountPoint}`) ?? fsError(e, "open", mountPoint);
+    }
+    try {
+      if (mountId !== undefined) {
+        const fdinfo = await readFile(`/proc/self/fdinfo/${fh.fd}`, "utf8").catch(() => "");
+        const on = /^mnt_id:\s*(\d+)/m.exec(fdinfo)?.[1];
+        if (on !== undefined && Number(on) !== mountId) throw failedPrecondition(`${mountPoint} is no longer the mount it was looked up as (mount ${on}, not ${mountId})`);
+      }
+      const libc = await loadLibc();
+      await libc.syncfs(fh.fd, cappedTimeoutMs(60_000)).catch((e: unknown) => {
+        throw writeBackError(e, `write back the filesystem mounted at ${mountPoint}`) ?? CsiProxyError.from(e);
+      });
+    } finally {
+      await fh.close();
+    }
+  }
+
+  async flushDevice(devPath: string, dev: DevNumber): Promise<void> {
+    // Read-only: fsync needs no write access, and closing a descriptor opened for writing makes udev probe the device again.
+    const fh = await open(devPath, constants.O_RDONLY).catch((e: unknown) => {
+      throw fsError(e, "open", devPath);
+    });
+    try {
+      const st = await fh.stat({ bigint: true });
+      const got = decodeDev(st.rdev);
+      if (!st.isBlockDevice() || got.major !== dev.major || got.minor !== dev.minor) {
+        throw failedPrecondition(`${devPath} is now device ${got.major}:${got.minor}, not ${dev.major}:${dev.minor} (the device changed since it was looked up)`);
+      }
+      await fh.sync().catch((e: unknown) => {
+        throw writeBackError(e, `write back ${devPath}`) ?? fsError(e, "fsync", devPath);
+      });
+    } finally {
+      await fh.close();
+    }
   }
 
   async relocateGptBackup(diskDevPath: string): Promise<void> {

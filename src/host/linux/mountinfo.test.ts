@@ -22,8 +22,8 @@ test("mountsInAnyNamespace: every namespace read once (first pid), the device's 
     pid(12, "mnt:[300]", null); // exited between readlink and read
     mkdirSync(path.join(proc, "self"));
     assert.deepEqual(await mountsInAnyNamespace(7, 3, proc), [
-      { pid: 1, mountPoint: "/var/lib/kubelet/x" },
-      { pid: 10, mountPoint: "/data dir" },
+      { pid: 1, mountPoint: "/var/lib/kubelet/x", mountId: 21 },
+      { pid: 10, mountPoint: "/data dir", mountId: 41 },
     ]);
     assert.deepEqual(await mountsInAnyNamespace(9, 9, proc), []);
   } finally {

@@ -52,18 +52,18 @@ export async function readMountTable(): Promise<MountEntry[]> {
  * meanwhile, or whose namespace link cannot be read (another user's, without privilege), are skipped.
  * Cost: one readlink per process and one mountinfo read per namespace.
  */
-export async function mountsInAnyNamespace(major: number, minor: number, procRoot = "/proc"): Promise<{ pid: number; mountPoint: string }[]> {
+export async function mountsInAnyNamespace(major: number, minor: number, procRoot = "/proc"): Promise<{ pid: number; mountPoint: string; mountId: number }[]> {
   const device = `${major}:${minor}`;
   const pids = (await readdir(procRoot)).filter((n) => /^[1-9]\d*$/.test(n)).map(Number).sort((a, b) => a - b);
   const seen = new Set<string>();
-  const found: { pid: number; mountPoint: string }[] = [];
+  const found: { pid: number; mountPoint: string; mountId: number }[] = [];
   for (const pid of pids) {
     const ns = await readlink(`${procRoot}/${pid}/ns/mnt`).catch(() => null);
     if (ns === null || seen.has(ns)) continue;
     const text = await readFile(`${procRoot}/${pid}/mountinfo`, "utf8").catch(() => null);
     if (text === null) continue;
     seen.add(ns);
-    for (const m of parseMountInfo(text)) if (m.device === device) found.push({ pid, mountPoint: m.mountPoint });
+    for (const m of parseMountInfo(text)) if (m.device === device) found.push({ pid, mountPoint: m.mountPoint, mountId: m.mountId });
   }
   return found;
 }

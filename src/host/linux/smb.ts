@@ -154,6 +154,28 @@ export class LinuxSmbHost implements SmbHostApi {
   }
 
   /**
+   * Start-up sweep of `<state-dir>/smb/mounts` (see SmbHostApi): entries named like a mapping's
+   * directory that belong to none of `roots` and are not mount points (mount table, and the kernel's
+   * EBUSY) are removed with rmdir inside the held directory — so only an empty directory goes: a
+   * link is never followed (ENOTDIR), a directory with content is kept (ENOTEMPTY). Nothing is created.
+   */
+  async removeUnusedMappingDirs(roots: readonly string[]): Promise<string[]> {
+    const present = await fs.lstat(this.#mountsDir).then(() => true, () => false);
+    if (!present) return [];
+    const keep = new Set(roots.map((r) => this.#mountName(r)));
+    return this.#inMounts(async (mounts) => {
+      const real = path.join(await fs.realpath(this.#stateDir), "smb", "mounts");
+      const mounted = new Set((await readMountTable()).map((m) => m.mountPoint));
+      const removed: string[] = [];
+      for (const name of await mounts.list()) {
+        if (keep.has(name) || !/^[a-z0-9._-]{0,64}-[0-9a-f]{16}$/.test(name) || mounted.has(path.join(real, name))) continue;
+        if (await fs.rmdir(mounts.at(name)).then(() => true, () => false)) removed.push(name);
+      }
+      return removed;
+    });
+  }
+
+  /**
    * Writes a mount.cifs credentials file (mode 0600, exclusive create, O_NOFOLLOW) inside the held
    * credentials directory (made 0700 first) and returns its name.
    */
