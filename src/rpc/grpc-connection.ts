@@ -93,8 +93,8 @@ export class GrpcConnection implements FrameHandler {
     try {
       if (step() === false) return false;
     } catch (err) {
-      if (err instanceof Http2ConnectionError) return void this.fail(err.code, err.message), true;
-      throw err;
+      if (!(err instanceof Http2ConnectionError)) throw err;
+      this.fail(err.code, err.message);
     }
     // Back-pressure: answers the frames produced go to the socket now, so the budget sees what the client leaves unread.
     if (this.sender.queuedBytes > this.limits.writeHighWaterBytes) this.sender.flush();

@@ -73,6 +73,6 @@ describe("ConnectionAdmission (src/rpc/connection-admission.ts)", () => {
     mock.timers.tick(500);
     assert.deepEqual(log, []);
     mock.timers.tick(2000);
-    assert.deepEqual(log.sort(), ["fresh", "hand"]);
+    assert.deepEqual([...log].sort((a, b) => a.localeCompare(b)), ["fresh", "hand"]);
   });
 });
