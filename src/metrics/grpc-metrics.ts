@@ -1,6 +1,6 @@
-import * as http from "node:http";
 import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import { codeName } from "../errors.ts";
+import { registerBlockedHostOperations } from "./blocked-host-operations.ts";
 
 /** Labels of go-grpc-middleware's Prometheus server metrics, declared alphabetically as Go prints them. */
 const labels = ["grpc_method", "grpc_service", "grpc_type"] as const;
@@ -16,6 +16,7 @@ export function createGrpcMetrics() {
   // prom-client's gauges named *_total break Prometheus naming (`promtool check metrics` flags them);
   // their per-type series (nodejs_active_handles{type} …) remain, and sum() gives the totals.
   for (const name of ["nodejs_active_handles_total", "nodejs_active_requests_total", "nodejs_active_resources_total"]) registry.removeSingleMetric(name);
+  registerBlockedHostOperations(registry);
   const started = new Counter({
     name: "grpc_server_started_total",
     help: "Total number of RPCs started on the server.",
@@ -65,28 +66,3 @@ export function createGrpcMetrics() {
   };
 }
 export type GrpcMetrics = ReturnType<typeof createGrpcMetrics>;
-
-/** Serves `GET /metrics` on `host:port` (only that path, as upstream). Resolves once listening. */
-export async function serveMetrics(bindAddress: string, registry: Registry): Promise<http.Server> {
-  const match = /^(.*):(\d+)$/.exec(bindAddress);
-  if (!match) throw new Error(`invalid -metrics-bind-address ${JSON.stringify(bindAddress)}: want host:port`);
-  const host = match[1].replace(/^\[(.*)\]$/, "$1") || undefined;
-  const server = http.createServer(async (req, res) => {
-    if (req.method !== "GET" || (req.url ?? "").split("?")[0] !== "/metrics") {
-      res.writeHead(404).end("404 page not found\n");
-      return;
-    }
-    try {
-      // prom-client prints `le` first; Go prints it last. Same series either way, but keep the bytes familiar.
-      const body = (await registry.metrics()).replace(/^(\w+_bucket)\{le="([^"]*)",([^}]*)\}/gm, '$1{$3,le="$2"}');
-      res.writeHead(200, { "Content-Type": registry.contentType }).end(body);
-    } catch (err) {
-      res.writeHead(500).end(String(err));
-    }
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(Number(match[2]), host, () => resolve());
-  });
-  return server;
-}

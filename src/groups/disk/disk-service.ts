@@ -1,6 +1,6 @@
 import type { DiskIds, DiskLocation, DiskService } from "./types.ts";
 import { inCallScope } from "../../util/call-scope.ts";
-import type { DiskHostApi, HostDevice, HostDisk, HostPartition } from "./host-api.ts";
+import type { DiskHostApi, DiskWriteCheck, HostDevice, HostDisk, HostPartition } from "./host-api.ts";
 import type { KeyedMutex } from "../../util/keyed-mutex.ts";
 import { createKeyedMutex } from "../../util/keyed-mutex.ts";
 import { Code, CsiProxyError, failedPrecondition, internal, invalidArgument, notFound } from "../../errors.ts";
@@ -64,7 +64,9 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
       // when staging again a disk their NodeUnstage took offline.
       if (disk.online === false && layout.partitions.some(isData)) return;
       requireOnline(disk.online, n, disk.name, what);
-      await refuseInUse([disk, ...layout.partitions], what, true, isAllowed);
+      // The same refusals on the host's reading right before each write (with the devices' openers, where the host sees them).
+      const check: DiskWriteCheck = (devices) => refuseInUse(devices, what, true, isAllowed);
+      await check([disk, ...layout.partitions]);
       // What a disk holds is read only once it may be changed at all.
       if (layout.partitionStyle === null) layout = await withContext(`probe ${disk.name}`, host.probeDiskLayout(n));
 
@@ -75,7 +77,7 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
       if (style === "raw") {
         if (content) throw failedPrecondition(`refusing to ${what}: it has no partition table but holds ${content}; initialising it would destroy that data`);
         await reverify(n, disk, what);
-        await withContext(`initialise ${disk.name} with GPT`, host.initializeDisk(n, disk.identity));
+        await withContext(`initialise ${disk.name} with GPT`, host.initializeDisk(n, disk.identity, check));
         style = "gpt";
         table = await host.listPartitions(n); // Windows may add a reserved partition itself
       }
@@ -91,7 +93,7 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
       }
       await reverify(n, disk, what);
       try {
-        await host.createDataPartition(n, style, disk.identity);
+        await host.createDataPartition(n, style, disk.identity, check);
       } catch (err) {
         // 42002 "access path already in use" is tolerated, as upstream does
         if (!(err instanceof CsiProxyError && err.code === Code.AlreadyExists)) {
@@ -126,12 +128,14 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
     await inDiskLock(isOnline ? "SetDiskState(online)" : "SetDiskState(offline)", n, async () => {
       const disk = await host.getDisk(n);
       if (disk.online === isOnline) return; // idempotent, as upstream
+      let check: DiskWriteCheck | undefined;
       if (!isOnline) {
+        check = (devices) => refuseInUse(devices, `set disk ${n} (${disk.name}) offline`, false, isAllowed);
         const devices: HostDevice[] = [disk, ...(await host.getDiskLayout(n)).partitions];
-        await refuseInUse(devices, `set disk ${n} (${disk.name}) offline`, false, isAllowed);
+        await check(devices);
       }
       await reverify(n, disk, `set disk ${n} (${disk.name}) ${isOnline ? "online" : "offline"}`);
-      await withContext(`set ${disk.name} ${isOnline ? "online" : "offline"}`, host.setDiskOnline(n, isOnline, disk.identity));
+      await withContext(`set ${disk.name} ${isOnline ? "online" : "offline"}`, host.setDiskOnline(n, isOnline, disk.identity, check));
     });
   }
 

@@ -19,7 +19,8 @@ import { FragmentError, fragmentError } from "../../compat/driver-fragments.ts";
  */
 export function createFilesystemService(deps: { host: FilesystemHostApi; policy: PathPolicy; platform: "linux" | "win32" }): FilesystemService {
   const { host, policy } = deps;
-  const dirname = deps.platform === "win32" ? path.win32.dirname : path.posix.dirname;
+  const pathApi = deps.platform === "win32" ? path.win32 : path.posix;
+  const dirname = (p: string): string => pathApi.dirname(p);
 
   const win32 = deps.platform === "win32";
 

@@ -13,7 +13,7 @@ export interface VolumeService {
   unmountVolume(req: { volumeId: string; targetPath: string }, options?: CallOptions): Promise<void>;
   /** True when the volume holds any filesystem. */
   isVolumeFormatted(req: { volumeId: string }, options?: CallOptions): Promise<{ formatted: boolean }>;
-  /** Creates the default filesystem; succeeds without change when it is already there, FailedPrecondition for any other signature. */
+  /** Creates the default filesystem on a volume nothing uses, replacing one of the same type (as upstream, it formats again); FailedPrecondition when the volume is in use or holds any other signature. */
   formatVolume(req: { volumeId: string }, options?: CallOptions): Promise<void>;
   /** Grows the partition (and filesystem) to sizeBytes; 0 fills the disk; smaller or < +100 MiB is a no-op; negative is InvalidArgument. */
   resizeVolume(req: { volumeId: string; sizeBytes: bigint }, options?: CallOptions): Promise<void>;

@@ -127,7 +127,8 @@ const baseEnv: Record<string, string> = {
 };
 
 /**
- * The only place the daemon spawns processes. `file` is a program name or absolute path, `args` an
+ * The only place the daemon spawns short-lived processes (the long-lived PowerShell workers are
+ * started by spawn-worker.ts). `file` is a program name or absolute path, `args` an
  * argv array passed verbatim (`shell: false`), so request data can never become shell syntax.
  * Resolves with the output on an accepted exit code; otherwise rejects with HostCommandError.
  */

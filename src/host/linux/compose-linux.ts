@@ -18,12 +18,15 @@ import { createVolumeService } from "../../groups/volume/volume-service.ts";
 import { createSmbService } from "../../groups/smb/smb-service.ts";
 import { smbStateFile } from "../../groups/smb/smb-state.ts";
 import { guardStateFile, secureStateDir } from "../../state/state-dir.ts";
+import { sweepStateLeftovers } from "../../state/state-leftovers.ts";
 import { createIscsiService } from "../../groups/iscsi/iscsi-service.ts";
 import { createSystemService } from "../../groups/system/system-service.ts";
-import { createKeyedMutex } from "../../util/keyed-mutex.ts";
+import { nodeLocks } from "../../state/node-locks-for.ts";
 import { LinuxFilesystemHost } from "./filesystem.ts";
+import { createLinuxMountGate } from "./linux-mount-gate.ts";
+import { gateFilesystemHost, gateResolver } from "../gated-filesystem-host.ts";
 import { cachedBindSources } from "./bind-mount-source.ts";
-import { createMountTableCache } from "./mount-table-cache.ts";
+import { processMountTable } from "./mount-index.ts";
 import { LinuxBlockTools } from "./linux-block-tools.ts";
 import { LinuxDiskHost } from "./disk.ts";
 import { LinuxVolumeHost } from "./volume.ts";
@@ -33,13 +36,18 @@ import { LinuxSystemHost } from "./system.ts";
 
 export async function createLinuxServices(config: ProxyConfig): Promise<Services> {
   const trust = await secureStateDir(config.stateDir, "linux", { log: config.logger });
+  await sweepStateLeftovers(trust, "linux", config.logger);
+  const mountTable = processMountTable();
+  // Every syscall on a request path is admitted per mount (src/host/mount-gate.ts): a dead mount
+  // holds at most a few of libuv's threads, and calls under it fail fast once it is not responding.
+  const gate = createLinuxMountGate(mountTable);
   const policy = createPathPolicy({
     platform: "linux",
     allowedDirs: [...config.workingDirs, config.kubeletPath],
-    resolve: createFsResolver(fsPromises, "linux"),
-    bindSources: cachedBindSources(createMountTableCache()),
+    resolve: gateResolver(createFsResolver(fsPromises, "linux"), gate),
+    bindSources: cachedBindSources(mountTable),
   });
-  const locks = createKeyedMutex();
+  const locks = nodeLocks(config, trust.smb ?? trust.iscsi);
   const smbHost = new LinuxSmbHost(config);
   if (!trust.smb) {
     const removed = await smbHost.removeLeftoverCredentials().catch(() => 0);
@@ -47,7 +55,7 @@ export async function createLinuxServices(config: ProxyConfig): Promise<Services
   }
   const blockTools = new LinuxBlockTools({ stateFile: path.join(config.socketDir, "csi-proxy-disk-state.json"), log: config.logger });
   return {
-    filesystem: createFilesystemService({ host: new LinuxFilesystemHost(), policy, platform: "linux" }),
+    filesystem: createFilesystemService({ host: gateFilesystemHost(new LinuxFilesystemHost(), gate), policy, platform: "linux" }),
     disk: createDiskService({ host: new LinuxDiskHost(blockTools), policy, locks }),
     volume: createVolumeService({ host: new LinuxVolumeHost(blockTools, { defaultFileSystem: config.defaultFsType, log: config.logger }), policy, locks }),
     smb: await createSmbService({
@@ -57,8 +65,9 @@ export async function createLinuxServices(config: ProxyConfig): Promise<Services
       requirePrivacy: config.requirePrivacy,
       platform: "linux",
       log: config.logger,
+      locks,
     }),
-    iscsi: createIscsiService({ host: new LinuxIscsiHost({ stateDir: config.stateDir, stateRefusal: trust.iscsi }) }),
+    iscsi: createIscsiService({ host: new LinuxIscsiHost({ stateDir: config.stateDir, stateRefusal: trust.iscsi }), locks }),
     system: createSystemService({ host: new LinuxSystemHost(), platform: "linux", allowedServices: config.allowedServices }),
   };
 }

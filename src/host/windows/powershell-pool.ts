@@ -24,7 +24,7 @@
  *   powershell-worker.ts.
  */
 import { CsiProxyError, Code } from "../../errors.ts";
-import { WORKER_OPS, type WorkerOp } from "./scripts/worker-script.ts";
+import { WORKER_OPS } from "./scripts/worker-script.ts";
 import { asciiJson, PowerShellWorker, type Json, type WorkerCall, type WorkerCommand, type WorkerOwner } from "./powershell-worker.ts";
 import { callSignal, outlivingRecorder } from "../../util/call-scope.ts";
 import { abortError } from "../stop-if-aborted.ts";
@@ -84,7 +84,7 @@ export class PowerShellPool implements WorkerOwner {
   }
 
   /** Runs `op` with `args` (JSON data only) on a worker; resolves with the op's JSON result. */
-  call<T = Json>(op: WorkerOp | string, args: { [key: string]: Json } = {}, options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<T> {
+  call<T = Json>(op: string, args: { [key: string]: Json } = {}, options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<T> {
     if (this.#closed) return Promise.reject(new CsiProxyError(Code.Unavailable, "PowerShell worker pool is closed"));
     if (!this.#ops.has(op)) return Promise.reject(new CsiProxyError(Code.Internal, `unknown PowerShell worker op ${JSON.stringify(op)}`));
     if (this.#queue.length >= this.#maxQueue) {
