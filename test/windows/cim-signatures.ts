@@ -296,6 +296,12 @@ export const CIM_CLASSES: Record<string, CimClassSignature> = {
       Resize: { static: false, in: { Size: "UInt64" }, out: { ExtendedStatus: "String" }, returnCodes: RESIZE_CODES, source: `${STORAGE}/msft-partition-resize` },
     },
   },
+  MSFT_StorageJob: {
+    namespace: "root/Microsoft/Windows/Storage",
+    source: `${STORAGE}/msft-storagejob`,
+    properties: { JobState: "UInt16" },
+    methods: {},
+  },
   MSFT_Volume: {
     namespace: "root/Microsoft/Windows/Storage",
     source: `${STORAGE}/msft-volume`,
