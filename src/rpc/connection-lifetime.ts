@@ -1,5 +1,6 @@
 import type { Duplex } from "node:stream";
 import { NO_ERROR, goaway, ping } from "./http2-frames.ts";
+import type { AdmissionEntry } from "./connection-admission.ts";
 import type { TransportLimits } from "./transport-limits.ts";
 
 /** What the lifetime reads of its connection. */
@@ -19,13 +20,15 @@ export interface LifetimeView {
  * the last stream id; the socket ends once no call is in flight). One timer per connection, run every
  * idleTimeoutMs (no timer work per call): a connection is idle when no stream started during a whole
  * period and none is active at its end, so it is ended between idleTimeoutMs and twice that after its
- * last call.
+ * last call. With an admission entry, it reports the handshake and calls to admission, and is
+ * ended by it when admission needs room (connection-admission.ts).
  */
 export class ConnectionLifetime {
   private readonly socket: Duplex;
   private readonly sender: { write(bytes: Buffer): void; flush(): void };
   private readonly limits: TransportLimits;
   private readonly view: LifetimeView;
+  private readonly admission?: AdmissionEntry;
   private timer: NodeJS.Timeout;
   /** A stream started since the idle timer last ran. */
   private touched = false;
@@ -34,11 +37,16 @@ export class ConnectionLifetime {
   /** The second GOAWAY, with the last stream id processed, was sent: later streams are ignored. */
   finalGoaway = false;
 
-  constructor(socket: Duplex, sender: { write(bytes: Buffer): void; flush(): void }, limits: TransportLimits, view: LifetimeView) {
+  constructor(socket: Duplex, sender: { write(bytes: Buffer): void; flush(): void }, limits: TransportLimits, view: LifetimeView, admission?: AdmissionEntry) {
     this.socket = socket;
     this.sender = sender;
     this.limits = limits;
     this.view = view;
+    this.admission = admission;
+    if (admission) {
+      admission.busy = () => view.active() > 0;
+      admission.evict = () => this.evict();
+    }
     this.timer = setTimeout(this.onHandshakeTimeout, limits.handshakeTimeoutMs);
     this.timer.unref();
   }
@@ -46,10 +54,12 @@ export class ConnectionLifetime {
   /** The client's preface and first SETTINGS arrived: the idle timer replaces the handshake timer. */
   handshakeDone(): void {
     this.armIdleTimer();
+    this.admission?.handshakeDone();
   }
 
   streamStarted(): void {
     this.touched = true;
+    this.admission?.called();
   }
 
   /** A PING ACK: ours (sent with the first GOAWAY) lets the final GOAWAY go at once. */
@@ -59,12 +69,24 @@ export class ConnectionLifetime {
 
   /** The last active stream retired. */
   idle(): void {
+    this.admission?.called();
     if (this.finalGoaway && !this.view.closed()) this.endSocket();
   }
 
   /** The connection closed: no timer is left. */
   stop(): void {
     clearTimeout(this.timer);
+    this.admission?.closed();
+  }
+
+  /** Admission chose this connection (no call in flight) to make room: GOAWAY(NO_ERROR) and closed at once (a connection in its handshake: closed). */
+  private evict(): void {
+    if (this.view.closed()) return;
+    if (this.view.handshakeComplete()) {
+      this.sender.write(goaway(this.view.lastStreamId(), NO_ERROR, "evicted"));
+      this.sender.flush();
+    }
+    this.socket.destroy();
   }
 
   private readonly onHandshakeTimeout = () => {

@@ -14,6 +14,7 @@ import {
   ENHANCE_YOUR_CALM, FLAG_END_STREAM, FRAME_SIZE_ERROR, NO_ERROR, PROTOCOL_ERROR, REFUSED_STREAM, SETTINGS_ACK, STREAM_CLOSED,
   goaway, headersFrames, ping, rstStream, windowUpdate,
 } from "./http2-frames.ts";
+import type { AdmissionEntry } from "./connection-admission.ts";
 import { ConnectionLifetime } from "./connection-lifetime.ts";
 import { OutboundAccount, OutboundBudget } from "./outbound-budget.ts";
 import { RequestBodies } from "./request-body.ts";
@@ -28,12 +29,11 @@ import { DEFAULT_LIMITS, PROCESS_BUFFERED_BYTES, PROCESS_OUTBOUND_BYTES, type Tr
  * connection-policy.ts (abuse accounting), request-body.ts (request bytes against the budgets),
  * grpc-request.ts (headers, message, decompression), flow-control.ts and send-scheduler.ts
  * (windows, writes), outbound-budget.ts (answer memory), connection-lifetime.ts (timeouts, GOAWAY).
- * Wire behaviour: any `:authority` is accepted (also the raw pipe path grpc-go < 1.57 sends);
- * unknown `:path` → UNIMPLEMENTED "The server does not implement the method <path>"; `grpc-timeout`
- * → DEADLINE_EXCEEDED "Deadline exceeded" (the handler's signal aborted); the client's RST_STREAM
- * aborts the handler's signal (Canceled); errors are trailers-only responses (`grpc-status`,
- * percent-encoded `grpc-message`); protocol violations end the connection with GOAWAY (malformed
- * requests: RST_STREAM); every bound of transport-limits.ts holds (memory, rates, streams).
+ * Wire behaviour: any `:authority` is accepted (also grpc-go < 1.57's raw pipe path); unknown
+ * `:path` → UNIMPLEMENTED "The server does not implement the method <path>"; `grpc-timeout` →
+ * DEADLINE_EXCEEDED "Deadline exceeded" and the client's RST_STREAM → Canceled (the handler's signal
+ * aborted); errors are trailers-only (`grpc-status`, percent-encoded `grpc-message`); protocol
+ * violations: GOAWAY (malformed requests: RST_STREAM); every bound of transport-limits.ts holds.
  * Each stream is one CallStream, in the table from its HEADERS until answered and the client's side
  * is closed; it counts against maxConcurrentStreams until its handler has ended too. O(1) per frame.
  */
@@ -56,7 +56,7 @@ export class GrpcConnection implements FrameHandler {
   private readonly methods: ReadonlyMap<string, UnaryMethod>;
   private readonly limits: TransportLimits;
 
-  constructor(socket: Duplex, methods: ReadonlyMap<string, UnaryMethod>, options: { limits?: Partial<TransportLimits>; processBudget?: ByteBudget; outboundBudget?: OutboundBudget } = {}) {
+  constructor(socket: Duplex, methods: ReadonlyMap<string, UnaryMethod>, options: { limits?: Partial<TransportLimits>; processBudget?: ByteBudget; outboundBudget?: OutboundBudget; admission?: AdmissionEntry } = {}) {
     this.socket = socket;
     this.methods = methods;
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
@@ -80,7 +80,7 @@ export class GrpcConnection implements FrameHandler {
     socket.on("drain", () => this.outbound.sync());
     this.lifetime = new ConnectionLifetime(socket, this.sender, this.limits, {
       active: () => this.active, lastStreamId: () => this.lastStreamId, closed: () => this.closed, handshakeComplete: () => this.reader.handshakeComplete,
-    });
+    }, options.admission);
     this.sender.write(serverPreface(this.limits.maxConcurrentStreams));
   }
 
@@ -93,11 +93,8 @@ export class GrpcConnection implements FrameHandler {
     try {
       if (step() === false) return false;
     } catch (err) {
-      if (err instanceof Http2ConnectionError) {
-        this.fail(err.code, err.message);
-        return true;
-      }
-      throw err;
+      if (!(err instanceof Http2ConnectionError)) throw err;
+      this.fail(err.code, err.message);
     }
     // Back-pressure: answers the frames produced go to the socket now, so the budget sees what the client leaves unread.
     if (this.sender.queuedBytes > this.limits.writeHighWaterBytes) this.sender.flush();

@@ -101,8 +101,21 @@ export const MAX_CONNECTIONS_PER_ENDPOINT = 1000;
 /** Descriptors kept for everything but client connections (listeners, files, pipes of host commands). */
 export const DESCRIPTOR_RESERVE = 128;
 
+/** Connections of all endpoints together where descriptors do not bound them (Windows pipe handles). */
+export const MAX_CONNECTIONS_WITHOUT_DESCRIPTOR_LIMIT = 8192;
+
 /**
- * Connections one endpoint accepts (more are closed on accept): at most MAX_CONNECTIONS_PER_ENDPOINT,
+ * Connections the whole process admits (all endpoints): the descriptors left after
+ * DESCRIPTOR_RESERVE, or MAX_CONNECTIONS_WITHOUT_DESCRIPTOR_LIMIT where there is no descriptor limit.
+ * At it, a new connection takes the place of an idle one (connection-admission.ts).
+ */
+export function connectionsPerProcess(openFileLimit: number | undefined): number {
+  if (openFileLimit === undefined) return MAX_CONNECTIONS_WITHOUT_DESCRIPTOR_LIMIT;
+  return Math.max(16, openFileLimit - DESCRIPTOR_RESERVE);
+}
+
+/**
+ * Connections one endpoint admits (at it, a new connection takes the place of an idle one of that endpoint): at most MAX_CONNECTIONS_PER_ENDPOINT,
  * and at most half of the descriptors left after DESCRIPTOR_RESERVE, so a flood on one endpoint
  * leaves the other endpoints at least the other half. `openFileLimit`: RLIMIT_NOFILE's soft value,
  * or undefined where there is none (Windows handles).

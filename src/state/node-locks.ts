@@ -22,7 +22,7 @@
  * Errors: a lock file that cannot be opened or locked rejects the call with FailedPrecondition
  * naming the file (the call's work has not started).
  */
-import { createHash } from "node:crypto";
+import { nodeCrypto } from "../util/node-crypto.ts";
 import { constants as fsc, promises as fsp } from "node:fs";
 import * as path from "node:path";
 import { Code, CsiProxyError } from "../errors.ts";
@@ -48,7 +48,7 @@ export function lockFileName(key: string): string {
   const colon = key.indexOf(":");
   const namespace = (colon < 0 ? key : key.slice(0, colon)).replace(/[^A-Za-z0-9_-]/g, "_").slice(0, 64) || "_";
   if (colon < 0) return `${namespace}.lock`;
-  const stripe = createHash("sha256").update(key.slice(colon + 1)).digest().readUInt32BE(0) % STRIPES;
+  const stripe = nodeCrypto().createHash("sha256").update(key.slice(colon + 1)).digest().readUInt32BE(0) % STRIPES;
   return `${namespace}.${stripe}.lock`;
 }
 

@@ -251,26 +251,16 @@ const attacks: Record<string, () => Promise<void>> = {
     await send(conn, frame(0, 0, 0, Buffer.from("x")));
     await wait(300);
   },
-  /** Connections that send half the preface and then nothing, opened in batches so none is lost to a full listen backlog. */
+  /**
+   * Connections that send half the preface and then nothing ("idle-connections": the whole preface
+   * and SETTINGS, then nothing), opened in batches so none is lost to a full listen backlog. The
+   * address may list several sockets separated by ',': `connections` on each.
+   */
   async "half-preface"() {
-    const n = Number(connectionsText ?? 100);
-    const sockets: net.Socket[] = [];
-    for (let i = 0; i < n; i += 50) {
-      const batch = Array.from({ length: Math.min(50, n - i) }, () => {
-        const s = net.connect(address);
-        s.on("error", () => {});
-        s.resume();
-        s.write(PREFACE.subarray(0, 10));
-        sockets.push(s);
-        return new Promise((r) => (s.once("connect", r), s.once("close", r)));
-      });
-      await Promise.all(batch);
-      await wait(20);
-    }
-    await wait(duration);
-    let open = 0;
-    for (const s of sockets) if (!s.destroyed && s.readyState === "open") open++;
-    result.status.open = open;
+    await holdConnections(PREFACE.subarray(0, 10));
+  },
+  async "idle-connections"() {
+    await holdConnections(Buffer.concat([PREFACE, frame(4, 0, 0)]));
   },
 };
 
@@ -296,6 +286,32 @@ async function unreadLargeAnswers(unknownMethod: boolean) {
       return Buffer.concat(frames);
     });
   }));
+}
+
+/** See "half-preface"; status.open: still open at the end; status.closed: closed by the server. Prints "held" once all are open. */
+async function holdConnections(first: Buffer) {
+  const n = Number(connectionsText ?? 100);
+  const sockets: net.Socket[] = [];
+  for (const target of address.split(",")) {
+    for (let i = 0; i < n; i += 50) {
+      const batch = Array.from({ length: Math.min(50, n - i) }, () => {
+        const s = net.connect(target);
+        s.on("error", () => {});
+        s.resume();
+        s.write(first);
+        sockets.push(s);
+        return new Promise((r) => (s.once("connect", r), s.once("close", r)));
+      });
+      await Promise.all(batch);
+      await wait(5);
+    }
+  }
+  process.stdout.write("held\n");
+  await wait(duration);
+  let open = 0;
+  for (const s of sockets) if (!s.destroyed && s.readyState === "open") open++;
+  result.status.open = open;
+  result.status.closed = sockets.length - open;
 }
 
 function chunks(message: Buffer, id: number): Buffer[] {

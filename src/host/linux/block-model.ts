@@ -232,12 +232,52 @@ export function volumeOfDevice(snap: BlockSnapshot, dev: DevNumber): VolumeRef |
   return null;
 }
 
-/** Mount entries of a device, in mount-table order. */
-export const mountsOf = (snap: BlockSnapshot, dev: DevNumber) => snap.mounts.filter((m) => sameDev(m, dev));
+/** A snapshot's mounts indexed by device and by mount point (built once per mounts array, which is never changed). */
+interface BlockMountIndex {
+  byDev: Map<string, BlockMount[]>;
+  byPoint: Map<string, BlockMount[]>;
+}
+const blockIndexes = new WeakMap<readonly BlockMount[], BlockMountIndex>();
+
+function blockIndex(mounts: readonly BlockMount[]): BlockMountIndex {
+  let index = blockIndexes.get(mounts);
+  if (index) return index;
+  index = { byDev: new Map(), byPoint: new Map() };
+  for (const m of mounts) {
+    const dev = `${m.major}:${m.minor}`;
+    const d = index.byDev.get(dev);
+    if (d) d.push(m);
+    else index.byDev.set(dev, [m]);
+    const p = index.byPoint.get(m.mountPoint);
+    if (p) p.push(m);
+    else index.byPoint.set(m.mountPoint, [m]);
+  }
+  blockIndexes.set(mounts, index);
+  return index;
+}
+
+/** Mount entries of a device, in mount-table order (indexed: no scan of the table). */
+export const mountsOf = (snap: BlockSnapshot, dev: DevNumber): BlockMount[] => [...(blockIndex(snap.mounts).byDev.get(`${dev.major}:${dev.minor}`) ?? [])];
 
 /** The mount visible at `mountPoint` (the last one mounted there), if any. */
-export function mountAt(snap: BlockSnapshot, mountPoint: string): BlockMount | undefined {
-  return snap.mounts.findLast((m) => m.mountPoint === mountPoint);
+export function mountAt(snap: Pick<BlockSnapshot, "mounts">, mountPoint: string): BlockMount | undefined {
+  return blockIndex(snap.mounts).byPoint.get(mountPoint)?.at(-1);
+}
+
+/**
+ * The visible mount at the deepest mount point that is the absolute, canonical `path` or one of its
+ * ancestors. Cost: one map lookup per path component.
+ */
+export function mountHoldingPath(snap: Pick<BlockSnapshot, "mounts">, path: string): BlockMount | undefined {
+  const byPoint = blockIndex(snap.mounts).byPoint;
+  let p = path.length > 1 && path.endsWith("/") ? path.slice(0, -1) : path;
+  for (;;) {
+    const here = byPoint.get(p);
+    if (here) return here[here.length - 1];
+    if (p === "/" || p === "") return undefined;
+    const cut = p.lastIndexOf("/");
+    p = cut <= 0 ? "/" : p.slice(0, cut);
+  }
 }
 
 /** The device holding `/`. */
@@ -315,7 +355,7 @@ export function stackedUses(snap: BlockSnapshot, dev: BlockDisk | BlockPartition
   }
   if (own?.backing?.kind === "block") {
     const under = own.backing.dev;
-    for (const m of snap.mounts.filter((x) => sameDev(x, under))) out.push(`stacked on ${own.backingFile}, which is mounted at ${m.mountPoint}`);
+    for (const m of mountsOf(snap, under)) out.push(`stacked on ${own.backingFile}, which is mounted at ${m.mountPoint}`);
     if (snap.swaps.some((x) => sameDev(x, under))) out.push(`stacked on ${own.backingFile}, which is in use as swap`);
   }
   return out;

@@ -195,11 +195,23 @@ export interface BlockTools {
   /**
    * Every whole block device (/sys/block) with a medium (size > 0), with its partitions. With
    * `tables: false` no partition table is read off a device (partitionTable, and the partitions'
-   * uuid and typeId, are null): for answers that need only sysfs (identifiers, locations).
+   * uuid and typeId, are null): for answers that need only sysfs (identifiers, locations). With
+   * `partitions: false`, identity only: no partition, holder, read-only or SCSI state is read
+   * (`partitions` and `holders` empty): what ListDiskIDs needs, a few sysfs reads per disk.
    */
-  listDisks(options?: { tables?: boolean }): Promise<BlockDisk[]>;
+  listDisks(options?: { tables?: boolean; partitions?: boolean }): Promise<BlockDisk[]>;
   /** The whole block device with this number (via /sys/dev/block), null when there is none (or it is a partition). */
   findDisk(dev: DevNumber): Promise<BlockDisk | null>;
+  /**
+   * The whole disk holding a disk or partition device number (itself for a disk), null when it is
+   * neither; lets a read take a snapshot of that one disk. Optional: without it, every disk is read.
+   */
+  diskOfDevice?(dev: DevNumber): DevNumber | null;
+  /**
+   * A text that changes whenever a block device appears, goes or gets a new medium (names and
+   * diskseq of /sys/block); undefined where the kernel gives no diskseq. Optional.
+   */
+  diskSetKey?(): string | undefined;
   readMounts(): Promise<BlockMount[]>;
   /**
    * Mounts of the device number in every mount namespace this process can see (each /proc/<pid>/mountinfo,

@@ -26,7 +26,7 @@ import { LinuxFilesystemHost } from "./filesystem.ts";
 import { createLinuxMountGate } from "./linux-mount-gate.ts";
 import { gateFilesystemHost, gateResolver } from "../gated-filesystem-host.ts";
 import { cachedBindSources } from "./bind-mount-source.ts";
-import { createMountTableCache } from "./mount-table-cache.ts";
+import { processMountTable } from "./mount-index.ts";
 import { LinuxBlockTools } from "./linux-block-tools.ts";
 import { LinuxDiskHost } from "./disk.ts";
 import { LinuxVolumeHost } from "./volume.ts";
@@ -37,7 +37,7 @@ import { LinuxSystemHost } from "./system.ts";
 export async function createLinuxServices(config: ProxyConfig): Promise<Services> {
   const trust = await secureStateDir(config.stateDir, "linux", { log: config.logger });
   await sweepStateLeftovers(trust, "linux", config.logger);
-  const mountTable = createMountTableCache();
+  const mountTable = processMountTable();
   // Every syscall on a request path is admitted per mount (src/host/mount-gate.ts): a dead mount
   // holds at most a few of libuv's threads, and calls under it fail fast once it is not responding.
   const gate = createLinuxMountGate(mountTable);

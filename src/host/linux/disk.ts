@@ -107,10 +107,10 @@ export class LinuxDiskHost implements DiskHostApi {
     return snap.disks.map((d) => this.#hostDisk(snap, d));
   }
 
-  /** From sysfs alone: identifiers need no partition table, mount or loop list. */
+  /** From sysfs alone: identifiers need no partition, partition table, mount or loop list (a few reads per disk; the rest per medium, cached). */
   async listDiskIds(): Promise<Map<number, DiskIds>> {
     const out = new Map<number, DiskIds>();
-    for (const disk of visibleDisks(await this.#tools.listDisks({ tables: false }))) out.set(diskNumberOf(disk), diskIds(disk));
+    for (const disk of visibleDisks(await this.#tools.listDisks({ tables: false, partitions: false }))) out.set(diskNumberOf(disk), diskIds(disk));
     return out;
   }
 

@@ -15,9 +15,11 @@ import { OPENER_SETTLE_MS, type BlockDisk, type BlockMount, type BlockTools, typ
 import { cappedTimeoutMs, HostCommandError, runCommand, type RunOptions } from "../exec/run-command.ts";
 import { fsError } from "../fs-error.ts";
 import { inspectDirectory } from "../inspect-directory.ts";
-import { mountsInAnyNamespace } from "./mountinfo.ts";
+import { createNamespaceMounts, type NamespaceMounts } from "./namespace-mounts.ts";
 import { scanDeviceOpeners } from "./device-openers.ts";
-import { createMountTableCache, type MountTableCache } from "./mount-table-cache.ts";
+import type { MountTableCache } from "./mount-table-cache.ts";
+import type { MountEntry } from "./mountinfo.ts";
+import { processMountTable } from "./mount-index.ts";
 import { mountOnDir, unmountDir } from "./anchored-mount.ts";
 import type { UndoLog } from "../../util/undo-retry.ts";
 import { loadLibc } from "./libc.ts";
@@ -157,6 +159,30 @@ export interface LinuxBlockToolsOptions {
   log?: UndoLog;
 }
 
+/**
+ * The block view of one mount table version. Filesystems on an anonymous device number (btrfs shows
+ * 0:NN in mountinfo) are attributed to their source when the source is a block device node: the
+ * device the API knows them by (its number as stat'ed when this version was first used). The answer
+ * is shared by every caller of that version and must not be changed.
+ */
+async function blockMountsOf(table: readonly MountEntry[]): Promise<BlockMount[]> {
+  const sources = new Map<string, DevNumber | null>();
+  const out: BlockMount[] = [];
+  for (const m of table) {
+    let [major, minor] = m.device.split(":").map(Number);
+    if (major === 0 && m.source.startsWith("/dev/")) {
+      if (!sources.has(m.source)) {
+        const st = await stat(m.source, { bigint: true }).catch(() => null);
+        sources.set(m.source, st?.isBlockDevice() ? decodeDev(st.rdev) : null);
+      }
+      const dev = sources.get(m.source);
+      if (dev) ({ major, minor } = dev);
+    }
+    out.push({ major, minor, mountPoint: m.mountPoint, fsType: m.fsType, source: m.source, mountId: m.mountId });
+  }
+  return out;
+}
+
 /** A sysfs or procfs file's text, "" when it cannot be read (generated in memory: read synchronously, as sysfs-block.ts explains). */
 function kernelText(file: string): string {
   try {
@@ -169,8 +195,12 @@ function kernelText(file: string): string {
 export class LinuxBlockTools implements BlockTools {
   readonly #offlineMarks: OfflineMarksFile;
   readonly #log: UndoLog | undefined;
-  /** As fresh as reading /proc/self/mountinfo on every call (mount-table-cache.ts), parsed only after a change. */
-  readonly #mountTable: MountTableCache = createMountTableCache();
+  /** As fresh as reading /proc/self/mountinfo on every call (mount-table-cache.ts), parsed only after a change; shared by the process. */
+  readonly #mountTable: MountTableCache = processMountTable();
+  /** readMounts' answer per table version (the table array is the version): built once per mount change. */
+  readonly #blockMounts = new WeakMap<readonly MountEntry[], Promise<BlockMount[]>>();
+  /** Per loop device name: what its backing file was stat'ed as, for one medium (diskseq) and path; bounded by the number of loop devices. */
+  readonly #loopBacking = new Map<string, { key: string; backing: LoopDevice["backing"] }>();
   constructor(options: LinuxBlockToolsOptions) {
     this.#offlineMarks = new OfflineMarksFile(options.stateFile);
     this.#log = options.log;
@@ -180,8 +210,11 @@ export class LinuxBlockTools implements BlockTools {
     return process.geteuid?.() ?? 0;
   }
 
+  /** Every namespace's table, each remembered until the kernel lists other mount ids for it (namespace-mounts.ts). */
+  readonly #namespaces: NamespaceMounts = createNamespaceMounts();
+
   mountsInAnyNamespace(dev: DevNumber): Promise<NamespaceMount[]> {
-    return mountsInAnyNamespace(dev.major, dev.minor);
+    return this.#namespaces.mountsOf(dev.major, dev.minor);
   }
 
   async effectiveCapabilities(): Promise<Set<string>> {
@@ -189,8 +222,8 @@ export class LinuxBlockTools implements BlockTools {
     return capabilityNames(/^CapEff:\s*([0-9a-fA-F]+)/m.exec(status)?.[1] ?? "0");
   }
 
-  listDisks(options: { tables?: boolean } = {}): Promise<BlockDisk[]> {
-    return listBlockDisks({ withMedium: true, ...(options.tables === false ? { readTable: async () => null } : {}) });
+  listDisks(options: { tables?: boolean; partitions?: boolean } = {}): Promise<BlockDisk[]> {
+    return listBlockDisks({ withMedium: true, ...(options.tables === false ? { readTable: async () => null } : {}), ...(options.partitions === false ? { identityOnly: true } : {}) });
   }
 
   /** The sysfs link is resolved synchronously (sysfs is generated in memory, as sysfs-block.ts explains). */
@@ -205,26 +238,48 @@ export class LinuxBlockTools implements BlockTools {
     return existsSync(path.join(SYS_BLOCK, name)) ? readBlockDisk(name) : null;
   }
 
-  /**
-   * Filesystems on an anonymous device number (btrfs shows 0:NN in mountinfo) are attributed to their
-   * source when the source is a block device node: the device the API knows them by.
-   */
-  async readMounts(): Promise<BlockMount[]> {
-    const sources = new Map<string, DevNumber | null>();
-    const out: BlockMount[] = [];
-    for (const m of await this.#mountTable.table()) {
-      let [major, minor] = m.device.split(":").map(Number);
-      if (major === 0 && m.source.startsWith("/dev/")) {
-        if (!sources.has(m.source)) {
-          const st = await stat(m.source, { bigint: true }).catch(() => null);
-          sources.set(m.source, st?.isBlockDevice() ? decodeDev(st.rdev) : null);
-        }
-        const dev = sources.get(m.source);
-        if (dev) ({ major, minor } = dev);
-      }
-      out.push({ major, minor, mountPoint: m.mountPoint, fsType: m.fsType, source: m.source, mountId: m.mountId });
+  /** The whole disk a disk or partition device number belongs to, from sysfs (synchronously: in memory); null when neither. */
+  diskOfDevice(dev: DevNumber): DevNumber | null {
+    let real: string;
+    try {
+      real = realpathSync(`/sys/dev/block/${dev.major}:${dev.minor}`);
+    } catch {
+      return null;
     }
-    return out;
+    const diskDir = existsSync(path.join(real, "partition")) ? path.dirname(real) : real;
+    if (!existsSync(path.join(SYS_BLOCK, path.basename(diskDir)))) return null;
+    const [major, minor] = kernelText(path.join(diskDir, "dev")).trim().split(":").map(Number);
+    return Number.isInteger(major) && Number.isInteger(minor) ? { major, minor } : null;
+  }
+
+  /** Names and media (diskseq) of every /sys/block entry, read synchronously (in memory): one read per device. */
+  diskSetKey(): string | undefined {
+    let names: string[];
+    try {
+      names = readdirSync(SYS_BLOCK);
+    } catch {
+      return undefined;
+    }
+    const parts: string[] = [];
+    for (const name of names.sort()) {
+      const seq = kernelText(path.join(SYS_BLOCK, name, "diskseq")).trim();
+      if (!seq) return undefined;
+      parts.push(`${name}=${seq}`);
+    }
+    return parts.join(" ");
+  }
+
+  /** {@link blockMountsOf} of the current table, built once per mount table version. */
+  async readMounts(): Promise<BlockMount[]> {
+    const table = await this.#mountTable.table();
+    let mounts = this.#blockMounts.get(table);
+    if (!mounts) {
+      const building = blockMountsOf(table);
+      mounts = building;
+      this.#blockMounts.set(table, building);
+      building.catch(() => this.#blockMounts.delete(table));
+    }
+    return mounts;
   }
 
   async deviceOpeners(devs: readonly DevNumber[]): Promise<DeviceOpener[]> {
@@ -279,11 +334,18 @@ export class LinuxBlockTools implements BlockTools {
         const num = (f: string) => BigInt(kernelText(path.join(dir, f)).trim() || "0");
         const sizeBytes = num("size") * 512n;
         const offsetBytes = num("loop/offset");
+        // The file an attached loop device holds open cannot change under the same medium (diskseq)
+        // and path (backing_file follows renames; LOOP_CHANGE_FD changes the path): stat'ed once per pair.
+        const seq = kernelText(path.join(dir, "diskseq")).trim();
+        const key = seq ? `${seq} ${backingFile}` : "";
         let backing: LoopDevice["backing"] = null;
-        if (!backingFile.endsWith(" (deleted)")) {
+        const known = key ? this.#loopBacking.get(name) : undefined;
+        if (known && known.key === key) backing = known.backing;
+        else if (!backingFile.endsWith(" (deleted)")) {
           const st = await stat(backingFile, { bigint: true }).catch(() => null);
           if (st?.isBlockDevice()) backing = { kind: "block", dev: decodeDev(st.rdev) };
           else if (st) backing = { kind: "file", dev: decodeDev(st.dev), ino: st.ino };
+          if (key && st) this.#loopBacking.set(name, { key, backing });
         }
         return { name, devPath: `/dev/${name}`, major, minor, sizeBytes, offsetBytes, backingFile, backing };
       }),

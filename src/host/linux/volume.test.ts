@@ -715,6 +715,59 @@ describe("the service's refusals run on the host's reading right before the writ
   });
 });
 
+describe("GetVolumeStats reads the one disk a volume was found on while the disk set is the same", () => {
+  /** Counts whole-host and one-disk reads; the disk set is the fake's disk names. */
+  class Counting extends FakeBlockTools {
+    listed = 0;
+    found = 0;
+    override async listDisks() {
+      this.listed++;
+      return super.listDisks();
+    }
+    override async findDisk(dev: { major: number; minor: number }) {
+      this.found++;
+      return super.findDisk(dev);
+    }
+    diskSetKey() {
+      return this.world.blockDisks().map((d) => `${d.name}=${d.diskSeq}`).sort().join(" ");
+    }
+  }
+  function counted() {
+    const s = setup({ tweak: (w) => (formatted(w), w.mountDirect("/dev/loop3p1", STAGE)) });
+    const tools = new Counting(s.world);
+    const host = new LinuxVolumeHost(tools, { defaultFileSystem: "ext4" });
+    const volume = createVolumeService({ host, policy: createPathPolicy({ platform: "linux", allowedDirs: [KUBELET], resolve: async (p) => p }), locks: createKeyedMutex() });
+    return { ...s, tools, volume };
+  }
+
+  test("the first call reads every disk, the next ones only the volume's disk", async () => {
+    const s = counted();
+    const first = await s.volume.getVolumeStats({ volumeId: s.id });
+    assert.deepEqual([s.tools.listed, s.tools.found], [1, 0]);
+    assert.deepEqual(await s.volume.getVolumeStats({ volumeId: s.id }), first);
+    assert.deepEqual(await s.volume.getVolumeStats({ volumeId: s.id }), first);
+    assert.deepEqual([s.tools.listed, s.tools.found], [1, 2]);
+  });
+
+  test("a disk that appears (a clone with the same PARTUUID) makes it read every disk again: ambiguous", async () => {
+    const s = counted();
+    await s.volume.getVolumeStats({ volumeId: s.id });
+    s.world.addLoop(5, "/images/clone.img");
+    s.world.partition("loop5", [512]);
+    s.world.disk("loop5").table!.entries[0].uuid = s.world.disk("loop3").table!.entries[0].uuid;
+    await rejectsWithCode(s.volume.getVolumeStats({ volumeId: s.id }), Code.FailedPrecondition, /ambiguous/);
+    assert.equal(s.tools.listed, 2);
+  });
+
+  test("a volume gone from its disk is looked up on every disk", async () => {
+    const s = counted();
+    await s.volume.getVolumeStats({ volumeId: s.id });
+    s.world.disk("loop3").table!.entries[0].uuid = "22222222-2222-2222-2222-222222222222";
+    await rejectsWithCode(s.volume.getVolumeStats({ volumeId: s.id }), Code.NotFound);
+    assert.deepEqual([s.tools.listed, s.tools.found], [2, 1]);
+  });
+});
+
 describe("processes holding the device nodes (read on the write's own reading)", () => {
   const opener = (w: FakeBlockWorld, devPath: string, access: "read" | "read-write" | "mapped", pid = 4242, command = "dd") =>
     w.openers.push({ pid, command, dev: w.devOf(devPath), access });

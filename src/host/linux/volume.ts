@@ -11,6 +11,7 @@ import { SnapshotSessions } from "./snapshot-session.ts";
 import { describeSchedule, retryUndo, type UndoLog } from "../../util/undo-retry.ts";
 import {
   describeSignatures,
+  devOfDiskNumber,
   describeProbe,
   deviceUse,
   diskNumberOf,
@@ -20,6 +21,7 @@ import {
   isFilesystem,
   isVolumePartition,
   mountAt,
+  mountHoldingPath,
   mountsOf,
   rootRequirement,
   takeSnapshot,
@@ -42,12 +44,13 @@ export interface LinuxVolumeHostOptions {
 const identityOf = (vol: VolumeRef) =>
   `${vol.dev.major}:${vol.dev.minor} diskseq ${vol.disk.diskSeq ?? "-"} ${vol.partition ? `sectors ${vol.partition.startSectors}+${vol.partition.sizeSectors}` : `size ${vol.disk.sizeBytes}`}`;
 
+/** Bound of the volume-id hints: cleared whole when reached (then rebuilt by the next lookups). */
+const WHERE_FOUND_MAX = 4096;
 /** Mount instances (device, mount id) whose write-back failure was reported at most this many at a time. */
 export const MAX_REPORTED_MOUNTS = 1024;
 const reportPrefix = (dev: DevNumber) => `${dev.major}:${dev.minor}@`;
 const reportKey = (dev: DevNumber, mountId: number | undefined) => `${reportPrefix(dev)}${mountId ?? "-"}`;
 
-const isWithinPath = (child: string, parent: string) => parent === "/" || child === parent || child.startsWith(parent + "/");
 
 export class LinuxVolumeHost implements VolumeHostApi {
   readonly #tools: BlockTools;
@@ -59,6 +62,8 @@ export class LinuxVolumeHost implements VolumeHostApi {
 
   readonly #sessions: SnapshotSessions;
   readonly #log: UndoLog | undefined;
+  /** Volume id → the disk it was found on and the disk set then ({@link #volumeByHint}); at most {@link WHERE_FOUND_MAX} entries. */
+  readonly #whereFound = new Map<string, { disk: DevNumber; disks: string }>();
   /** Mounts whose write-back failure was answered DataLoss (flushVolume), oldest first. */
   readonly #reported = new Map<string, { at: number; here: boolean }>();
 
@@ -92,7 +97,7 @@ export class LinuxVolumeHost implements VolumeHostApi {
   }
 
   async listVolumes(diskNumber: number, partitionNumber: number): Promise<string[]> {
-    const snap = await this.#sessions.read();
+    const snap = await this.#sessions.read(devOfDiskNumber(diskNumber));
     const disk = snap.disks.find((d) => diskNumberOf(d) === diskNumber);
     if (!disk) return []; // upstream (WMI era): unknown disk → empty list
     const parts = disk.partitions.filter((p) => isVolumePartition(p) && (partitionNumber === 0 || p.number === partitionNumber));
@@ -171,9 +176,35 @@ export class LinuxVolumeHost implements VolumeHostApi {
     return isFilesystem(probe) ? probe.type : null;
   }
 
+  /**
+   * For answers only (never a write's checks): the volume read from the one disk it was last found on,
+   * while the host's set of disks and media is the one it was found in (every disk was read then and
+   * the id was on that one disk only; a new disk — a clone among them — makes the lookup read every
+   * disk again); else, or when the id is not on that disk any more, {@link #volume}. The one-disk
+   * read still reads that disk's partition table: the id is verified there.
+   */
+  async #volumeByHint(volumeId: string): Promise<{ snap: BlockSnapshot; vol: VolumeRef }> {
+    const disks = this.#tools.diskSetKey?.();
+    const hint = disks === undefined ? undefined : this.#whereFound.get(volumeId);
+    if (hint && hint.disks === disks) {
+      const snap = await this.#sessions.read(hint.disk);
+      try {
+        return { snap, vol: findVolume(snap, volumeId) };
+      } catch {
+        // gone from that disk: look everywhere
+      }
+    }
+    const found = await this.#volume(volumeId);
+    if (disks !== undefined) {
+      if (this.#whereFound.size >= WHERE_FOUND_MAX) this.#whereFound.clear();
+      this.#whereFound.set(volumeId, { disk: { major: found.vol.disk.major, minor: found.vol.disk.minor }, disks });
+    }
+    return found;
+  }
+
   /** Mounted: statfs. Unmounted ext* or xfs: the superblock. Anything else cannot be measured: FailedPrecondition. */
   async getVolumeUsage(volumeId: string): Promise<VolumeUsage> {
-    const { snap, vol } = await this.#volume(volumeId);
+    const { snap, vol } = await this.#volumeByHint(volumeId);
     const mount = mountsOf(snap, vol.dev)[0];
     if (mount) return this.#tools.statfs(mount.mountPoint);
     const probe = await this.#probe(snap, vol);
@@ -374,18 +405,32 @@ export class LinuxVolumeHost implements VolumeHostApi {
   }
 
   async mountedAt(path: string): Promise<MountedVolume | null> {
-    const snap = await this.#sessions.read();
-    const m = mountAt(snap, path);
-    return m ? this.#mounted(snap, m) : null;
+    return this.#mountedVolume((s) => mountAt(s, path));
   }
 
   /** The longest mount point containing `path` (the service passes a path with its links resolved). */
   async volumeHolding(path: string): Promise<MountedVolume | null> {
+    return this.#mountedVolume((s) => mountHoldingPath(s, path));
+  }
+
+  /**
+   * The mount `find` picks, described from a snapshot of only the disk it is on when the tools can
+   * tell which (the mount table is cached per change, so this costs no scan of every disk); else, or
+   * when the mount changed between the two readings, from a snapshot of every disk.
+   */
+  async #mountedVolume(find: (s: Pick<BlockSnapshot, "mounts">) => BlockMount | undefined): Promise<MountedVolume | null> {
+    if (this.#tools.diskOfDevice) {
+      const first = find({ mounts: await this.#tools.readMounts() });
+      if (!first) return null;
+      const disk = this.#tools.diskOfDevice(first);
+      // Not on a block device sysfs knows (tmpfs, NFS, ...): no disk can hold it.
+      if (!disk) return this.#mounted({ disks: [], mounts: [], swaps: [], marks: [], loops: [] }, first);
+      const snap = await this.#sessions.read(disk);
+      const m = find(snap);
+      if (m && m.major === first.major && m.minor === first.minor) return this.#mounted(snap, m);
+    }
     const snap = await this.#sessions.read();
-    const holder = snap.mounts
-      .filter((m) => isWithinPath(path, m.mountPoint))
-      .reduce<string | null>((best, m) => (best === null || m.mountPoint.length > best.length ? m.mountPoint : best), null);
-    const m = holder === null ? undefined : mountAt(snap, holder);
+    const m = find(snap);
     return m ? this.#mounted(snap, m) : null;
   }
 
