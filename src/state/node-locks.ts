@@ -27,6 +27,7 @@ import { constants as fsc, promises as fsp } from "node:fs";
 import * as path from "node:path";
 import { Code, CsiProxyError } from "../errors.ts";
 import { createKeyedMutex, type KeyedMutex } from "../util/keyed-mutex.ts";
+import { kernel32 } from "../win32/kernel32.ts";
 import { loadKoffi } from "../win32/native.ts";
 
 /** Lock files per namespace. */
@@ -86,12 +87,7 @@ async function linuxTryLock(): Promise<TryLock> {
 
 async function windowsTryLock(): Promise<TryLock> {
   const koffi = await loadKoffi();
-  const k32 = koffi.load("kernel32.dll");
-  const CreateFileW = k32.func("intptr_t __stdcall CreateFileW(const char16_t *name, uint32_t access, uint32_t share, void *sa, uint32_t disposition, uint32_t flags, void *template)") as unknown as (...a: unknown[]) => number | bigint;
-  const LockFileEx = k32.func("int __stdcall LockFileEx(intptr_t file, uint32_t flags, uint32_t reserved, uint32_t low, uint32_t high, void *overlapped)") as unknown as (...a: unknown[]) => number;
-  const UnlockFileEx = k32.func("int __stdcall UnlockFileEx(intptr_t file, uint32_t reserved, uint32_t low, uint32_t high, void *overlapped)") as unknown as (...a: unknown[]) => number;
-  const CloseHandle = k32.func("int __stdcall CloseHandle(intptr_t h)") as unknown as (h: number | bigint) => number;
-  const GetLastError = k32.func("uint32_t __stdcall GetLastError()") as unknown as () => number;
+  const { lockCreateFileW: CreateFileW, LockFileEx, UnlockFileEx, lockCloseHandle: CloseHandle, GetLastError } = kernel32(koffi);
   const GENERIC_READ = 0x80000000, GENERIC_WRITE = 0x40000000, SHARE_ALL = 7, OPEN_ALWAYS = 4, FILE_ATTRIBUTE_NORMAL = 0x80;
   const LOCKFILE_FAIL_IMMEDIATELY = 1, LOCKFILE_EXCLUSIVE_LOCK = 2, ERROR_LOCK_VIOLATION = 33, ERROR_IO_PENDING = 997;
   const INVALID = [-1, -1n];

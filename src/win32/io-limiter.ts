@@ -1,5 +1,5 @@
 /**
- * The bound on concurrent `io` Win32 calls (win32.ts): at most {@link MAX_IO_CALLS} run at once,
+ * The bound on concurrent `io` Win32 calls (win32-calls.ts): at most {@link MAX_IO_CALLS} run at once,
  * because they share libuv's thread pool with Node's fs; a call that finds every slot held waits at
  * most {@link IO_QUEUE_TIMEOUT_MS}, then fails Unavailable. Slots are granted in arrival order.
  */

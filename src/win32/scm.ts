@@ -20,9 +20,11 @@
  * read at `pointer - koffi.address(buffer)` (checked to lie inside the buffer). x64 layout.
  */
 import { CsiProxyError, Code } from "../errors.ts";
+import { advapi32, type Advapi32 } from "./advapi32.ts";
+import { kernel32, type Kernel32 } from "./kernel32.ts";
 import { loadKoffi, type Koffi } from "./native.ts";
+import { utf16z } from "./win32-calls.ts";
 import { Win32Error, WinError } from "./win32-errors.ts";
-import { utf16z } from "./win32.ts";
 
 /** What the SCM reports about one service (dwStartType / dwCurrentState as Windows numbers them). */
 export interface ScmServiceInfo {
@@ -71,7 +73,6 @@ export const SCM_LAYOUT = {
 const STATUS_PROCESS_SIZE = SCM_LAYOUT.SERVICE_STATUS_PROCESS.sizeof, STATUS_SIZE = SCM_LAYOUT.SERVICE_STATUS.sizeof, ENUM_STATUS_SIZE = SCM_LAYOUT.ENUM_SERVICE_STATUSW.sizeof;
 const CONFIG = SCM_LAYOUT.QUERY_SERVICE_CONFIGW;
 
-type Fn = (...args: unknown[]) => unknown;
 type Handle = unknown;
 
 /** Reads the NUL-terminated UTF-16 string a pointer stored at `at` in `buf` points to (inside `buf`). */
@@ -107,49 +108,34 @@ export function parseEnumServiceStatus(buf: Buffer, base: bigint, count: number)
 
 export class Scm implements ServiceControlManager {
   readonly #koffi: Koffi;
-  readonly #f: Record<string, Fn>;
+  readonly #adv: Advapi32;
+  readonly #k32: Kernel32;
 
+  /** Uses the shared declarations of advapi32.ts (kind `scm`) and kernel32.ts. */
   constructor(koffi: Koffi) {
     this.#koffi = koffi;
-    const adv = koffi.load("advapi32.dll");
-    const k32 = koffi.load("kernel32.dll");
-    const decl = (lib: ReturnType<Koffi["load"]>, proto: string) => lib.func(proto) as unknown as Fn;
-    this.#f = {
-      GetLastError: decl(k32, "uint32_t __stdcall GetLastError()"),
-      OpenSCManagerW: decl(adv, "void * __stdcall OpenSCManagerW(const char16_t *machine, const char16_t *database, uint32_t access)"),
-      OpenServiceW: decl(adv, "void * __stdcall OpenServiceW(void *scm, const char16_t *name, uint32_t access)"),
-      CloseServiceHandle: decl(adv, "int __stdcall CloseServiceHandle(void *h)"),
-      QueryServiceStatusEx: decl(adv, "int __stdcall QueryServiceStatusEx(void *h, int level, uint8_t *buf, uint32_t size, _Out_ uint32_t *needed)"),
-      // the buffers are plain `uint8_t *` (not _Out_): the API stores pointers into the very memory it was given
-      QueryServiceConfigW: decl(adv, "int __stdcall QueryServiceConfigW(void *h, uint8_t *buf, uint32_t size, _Out_ uint32_t *needed)"),
-      StartServiceW: decl(adv, "int __stdcall StartServiceW(void *h, uint32_t argc, void *argv)"),
-      ControlService: decl(adv, "int __stdcall ControlService(void *h, uint32_t control, uint8_t *status)"),
-      EnumDependentServicesW: decl(adv, "int __stdcall EnumDependentServicesW(void *h, uint32_t state, uint8_t *buf, uint32_t size, _Out_ uint32_t *needed, _Out_ uint32_t *count)"),
-    };
-  }
-
-  #call(name: string, ...args: unknown[]): unknown {
-    return this.#f[name](...args);
+    this.#adv = advapi32(koffi);
+    this.#k32 = kernel32(koffi);
   }
 
   #lastError(): number {
-    return this.#call("GetLastError") as number;
+    return this.#k32.GetLastError();
   }
 
   /** Runs `fn` with an open service handle; both handles are closed afterwards. */
   #withService<T>(name: string, access: number, fn: (h: Handle) => T): T {
-    const scm = this.#call("OpenSCManagerW", null, null, SC_MANAGER_CONNECT);
+    const scm = this.#adv.OpenSCManagerW(null, null, SC_MANAGER_CONNECT);
     if (!scm) throw new Win32Error("OpenSCManager", this.#lastError());
     try {
-      const h = this.#call("OpenServiceW", scm, name, access);
+      const h = this.#adv.OpenServiceW(scm, name, access);
       if (!h) throw new Win32Error(`OpenService ${name}`, this.#lastError());
       try {
         return fn(h);
       } finally {
-        this.#call("CloseServiceHandle", h);
+        this.#adv.CloseServiceHandle(h);
       }
     } finally {
-      this.#call("CloseServiceHandle", scm);
+      this.#adv.CloseServiceHandle(scm);
     }
   }
 
@@ -171,13 +157,13 @@ export class Scm implements ServiceControlManager {
     try {
       return this.#withService(name, SERVICE_QUERY_CONFIG | SERVICE_QUERY_STATUS, (h) => {
         const status = Buffer.alloc(STATUS_PROCESS_SIZE);
-        if (!this.#call("QueryServiceStatusEx", h, SC_STATUS_PROCESS_INFO, status, STATUS_PROCESS_SIZE, [0])) {
+        if (!this.#adv.QueryServiceStatusEx(h, SC_STATUS_PROCESS_INFO, status, STATUS_PROCESS_SIZE, [0])) {
           throw new Win32Error(`QueryServiceStatusEx ${name}`, this.#lastError());
         }
         let base = 0n;
         const config = this.#sized(`QueryServiceConfig ${name}`, (buf, size, needed) => {
           if (buf) base = this.#koffi.address(buf);
-          return Boolean(this.#call("QueryServiceConfigW", h, buf, size, needed));
+          return Boolean(this.#adv.QueryServiceConfigW(h, buf, size, needed));
         });
         const c = parseServiceConfig(config, base);
         return { name, displayName: c.displayName, startType: c.startType, state: status.readUInt32LE(SCM_LAYOUT.SERVICE_STATUS_PROCESS.dwCurrentState), group: c.group, dependencies: c.dependencies };
@@ -190,14 +176,14 @@ export class Scm implements ServiceControlManager {
 
   start(name: string): void {
     this.#withService(name, SERVICE_START, (h) => {
-      if (!this.#call("StartServiceW", h, 0, null)) throw new Win32Error(`StartService ${name}`, this.#lastError());
+      if (!this.#adv.StartServiceW(h, 0, null)) throw new Win32Error(`StartService ${name}`, this.#lastError());
     });
   }
 
   stop(name: string): void {
     this.#withService(name, SERVICE_STOP, (h) => {
       const status = Buffer.alloc(STATUS_SIZE);
-      if (!this.#call("ControlService", h, SERVICE_CONTROL_STOP, status)) throw new Win32Error(`ControlService(STOP) ${name}`, this.#lastError());
+      if (!this.#adv.ControlService(h, SERVICE_CONTROL_STOP, status)) throw new Win32Error(`ControlService(STOP) ${name}`, this.#lastError());
     });
   }
 
@@ -208,7 +194,7 @@ export class Scm implements ServiceControlManager {
       const buf = this.#sized(`EnumDependentServices ${name}`, (b, size, needed) => {
         if (b) base = this.#koffi.address(b);
         const n = [0];
-        const ok = Boolean(this.#call("EnumDependentServicesW", h, SERVICE_STATE_ALL, b, size, needed, n));
+        const ok = Boolean(this.#adv.EnumDependentServicesW(h, SERVICE_STATE_ALL, b, size, needed, n));
         count = n[0];
         return ok;
       });

@@ -16,8 +16,9 @@
  * The SCM may end the process as soon as STOPPED is reported, so `stop` must have flushed the logs
  * before it resolves.
  */
+import { advapi32 } from "./advapi32.ts";
+import { kernel32 } from "./kernel32.ts";
 import { loadKoffi, type Koffi } from "./native.ts";
-import { win32Types } from "./win32-structs.ts";
 
 export const SERVICE_NAME = "csiproxy";
 
@@ -110,20 +111,10 @@ export function createServiceController(hooks: ServiceHooks, reporter: StatusRep
   };
 }
 
-/** The advapi32 declarations of service mode (checked against windows.h by test/windows/win32-layout.test.ts). */
+/** The declarations service mode uses: advapi32.ts's (kind `service`) and GetLastError (kernel32.ts). */
 export function serviceApi(koffi: Koffi) {
-  const advapi = koffi.load("advapi32.dll");
-  const kernel = koffi.load("kernel32.dll");
-  const { SERVICE_STATUS, SERVICE_TABLE_ENTRYW } = win32Types(koffi);
-  const ServiceMainProc = koffi.proto("void __stdcall CsiProxyServiceMain(uint32_t argc, void *argv)");
-  const HandlerExProc = koffi.proto("uint32_t __stdcall CsiProxyHandlerEx(uint32_t control, uint32_t eventType, void *eventData, void *context)");
-  // the dispatch table: one entry and the NULL entry that ends it
-  const TABLE = koffi.struct("CSIPROXY_SERVICE_TABLE", { entry: SERVICE_TABLE_ENTRYW, end: SERVICE_TABLE_ENTRYW });
-  const StartServiceCtrlDispatcherW = advapi.func("int __stdcall StartServiceCtrlDispatcherW(CSIPROXY_SERVICE_TABLE *table)");
-  const RegisterServiceCtrlHandlerExW = advapi.func("void * __stdcall RegisterServiceCtrlHandlerExW(const char16_t *name, CsiProxyHandlerEx *proc, void *context)");
-  const SetServiceStatus = advapi.func("int __stdcall SetServiceStatus(void *handle, SERVICE_STATUS *status)");
-  const GetLastError = kernel.func("uint32_t __stdcall GetLastError()");
-  return { SERVICE_STATUS, ServiceMainProc, HandlerExProc, TABLE, StartServiceCtrlDispatcherW, RegisterServiceCtrlHandlerExW, SetServiceStatus, GetLastError };
+  const { SERVICE_STATUS, ServiceMainProc, HandlerExProc, SERVICE_TABLE, StartServiceCtrlDispatcherW, RegisterServiceCtrlHandlerExW, SetServiceStatus } = advapi32(koffi);
+  return { SERVICE_STATUS, ServiceMainProc, HandlerExProc, TABLE: SERVICE_TABLE, StartServiceCtrlDispatcherW, RegisterServiceCtrlHandlerExW, SetServiceStatus, GetLastError: kernel32(koffi).GetLastError };
 }
 
 /**

@@ -2,9 +2,10 @@
  * The Win32 layout and prototype check: every function csi-proxy declares through koffi
  * and every structure it passes, compared with MinGW-w64's windows.h.
  *
- * - The declarations are not listed here: they are recorded by constructing the real declaring
- *   code (`Win32`, `Scm`, `serviceApi`) over a koffi whose `load(dll).func(proto)` records the
- *   prototype. A new declaration in those files is covered without touching this file.
+ * - The declarations are not listed here: they are recorded by running the binding modules
+ *   ({@link BINDING_MODULES}: one per DLL) over a koffi whose `load(dll).func(proto)` records the
+ *   prototype, each with the kind the module gives it. A new declaration in those files is covered
+ *   without touching this file; a new binding module is added to the list.
  * - {@link cppSource} turns them into a C++ program for x86_64-w64-mingw32-g++:
  *   * per function, static_asserts that the parameter count, each parameter and the return type of
  *     the windows.h prototype (`decltype(&Function)`) match what the koffi prototype implies
@@ -17,11 +18,12 @@
  */
 import koffi from "koffi";
 import * as win32Constants from "../../src/win32/win32-constants.ts";
-import { Win32, type DeclKind } from "../../src/win32/win32.ts";
+import type { DeclKind } from "../../src/win32/binding.ts";
+import { advapi32 } from "../../src/win32/advapi32.ts";
+import { kernel32 } from "../../src/win32/kernel32.ts";
 import { WIN32_STRUCTS, win32Types } from "../../src/win32/win32-structs.ts";
 import { WinError } from "../../src/win32/win32-errors.ts";
-import { Scm, SCM_LAYOUT } from "../../src/win32/scm.ts";
-import { serviceApi } from "../../src/win32/service.ts";
+import { SCM_LAYOUT } from "../../src/win32/scm.ts";
 import { DEVICE_ID_LAYOUT } from "../../src/host/windows/cim-output.ts";
 
 /** koffi's description of a type (koffi.type()). */
@@ -41,9 +43,15 @@ export interface Declaration {
   name: string;
   proto: string;
   type: NonNullable<KType["proto"]>;
-  /** `io`/`mem` for Win32's declarations. */
+  /** The kind its binding module gives it (binding.ts). */
   kind?: DeclKind;
 }
+
+/** The binding modules (one per DLL): every koffi function declaration of src/win32 is made in one of them. */
+export const BINDING_MODULES: Record<string, (k: typeof koffi) => Record<string, unknown>> = {
+  "src/win32/kernel32.ts": (k) => kernel32(k as never),
+  "src/win32/advapi32.ts": (k) => advapi32(k as never),
+};
 
 /** Every koffi declaration of src/win32 (recorded, see the module comment), and the koffi types of WIN32_STRUCTS. */
 export function collectDeclarations(): { decls: Declaration[]; structs: Record<string, KType> } {
@@ -72,13 +80,16 @@ export function collectDeclarations(): { decls: Declaration[]; structs: Record<s
       return typeof v === "function" ? v.bind(target) : v;
     },
   }) as typeof koffi;
-  owner = "src/win32/win32.ts";
-  const w = new Win32(recorder as never);
-  for (const d of decls) d.kind = w.kinds[d.name];
-  owner = "src/win32/scm.ts";
-  new Scm(recorder as never);
-  owner = "src/win32/service.ts";
-  serviceApi(recorder as never);
+  for (const [file, bind] of Object.entries(BINDING_MODULES)) {
+    owner = file;
+    const first = decls.length;
+    const table = bind(recorder);
+    // the table's functions, in declaration order (one entry per `func`)
+    const declared = Object.values(table).filter((v): v is { kind: DeclKind; fnName: string } => typeof v === "function" && "kind" in v);
+    const mine = decls.slice(first);
+    if (declared.length !== mine.length || declared.some((v, i) => v.fnName !== mine[i].name)) throw new Error(`${file}: its table does not list each declaration once, in order`);
+    mine.forEach((d, i) => (d.kind = declared[i].kind));
+  }
   const types = win32Types(recorder as never);
   const structs: Record<string, KType> = {};
   for (const name of Object.keys(WIN32_STRUCTS)) structs[name] = koffi.type(types[name] as never) as unknown as KType;

@@ -47,7 +47,7 @@ function fakeKoffi() {
       });
     },
   };
-  const koffi = { load: () => lib, sizeof: () => 592, offsetof: () => 36, struct: () => ({}), address: () => 0n };
+  const koffi = { load: () => lib, sizeof: () => 592, offsetof: () => 36, struct: () => ({}), proto: () => ({}), address: () => 0n };
   return { koffi, pending, syncCalls };
 }
 

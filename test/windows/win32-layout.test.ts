@@ -12,7 +12,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import koffi from "koffi";
-import { collectDeclarations, cppSource, constants, handLayouts, OWN_CONSTANTS, type KType } from "./win32-check.ts";
+import { BINDING_MODULES, collectDeclarations, cppSource, constants, handLayouts, OWN_CONSTANTS, type KType } from "./win32-check.ts";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const out = path.join(root, ".cache", "win32-check");
@@ -44,18 +44,66 @@ const LOCAL_METADATA: Record<string, string> = {
   GetFileAttributesExW: "attributes of one path component on a fixed local drive (local-lookup.ts)",
 };
 
+/**
+ * Win32 declarations of kinds `scm` (scm.ts) and `service` (service.ts), synchronous on the JS
+ * thread, and why they cannot block for long.
+ */
+const SERVICE_CONTROL: Record<string, string> = {
+  OpenSCManagerW: "a local RPC to the SCM, answered at once",
+  OpenServiceW: "a local RPC to the SCM, answered at once",
+  CloseServiceHandle: "a local RPC to the SCM, answered at once",
+  QueryServiceStatusEx: "a local RPC to the SCM, answered at once",
+  QueryServiceConfigW: "a local RPC to the SCM, answered at once",
+  EnumDependentServicesW: "a local RPC to the SCM, answered at once",
+  StartServiceW: "waits for the service process to connect, at most the SCM's 30 s",
+  ControlService: "waits for the service's control handler, at most the SCM's 30 s",
+  StartServiceCtrlDispatcherW: "service mode: called only through koffi's async form (it blocks until STOPPED)",
+  RegisterServiceCtrlHandlerExW: "service mode: registers a callback with the local SCM",
+  SetServiceStatus: "service mode: reports a status to the local SCM",
+};
+
+/** Win32 declarations of kind `lock` (state/node-locks.ts), synchronous on the JS thread, and why they cannot block. */
+const NODE_LOCKS: Record<string, string> = {
+  CreateFileW: "opens a lock file in csi-proxy's own state directory on the local system drive",
+  LockFileEx: "LOCKFILE_FAIL_IMMEDIATELY: answers at once whether the lock is held",
+  UnlockFileEx: "releases a byte-range lock csi-proxy holds",
+  CloseHandle: "closes a lock file's handle",
+};
+
 const { decls, structs } = collectDeclarations();
 
 test("every Win32 declaration that may block (a path, a file or device handle, a name lookup) runs off the JS thread", () => {
-  const win32 = decls.filter((d) => d.owner === "src/win32/win32.ts");
-  assert.ok(win32.length >= 25, `declarations recorded: ${win32.length}`);
+  const win32 = decls;
+  assert.ok(win32.length >= 40, `declarations recorded: ${win32.length}`);
   const wrong = win32
-    .filter((d) => d.kind !== "io" && !(d.kind === "mem" && d.name in MEMORY_ONLY) && !(d.kind === "local" && d.name in LOCAL_METADATA))
-    .map((d) => `${d.name}: declared ${d.kind ?? "?"}; declare it io, or list it in MEMORY_ONLY (mem) or LOCAL_METADATA (local) with the reason`);
+    .filter((d) => d.kind !== "io" && !(d.kind === "mem" && d.name in MEMORY_ONLY) && !(d.kind === "local" && d.name in LOCAL_METADATA) && !((d.kind === "scm" || d.kind === "service") && d.name in SERVICE_CONTROL) && !(d.kind === "lock" && d.name in NODE_LOCKS))
+    .map((d) => `${d.name} (${d.owner}): declared ${d.kind ?? "?"}; declare it io, or list it in MEMORY_ONLY (mem), LOCAL_METADATA (local) or SERVICE_CONTROL (scm, service) or NODE_LOCKS (lock) with the reason`);
   assert.deepEqual(wrong, []);
   for (const name of ["GetFileAttributesW", "FindFirstFileW", "CreateFileW", "DeviceIoControl", "SetVolumeMountPointW", "GetVolumeNameForVolumeMountPointW", "CreateSymbolicLinkW"]) {
     assert.equal(win32.find((d) => d.name === name)?.kind, "io", name);
   }
+});
+
+test("each DLL is loaded and declared in its one binding module, once per koffi instance", () => {
+  const allowed = new Set(Object.keys(BINDING_MODULES));
+  const srcDir = path.join(root, "src");
+  const loaders = fs
+    .readdirSync(srcDir, { recursive: true, encoding: "utf8" })
+    .filter((f) => f.endsWith(".ts"))
+    .map((f) => `src/${f.split(path.sep).join("/")}`)
+    .filter((f) => /\.load\(\s*["'`][\w.]*(?:kernel32|advapi32)\.dll/i.test(fs.readFileSync(path.join(root, f), "utf8")));
+  assert.deepEqual(loaders.filter((f) => !allowed.has(f)), [], "kernel32/advapi32 loaded outside the binding modules");
+  assert.deepEqual(loaders.sort(), [...allowed].sort());
+  // shared: one declaration per function, whoever asks
+  const names = decls.map((d) => `${d.name} ${d.kind}`);
+  assert.deepEqual(names.filter((n, i) => names.indexOf(n) !== i), [], "a function declared twice with one kind");
+  const loads: string[] = [];
+  const counting = { ...koffi, load: (dll: string) => (loads.push(dll), { func: () => Object.assign(() => 0, { async: () => {} }) }), proto: () => ({}), struct: () => ({}) };
+  for (const bind of Object.values(BINDING_MODULES)) {
+    bind(counting as never);
+    bind(counting as never);
+  }
+  assert.deepEqual(loads.sort(), ["advapi32.dll", "kernel32.dll"]);
 });
 
 /** koffi's view of the structures: size, and [offset, size] per field. */
