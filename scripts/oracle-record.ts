@@ -128,7 +128,7 @@ async function runRowsMarked(r: Awaited<ReturnType<typeof bundleOracleClient>>, 
   const results = await runRows(r, exeWin, rows, READY, ["-v", "5"], { WINEDEBUG: "-all,trace+process" }, (id, serverOutputDuring) => {
     if (/:trace:process:CreateProcessInternalW .*powershell/i.test(serverOutputDuring)) answers.set(id, { powershell: true });
   });
-  for (const [id, a] of results) answers.set(id, { ...a, ...(answers.get(id) ?? {}) });
+  for (const [id, a] of results) answers.set(id, { ...a, ...answers.get(id) });
   return answers;
 }
 

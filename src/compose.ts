@@ -12,6 +12,7 @@ import { volumeAdapters } from "./groups/volume/adapters.ts";
 import { smbAdapters } from "./groups/smb/adapters.ts";
 import { iscsiAdapters } from "./groups/iscsi/adapters.ts";
 import { systemAdapters } from "./groups/system/adapters.ts";
+import { guardServices } from "./groups/service-guard.ts";
 
 /**
  * Builds every group service with this platform's host layer: the only place that picks hosts. Each
@@ -20,6 +21,15 @@ import { systemAdapters } from "./groups/system/adapters.ts";
 export async function createServices(config: ProxyConfig): Promise<Services> {
   if (config.platform === "win32") return (await import("./host/windows/compose-windows.ts")).createWindowsServices(config);
   return (await import("./host/linux/compose-linux.ts")).createLinuxServices(config);
+}
+
+/**
+ * {@link createServices} for library callers: every method's arguments are checked at run time
+ * first (src/groups/service-guard.ts), so a wrong type or null is an InvalidArgument CsiProxyError,
+ * never a TypeError from inside. Exported as the package's `createServices`.
+ */
+export async function createCheckedServices(config: ProxyConfig): Promise<Services> {
+  return guardServices(await createServices(config));
 }
 
 const adapters = {

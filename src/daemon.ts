@@ -1,4 +1,3 @@
-import type * as http from "node:http";
 import type { DescMethod } from "@bufbuild/protobuf";
 import { buildEndpoints, createServices } from "./compose.ts";
 import type { ProxyConfig } from "./proxy-config.ts";
@@ -6,6 +5,7 @@ import type { Services } from "./groups/services.ts";
 import { serveEndpoints, type ServingEndpoints } from "./rpc/serve-endpoints.ts";
 import type { CallObserver } from "./rpc/grpc-service.ts";
 import type { GrpcMetrics } from "./metrics/grpc-metrics.ts";
+import type { MetricsServer } from "./metrics/metrics-server.ts";
 import { Code, codeName, quote } from "./errors.ts";
 import { formatRequest, type Logger } from "./log/klog.ts";
 
@@ -27,27 +27,27 @@ export async function startDaemon(config: ProxyConfig, options: { logger: Logger
   const { logger } = options;
   const services = await createServices(config);
   // prom-client (and the HTTP stack it pulls in) is loaded only when metrics are asked for: ~20 MB and ~100 ms otherwise.
-  const metricsModule = options.metricsBindAddress ? await import("./metrics/grpc-metrics.ts") : undefined;
-  const metrics = metricsModule?.createGrpcMetrics();
-  let metricsServer: http.Server | undefined;
+  const metrics = options.metricsBindAddress ? (await import("./metrics/grpc-metrics.ts")).createGrpcMetrics() : undefined;
+  let metricsServer: MetricsServer | undefined;
   let serving: ServingEndpoints | undefined;
   try {
-    if (metrics && metricsModule && options.metricsBindAddress) metricsServer = await metricsModule.serveMetrics(options.metricsBindAddress, metrics.registry);
+    if (metrics && options.metricsBindAddress) {
+      const { serveMetrics } = await import("./metrics/metrics-server.ts");
+      metricsServer = await serveMetrics(options.metricsBindAddress, metrics.registry);
+    }
     const secure = config.platform === "win32" && config.pipeSddl ? await pipeSecurity(config.pipeSddl, logger) : undefined;
     serving = await serveEndpoints(buildEndpoints(services, config), { observer: callObserver(logger, metrics), platform: config.platform, secure });
   } catch (err) {
-    metricsServer?.close();
+    await metricsServer?.close();
     throw err;
   }
-  const bound = metricsServer?.address();
   return {
     services,
     addresses: serving.addresses,
-    metricsAddress: bound && typeof bound === "object" ? `${bound.address}:${bound.port}` : undefined,
+    metricsAddress: metricsServer?.address,
     stop: async () => {
-      await serving.stop();
-      await new Promise<void>((resolve) => (metricsServer ? metricsServer.close(() => resolve()) : resolve()));
-      metricsServer?.closeAllConnections();
+      // The metrics connections are closed at once, whatever their scrapers do; the endpoints let calls in flight answer.
+      await Promise.all([metricsServer?.close(), serving.stop()]);
     },
   };
 }
@@ -71,7 +71,7 @@ export function callObserver(logger: Logger, metrics: GrpcMetrics | undefined): 
         if (!failed && !v2.enabled) return; // the hot path formats nothing when the line is not logged
         const ms = Number(process.hrtime.bigint() - t0) / 1e6;
         const line = `${name} code=${codeName(code)} duration=${ms.toFixed(3)}ms${error ? ` error=${quote(error.message, 1024)}` : ""}`;
-        if (failed) logger.error(`${line}${error?.cause ? ` cause=${String(error.cause)}` : ""}`);
+        if (failed) logger.error(`${line}${error?.cause ? ` cause=${error.cause instanceof Error ? `${error.cause.name}: ${error.cause.message}` : JSON.stringify(error.cause)}` : ""}`);
         else v2.info(line);
       };
     },

@@ -4,13 +4,17 @@
  * For drivers: `connectGroup` (typed, version-negotiating client) and the generated messages under
  * `src/gen/<group>/<version>/api_pb.ts`.
  * For HostProcess containers that want csi-proxy in-process (no pipes, no gRPC): `createServices`
- * returns the six version-agnostic group services with this platform's host layer; their request
- * and response types are in `src/groups/<group>/types.ts`, and errors are `CsiProxyError`s with a
- * gRPC code.
+ * returns the six version-agnostic group services with this platform's host layer (arguments
+ * checked at run time); their request and response types are in `src/groups/<group>/types.ts`, and
+ * errors are `CsiProxyError`s with a gRPC code. `createInProcessApi` gives the versioned RPCs typed
+ * by the generated messages (strict); `createInProcessClient` (also `csi-proxy-ts/in-process`) the
+ * same shaped as a grpc-js + proto-loader client, for Node.js drivers replacing their pipe client.
  * For embedding the daemon: `startDaemon`.
  */
 export { connectGroup, type ConnectOptions, type GroupClient } from "./client/connect-group.ts";
-export { createServices } from "./compose.ts";
+export { createCheckedServices as createServices } from "./compose.ts";
+export { createInProcessApi, type InProcessApi, type TypedClient, type CallOptions } from "./in-process/typed-api.ts";
+export { createInProcessClient, type InProcessCsiProxyClient, type InProcessClientOptions, type GrpcStyleClient, type ServiceError } from "./in-process/grpc-style-client.ts";
 export type { ProxyConfig } from "./proxy-config.ts";
 export type { Services } from "./groups/services.ts";
 export { startDaemon, type Daemon } from "./daemon.ts";

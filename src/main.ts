@@ -1,15 +1,16 @@
 #!/usr/bin/env node
 /**
  * csi-proxy's entry: sets up the process, then loads and runs the server (src/server-main.ts).
- * Exit codes: 0 clean stop, 1 startup failure, 2 bad command line.
+ * Exit codes: 0 clean stop, 1 startup failure (an unsupported Node.js included), 2 bad command line.
  *
  * The set-up modules are this file's only static imports, so they run before any module of the
  * program is evaluated — also in the bundles (dist/bundle/main.js, the exe), where the program
  * is a separately loaded chunk (a static import would put its shared chunks ahead of them).
  */
-import "./heap-limits.ts"; // V8 flags: heap sizing, optimizing compilers held during start-up
-import "./thread-pool-size.ts"; // before anything uses libuv's thread pool
-import { settleAfterStart } from "./start-up-footprint.ts";
+import "./boot/supported-node.ts"; // first: an unsupported Node.js gets one line and exit 1, nothing else runs
+import "./boot/v8-flags.ts"; // V8 flags: young-generation sizing, optimizing compilers held during start-up
+import "./boot/thread-pool-size.ts"; // before anything uses libuv's thread pool
+import { settleAfterStart } from "./boot/start-up-footprint.ts";
 
 import("./server-main.ts")
   .then(({ runServer }) => runServer(process.argv.slice(2), { afterStart: settleAfterStart }))

@@ -7,8 +7,10 @@
  *
  * Calls one RPC through the typed client (newest served version unless -version is given) and
  * prints the response as proto3 JSON. `status` lists which endpoints answer.
- * Exit codes: 0 success, 1 the RPC failed (its gRPC code and message on stderr), 2 usage errors.
+ * Exit codes: 0 success, 1 the RPC failed (its gRPC code and message on stderr) or an unsupported
+ * Node.js, 2 usage errors.
  */
+import "../boot/supported-node.ts"; // first: an unsupported Node.js gets one line and exit 1
 import { fromJson, toJson, type DescService, type JsonValue } from "@bufbuild/protobuf";
 import { ConnectError } from "@connectrpc/connect";
 import { parseGoFlags, formatUsage, FlagError, type FlagSpec } from "./go-flags.ts";

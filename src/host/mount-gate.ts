@@ -3,7 +3,7 @@
  * return (a dead NFS/SMB server, a stopped FUSE daemon) cannot take the threads every other call needs.
  *
  * Node's async fs calls, koffi's `.async` calls and zlib all run on libuv's one thread pool
- * (src/thread-pool-size.ts). A syscall blocked in the kernel cannot be cancelled from JavaScript: its
+ * (src/boot/thread-pool-size.ts). A syscall blocked in the kernel cannot be cancelled from JavaScript: its
  * thread is lost until the filesystem answers. So an operation passed to {@link MountGate.run} is
  * admitted only while
  * - fewer than `perMount` operations under the same mount are running (the rest wait in a bounded

@@ -1,4 +1,3 @@
-import * as http from "node:http";
 import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import { codeName } from "../errors.ts";
 import { registerBlockedHostOperations } from "./blocked-host-operations.ts";
@@ -67,28 +66,3 @@ export function createGrpcMetrics() {
   };
 }
 export type GrpcMetrics = ReturnType<typeof createGrpcMetrics>;
-
-/** Serves `GET /metrics` on `host:port` (only that path, as upstream). Resolves once listening. */
-export async function serveMetrics(bindAddress: string, registry: Registry): Promise<http.Server> {
-  const match = /^(.*):(\d+)$/.exec(bindAddress);
-  if (!match) throw new Error(`invalid -metrics-bind-address ${JSON.stringify(bindAddress)}: want host:port`);
-  const host = match[1].replace(/^\[(.*)\]$/, "$1") || undefined;
-  const server = http.createServer(async (req, res) => {
-    if (req.method !== "GET" || (req.url ?? "").split("?")[0] !== "/metrics") {
-      res.writeHead(404).end("404 page not found\n");
-      return;
-    }
-    try {
-      // prom-client prints `le` first; Go prints it last. Same series either way, but keep the bytes familiar.
-      const body = (await registry.metrics()).replace(/^(\w+_bucket)\{le="([^"]*)",([^}]*)\}/gm, '$1{$3,le="$2"}');
-      res.writeHead(200, { "Content-Type": registry.contentType }).end(body);
-    } catch (err) {
-      res.writeHead(500).end(String(err));
-    }
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(Number(match[2]), host, () => resolve());
-  });
-  return server;
-}

@@ -44,15 +44,18 @@ export function allowedMountPoint(policy: { check(path: string): Promise<string>
 
 /**
  * Never destroy data: FailedPrecondition when any of `devices` (a disk and its partitions, or a volume
- * and its disk) holds the operating system, is busy (swap, holders…), or is mounted outside the
- * allowed dirs — or anywhere, when `allowMountsInside` is false (going offline). Mounts inside the
- * allowed dirs are csi-proxy's own. The message names every reason.
+ * and its disk) holds the operating system, is busy (swap, holders…), is held open or mapped by
+ * another process (its node: every opener counts, whatever its access; files on a filesystem mounted
+ * from it do not), or is mounted outside the allowed dirs — or anywhere, when `allowMountsInside` is
+ * false (going offline). Mounts inside the allowed dirs are csi-proxy's own. The message names every
+ * reason (openers by pid and command).
  */
 export async function refuseInUse(devices: readonly HostDevice[], what: string, allowMountsInside: boolean, isAllowed: AllowedMountPoint): Promise<void> {
   const reasons: string[] = [];
   for (const { name, use } of devices) {
     if (use.system) reasons.push(`${name} holds ${use.system}`);
     for (const busy of use.busy) reasons.push(`${name} is ${busy}`);
+    for (const o of use.openers ?? []) reasons.push(`${name} is ${OPENED[o.access]} by pid ${o.pid} (${o.command || "command unknown"})`);
     for (const mountPoint of use.mountPoints) {
       if (!(await isAllowed(mountPoint))) reasons.push(`${name} is mounted at ${mountPoint}, outside the kubelet and working directories`);
       else if (!allowMountsInside) reasons.push(`${name} is mounted at ${mountPoint}; unmount it first`);
@@ -60,6 +63,8 @@ export async function refuseInUse(devices: readonly HostDevice[], what: string, 
   }
   if (reasons.length) throw failedPrecondition(`refusing to ${what}: ${[...new Set(reasons)].join("; ")}`);
 }
+
+const OPENED = { read: "open read-only", "read-write": "open for writing", mapped: "mapped into memory" } as const;
 
 /** FailedPrecondition unless the disk is online (a host that does not know, null, passes). */
 export function requireOnline(online: boolean | null, diskNumber: number, diskName: string | null, what: string): void {

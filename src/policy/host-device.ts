@@ -18,6 +18,20 @@ export interface DeviceUse {
   mountPoints: string[];
   /** Other uses that keep it busy, each a phrase that follows "is" (`in use as swap`, `in use by /dev/dm-0 (holders)`). */
   busy: string[];
+  /**
+   * Processes other than csi-proxy holding its device node open or mapped (a backup agent, `dd`, a
+   * VM's raw disk) — not users of files on a filesystem mounted from it. Read by hosts that can see
+   * them (Linux) on the reading a write verifies, right before it; absent when the host did not look.
+   */
+  openers?: DeviceOpenerFact[];
+}
+
+/** A process holding a device node: by an open descriptor (read-only or writable) or only a mapping. */
+export interface DeviceOpenerFact {
+  pid: number;
+  /** Its command name ("dd"); "" when unknown. */
+  command: string;
+  access: "read" | "read-write" | "mapped";
 }
 
 /** A disk or partition, named for messages, with its uses. */

@@ -374,6 +374,11 @@ const WINDOWS_SYNTAX_ERRORS: { name: string; path: string; message: string }[] =
     // stricter than upstream
     ["`...` component (stricter than upstream's reading)", `${base}...\\x`, chars(`${base}...\\x`)],
     ["`.. ` component with trailing space", `${base}.. \\x`, chars(`${base}.. \\x`)],
+    // dots separated by spaces contain no `..` (upstream accepts them; Win32 trims them by position: see docs/driver-compat.md)
+    ["`. .` component in the middle (upstream: accepted)", `${base}. .\\dir`, chars(`${base}. .\\dir`)],
+    ["`. .` as the last component (Win32: the directory containing it)", `${base}. .`, chars(`${base}. .`)],
+    ["`. . .` component", `${base}. . .\\x`, chars(`${base}. . .\\x`)],
+    ["` . .` component with a leading space", `${base} . .\\x`, chars(`${base} . .\\x`)],
     ["< (not rejected upstream)", `${base}a<b`, chars(`${base}a<b`)],
     ["> (not rejected upstream)", `${base}a>b`, chars(`${base}a>b`)],
     ["NUL (not rejected upstream)", `${base}a\0b`, chars(`${base}a\0b`)],

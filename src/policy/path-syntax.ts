@@ -34,7 +34,14 @@ export function validateLinuxPathSyntax(p: string): void {
 const DRIVE_PREFIX = /^[a-zA-Z]:\\/;
 /** Upstream's set `" / : ? * |`, plus `<`, `>` and C0 controls (NUL included). */
 const WINDOWS_INVALID_CHARS = /["/:?*|<>\x00-\x1f]/;
-/** `..`, `...`, `.. `, `. .`: only dots and spaces, at least two dots. */
+/**
+ * `..`, `...`, `.. `, `. .`: only dots and spaces, at least two dots. Win32 path normalisation gives
+ * such a component a meaning that depends on where it stands (the last component loses its trailing
+ * dots and spaces and so names the directory containing it: `<k>\x\. .` is `<k>\x`; elsewhere one
+ * trailing dot is dropped: `. .` becomes the name `. `) while `\\?\` paths and the path arithmetic
+ * here take it literally, so the path checked would not be the path acted on. Refused, also where
+ * upstream (which only looks for `..`) accepts it: docs/driver-compat.md.
+ */
 const DOTS_ONLY_COMPONENT = /^[. ]*\.[. ]*\.[. ]*$/;
 
 /**

@@ -13,15 +13,29 @@ export const TRAILERS_OK = Buffer.concat([hpackLiteral("grpc-status", "0"), hpac
  */
 export function percentEncodeMessage(message: string): string {
   if (/^(?! )[\x20-\x24\x26-\x7e]*$/.test(message) && !message.endsWith(" ")) return message;
+  // One pass to size the output, one to fill it: O(n), no intermediate strings (messages may echo a 4 KB path).
   const bytes = Buffer.from(message, "utf8");
-  let out = "";
-  for (let i = 0; i < bytes.length; i++) {
+  const n = bytes.length;
+  let size = 0;
+  for (let i = 0; i < n; i++) size += KEPT[bytes[i]] ? 1 : 3;
+  const edges = (bytes[0] === 0x20 ? 2 : 0) + (n > 1 && bytes[n - 1] === 0x20 ? 2 : 0);
+  const out = Buffer.allocUnsafe(size + edges);
+  let p = 0;
+  for (let i = 0; i < n; i++) {
     const byte = bytes[i];
-    const edgeSpace = byte === 0x20 && (i === 0 || i === bytes.length - 1);
-    out += byte >= 0x20 && byte <= 0x7e && byte !== 0x25 && !edgeSpace ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
+    if (KEPT[byte] && !(byte === 0x20 && (i === 0 || i === n - 1))) out[p++] = byte;
+    else {
+      out[p++] = 0x25;
+      out[p++] = HEX[byte >> 4];
+      out[p++] = HEX[byte & 15];
+    }
   }
-  return out;
+  return out.toString("latin1", 0, p);
 }
+
+const HEX = Buffer.from("0123456789ABCDEF", "latin1");
+/** 1 for the bytes kept as they are (printable ASCII but '%'). */
+const KEPT = new Uint8Array(256).map((_, b) => (b >= 0x20 && b <= 0x7e && b !== 0x25 ? 1 : 0));
 
 /** The header block of a trailers-only response: HTTP status, content-type, grpc-status and (when not empty) grpc-message. */
 export function statusTrailers(code: Code, message: string, httpStatus = "200"): Buffer {

@@ -7,7 +7,9 @@ import { GrpcConnection } from "./grpc-connection.ts";
 import { listenEndpoint } from "./listen-endpoint.ts";
 import { ByteBudget } from "./byte-budget.ts";
 import { openFileLimit } from "./open-file-limit.ts";
-import { PROCESS_BUFFERED_BYTES, connectionsPerEndpoint, type TransportLimits } from "./transport-limits.ts";
+import { ConnectionAdmission } from "./connection-admission.ts";
+import { OutboundBudget } from "./outbound-budget.ts";
+import { PROCESS_BUFFERED_BYTES, PROCESS_OUTBOUND_BYTES, connectionsPerEndpoint, connectionsPerProcess, type TransportLimits } from "./transport-limits.ts";
 
 /** One served group/version: its address (socket path or pipe name), service and handlers. */
 export interface Endpoint {
@@ -29,9 +31,11 @@ export interface ServingEndpoints {
  * with that endpoint's methods only (other methods get UNIMPLEMENTED), whatever `:authority` the
  * client sends. If any endpoint cannot listen, the ones already started are stopped and the
  * error is thrown (nothing half-started is left behind).
- * Each endpoint accepts at most `connectionsPerEndpoint(RLIMIT_NOFILE)` connections at once (more
- * are closed as they are accepted), so a flood on one endpoint cannot take the descriptors the
- * others need; all connections share one process-wide budget of buffered request data.
+ * Admission (connection-admission.ts): at most `connectionsPerProcess(RLIMIT_NOFILE)` connections in
+ * all and `connectionsPerEndpoint(RLIMIT_NOFILE)` on one endpoint; at a bound, a new connection takes
+ * the place of the one longest without a call (never one with a call in flight), so idle or
+ * half-open connections cannot lock legitimate clients out. All connections share one process-wide
+ * budget of buffered request data and one of outbound bytes.
  */
 export async function serveEndpoints(
   endpoints: Endpoint[],
@@ -42,8 +46,10 @@ export async function serveEndpoints(
     maxMessageBytes?: number;
     /** Overrides of the transport limits (transport-limits.ts DEFAULT_LIMITS). */
     limits?: Partial<TransportLimits>;
-    /** Connections accepted per endpoint (default: connectionsPerEndpoint of this process's descriptor limit). */
+    /** Connections admitted per endpoint (default: connectionsPerEndpoint of this process's descriptor limit). */
     maxConnectionsPerEndpoint?: number;
+    /** Connections admitted by all endpoints together (default: connectionsPerProcess of this process's descriptor limit). */
+    maxConnections?: number;
     /** Windows -pipe-sddl: applied to each pipe once it listens (see listenEndpoint). */
     secure?: (address: string) => Promise<unknown>;
   },
@@ -53,7 +59,12 @@ export async function serveEndpoints(
   let stopping: Promise<void> | undefined;
   const limits: Partial<TransportLimits> = { ...options.limits, ...(options.maxMessageBytes ? { maxMessageBytes: options.maxMessageBytes } : {}) };
   const processBudget = new ByteBudget(PROCESS_BUFFERED_BYTES);
-  const maxConnections = options.maxConnectionsPerEndpoint ?? connectionsPerEndpoint(isPipe ? undefined : openFileLimit());
+  const outboundBudget = new OutboundBudget(PROCESS_OUTBOUND_BYTES);
+  const descriptors = isPipe ? undefined : openFileLimit();
+  const admission = new ConnectionAdmission({
+    limit: options.maxConnections ?? connectionsPerProcess(descriptors),
+    perEndpoint: options.maxConnectionsPerEndpoint ?? connectionsPerEndpoint(descriptors),
+  });
   const stop = () =>
     (stopping ??= Promise.all(
       started.map(async ({ listener, sockets, address }) => {
@@ -65,19 +76,20 @@ export async function serveEndpoints(
     ).then(() => undefined));
   // All endpoints start listening together; the first failure stops the ones that did start.
   const results = await Promise.allSettled(
-    endpoints.map(async (endpoint) => {
+    endpoints.map(async (endpoint, index) => {
       const methods = unaryMethods(endpoint.service, endpoint.handlers, options.observer);
       const sockets = new Set<net.Socket>();
       const listener = await listenEndpoint(
         endpoint.address,
         (socket) => {
+          const entry = admission.admit(index);
+          if (!entry) return void socket.on("error", () => {}).destroy();
           sockets.add(socket);
           socket.once("close", () => sockets.delete(socket));
-          new GrpcConnection(socket, methods, { limits, processBudget });
+          new GrpcConnection(socket, methods, { limits, processBudget, outboundBudget, admission: entry });
         },
         { platform: options.platform, secure: options.secure },
       );
-      listener.maxConnections = maxConnections;
       started.push({ listener, sockets, address: endpoint.address });
     }),
   );

@@ -29,8 +29,17 @@ export interface TransportLimits {
   glitchesPerSecond: number;
   /** Request data buffered on one connection (capacity of partial request bodies), bytes; a DATA frame that would exceed it ends its call with RESOURCE_EXHAUSTED. */
   maxConnectionBufferedBytes: number;
-  /** Bytes queued for the socket above which the server stops reading from the connection until the client reads (write back-pressure). */
+  /** Bytes queued for the socket and not yet written (the client does not read) above which the server stops reading from the connection — before the next frame — until the client reads (write back-pressure). */
   writeHighWaterBytes: number;
+  /**
+   * Outbound budget of one connection, bytes: `streamReserveBytes` per call whose handler runs,
+   * plus its unsent answer bytes (queued, unwritten, waiting for flow-control window). Beyond it,
+   * no frame is read (so no call starts) until the client reads or calls end (a connection with answers waiting for WINDOW_UPDATE keeps reading, and new streams are
+   * refused with RST_STREAM(REFUSED_STREAM)). See outbound-budget.ts.
+   */
+  maxConnectionOutboundBytes: number;
+  /** What one call holds against the outbound budgets while its handler (or decompression) runs (its state and a typical answer), bytes. */
+  streamReserveBytes: number;
   /** A connection that has not sent the client preface and its first SETTINGS within this many ms is closed. */
   handshakeTimeoutMs: number;
   /**
@@ -59,6 +68,8 @@ export const DEFAULT_LIMITS: Readonly<TransportLimits> = Object.freeze({
   glitchesPerSecond: 33,
   maxConnectionBufferedBytes: 8 * 1024 * 1024,
   writeHighWaterBytes: 64 * 1024,
+  maxConnectionOutboundBytes: 4 * 1024 * 1024,
+  streamReserveBytes: 16 * 1024,
   handshakeTimeoutMs: 20_000,
   idleTimeoutMs: 30 * 60_000,
   deadlineAnswerGraceMs: 2_000,
@@ -69,6 +80,13 @@ export const DEFAULT_LIMITS: Readonly<TransportLimits> = Object.freeze({
  * frame that would exceed it ends its call with RESOURCE_EXHAUSTED.
  */
 export const PROCESS_BUFFERED_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Outbound budget of the whole process (all connections of all endpoints), bytes: reservations of
+ * open streams plus unsent answer bytes. Above it, connections stop starting calls until it frees,
+ * and the connection holding the most unsent bytes (at least writeHighWaterBytes) is closed first.
+ */
+export const PROCESS_OUTBOUND_BYTES = 16 * 1024 * 1024;
 
 /** Per-stream receive window advertised (SETTINGS_INITIAL_WINDOW_SIZE): above the largest accepted message, so unary requests never wait for WINDOW_UPDATE. */
 export const STREAM_RECEIVE_WINDOW = 8 * 1024 * 1024;
@@ -83,8 +101,21 @@ export const MAX_CONNECTIONS_PER_ENDPOINT = 1000;
 /** Descriptors kept for everything but client connections (listeners, files, pipes of host commands). */
 export const DESCRIPTOR_RESERVE = 128;
 
+/** Connections of all endpoints together where descriptors do not bound them (Windows pipe handles). */
+export const MAX_CONNECTIONS_WITHOUT_DESCRIPTOR_LIMIT = 8192;
+
 /**
- * Connections one endpoint accepts (more are closed on accept): at most MAX_CONNECTIONS_PER_ENDPOINT,
+ * Connections the whole process admits (all endpoints): the descriptors left after
+ * DESCRIPTOR_RESERVE, or MAX_CONNECTIONS_WITHOUT_DESCRIPTOR_LIMIT where there is no descriptor limit.
+ * At it, a new connection takes the place of an idle one (connection-admission.ts).
+ */
+export function connectionsPerProcess(openFileLimit: number | undefined): number {
+  if (openFileLimit === undefined) return MAX_CONNECTIONS_WITHOUT_DESCRIPTOR_LIMIT;
+  return Math.max(16, openFileLimit - DESCRIPTOR_RESERVE);
+}
+
+/**
+ * Connections one endpoint admits (at it, a new connection takes the place of an idle one of that endpoint): at most MAX_CONNECTIONS_PER_ENDPOINT,
  * and at most half of the descriptors left after DESCRIPTOR_RESERVE, so a flood on one endpoint
  * leaves the other endpoints at least the other half. `openFileLimit`: RLIMIT_NOFILE's soft value,
  * or undefined where there is none (Windows handles).

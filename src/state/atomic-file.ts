@@ -75,6 +75,56 @@ export async function writeFileAtomicIn(dir: HeldDir, name: string, data: string
   await dir.sync();
 }
 
+/**
+ * Whether `entry` is a temporary file {@link writeFileAtomic} / {@link writeFileAtomicIn} made for
+ * `name` (`.<name>.tmp-<pid>-<12 hex>`): one a process killed between its creation and its rename
+ * leaves behind (it may hold a full secret).
+ */
+export function isTempFileOf(entry: string, name: string): boolean {
+  const prefix = `.${name}.tmp-`;
+  return entry.startsWith(prefix) && /^\d+-[0-9a-f]{12}$/.test(entry.slice(prefix.length));
+}
+
+/**
+ * Removes the temporary files of `name` (see {@link isTempFileOf}) from the held directory `dir`;
+ * only at start-up, before anything writes `name` (a write in progress would lose its file). Each is
+ * unlinked by name inside the held directory: a link is removed itself, never followed; a directory
+ * of that name is left (and reported as not removed). Returns the names removed and those that could
+ * not be. Durable: `dir` is fsync'ed after a removal.
+ */
+export async function removeTempFilesIn(dir: HeldDir & { list(): Promise<string[]> }, name: string): Promise<{ removed: string[]; failed: string[] }> {
+  const removed: string[] = [];
+  const failed: string[] = [];
+  for (const entry of (await dir.list()).filter((e) => isTempFileOf(e, name))) {
+    const ok = await fs.unlink(dir.at(entry)).then(() => true, (err: NodeJS.ErrnoException) => err.code === "ENOENT");
+    (ok ? removed : failed).push(entry);
+  }
+  if (removed.length > 0) await dir.sync().catch(() => {});
+  return { removed, failed };
+}
+
+/**
+ * {@link removeTempFilesIn} for a directory named by path (Windows: its state directory is secured
+ * by its DACL at start-up, src/state/state-dir-windows.ts): only regular files are removed (lstat;
+ * a link or junction of that name is left and reported), never followed.
+ */
+export async function removeTempFiles(dirPath: string, name: string, join: (a: string, b: string) => string = (a, b) => path.join(a, b)): Promise<{ removed: string[]; failed: string[] }> {
+  const removed: string[] = [];
+  const failed: string[] = [];
+  const entries = await fs.readdir(dirPath).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === "ENOENT") return [] as string[];
+    throw err;
+  });
+  for (const entry of entries.filter((e) => isTempFileOf(e, name))) {
+    const p = join(dirPath, entry);
+    const st = await fs.lstat(p).catch(() => null);
+    if (st === null) continue;
+    const ok = st.isFile() && (await fs.unlink(p).then(() => true, (err: NodeJS.ErrnoException) => err.code === "ENOENT"));
+    (ok ? removed : failed).push(entry);
+  }
+  return { removed, failed };
+}
+
 /** Removes the entry `name` of the held directory `dir` (missing is fine; a link is removed, not followed), durably. */
 export async function removeFileDurablyIn(dir: HeldDir, name: string): Promise<void> {
   await fs.unlink(dir.at(name)).catch((err: NodeJS.ErrnoException) => {

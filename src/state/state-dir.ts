@@ -26,7 +26,7 @@
  */
 import * as fs from "node:fs/promises";
 import * as path from "node:path";
-import { Code, CsiProxyError } from "../errors.ts";
+import { CsiProxyError } from "../errors.ts";
 import type { JsonStateFile } from "./atomic-file.ts";
 import { STATE_FILES, StateDirRefusal, type StateArea, type StateDirLog, type StateDirTrust } from "./state-dir-trust.ts";
 

@@ -29,7 +29,7 @@ export interface PipeSecurity {
 /** Parses `sddl` now (InvalidArgument when Windows rejects it) and returns the applier. */
 export async function createPipeSecurity(sddl: string, win32?: Win32): Promise<PipeSecurity> {
   const api = win32 ?? (await loadWin32());
-  if (!/^D:/.test(sddl.trim())) throw new CsiProxyError(Code.InvalidArgument, `-pipe-sddl must be a DACL in SDDL form starting with "D:", got ${JSON.stringify(sddl)}`);
+  if (!sddl.trim().startsWith("D:")) throw new CsiProxyError(Code.InvalidArgument, `-pipe-sddl must be a DACL in SDDL form starting with "D:", got ${JSON.stringify(sddl)}`);
   const sd = api.securityDescriptorFromSddl(sddl); // throws InvalidArgument on bad SDDL
   const dacl = api.daclOf(sd);
   if (!dacl) {

@@ -133,7 +133,7 @@ export function serviceApi(koffi: Koffi) {
  */
 export async function runService(hooks: ServiceHooks, name = SERVICE_NAME): Promise<number> {
   const koffi = await loadKoffi();
-  const { ServiceMainProc, HandlerExProc, TABLE, StartServiceCtrlDispatcherW, RegisterServiceCtrlHandlerExW, SetServiceStatus, GetLastError } = serviceApi(koffi);
+  const { ServiceMainProc, HandlerExProc, StartServiceCtrlDispatcherW, RegisterServiceCtrlHandlerExW, SetServiceStatus, GetLastError } = serviceApi(koffi);
 
   let statusHandle: unknown = null;
   let checkPoint = 0;

@@ -48,7 +48,7 @@ describe("Grafana dashboard and Prometheus scrape example", { skip }, () => {
   let api: string;
   let metricsAddress: string;
   const query = async (q: string) => {
-    const res = await fetch(`${api}/api/v1/query?${new URLSearchParams({ query: q })}`);
+    const res = await fetch(`${api}/api/v1/query?${new URLSearchParams({ query: q }).toString()}`);
     const body = (await res.json()) as { status: string; error?: string; data: { resultType: string; result: unknown[] } };
     assert.equal(body.status, "success", `${q}: ${body.error}`);
     return body.data.result;
@@ -158,7 +158,7 @@ describe("Grafana dashboard and Prometheus scrape example", { skip }, () => {
       const m = /^label_values\((.*),\s*(\w+)\)$/.exec(v.definition!);
       assert.ok(m, `${v.name}: ${v.definition}`);
       const selector = substitute(m[1]).replace(/=~"\.\*"/g, '=~".+"');
-      const res = await fetch(`${api}/api/v1/label/${m[2]}/values?${new URLSearchParams({ "match[]": selector })}`);
+      const res = await fetch(`${api}/api/v1/label/${m[2]}/values?${new URLSearchParams({ "match[]": selector }).toString()}`);
       const body = (await res.json()) as { data: string[] };
       assert.ok(body.data.length > 0, `${v.name} has values`);
     }

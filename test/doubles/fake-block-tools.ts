@@ -3,13 +3,13 @@
  * {@link FakeBlockWorld}. Put a LinuxDiskHost and a LinuxVolumeHost over it to unit-test the Linux
  * semantics of the disk and volume groups. Every mutating call is logged in `world.calls`.
  */
-import type { BlockDisk, BlockMount, BlockTools, DevNumber, DeviceClaim, FilesystemUsage, LoopDevice, ManagedFsType, NamespaceMount, OfflineMark, PartitionTable, ProbeResult, Signature } from "../../src/host/linux/block-tools-api.ts";
+import type { BlockDisk, BlockMount, BlockTools, DeviceOpener, DevNumber, DeviceClaim, FilesystemUsage, LoopDevice, ManagedFsType, NamespaceMount, OfflineMark, PartitionTable, ProbeResult, Signature } from "../../src/host/linux/block-tools-api.ts";
 import { FakeBlockWorld } from "./fake-block-world.ts";
 import { failedPrecondition, internal } from "../../src/errors.ts";
 
 export class FakeBlockTools implements BlockTools {
   readonly world: FakeBlockWorld;
-  /** Devices flushed, in order (a flush must precede each unmount). */
+  /** Mount points and devices flushed, in order (a flush must precede each unmount). */
   flushed: string[] = [];
 
   constructor(world: FakeBlockWorld = new FakeBlockWorld()) {
@@ -45,6 +45,10 @@ export class FakeBlockTools implements BlockTools {
       ...this.world.mounts.filter(same).map((m) => ({ pid: 1, mountPoint: m.mountPoint })),
       ...this.world.otherNamespaceMounts.filter(same).map((m) => ({ pid: m.pid, mountPoint: m.mountPoint })),
     ];
+  }
+  async deviceOpeners(devs: readonly DevNumber[]): Promise<DeviceOpener[]> {
+    this.world.enter("deviceOpeners");
+    return this.world.openers.filter((o) => devs.some((d) => d.major === o.dev.major && d.minor === o.dev.minor)).map((o) => ({ ...o }));
   }
   async readSwapDevices(): Promise<DevNumber[]> {
     this.world.enter("readSwapDevices");
@@ -165,8 +169,14 @@ export class FakeBlockTools implements BlockTools {
     this.world.enter("unmount", target, true);
     this.world.unmount(target);
   }
-  async flush(devPath: string): Promise<void> {
-    this.world.enter("flush", devPath, true);
+  /** Logged as `syncfs <mount point>`. */
+  async flushFilesystem(mountPoint: string): Promise<void> {
+    this.world.enter("syncfs", mountPoint, true);
+    this.flushed.push(mountPoint);
+  }
+  /** Logged as `fsync <device>`. */
+  async flushDevice(devPath: string): Promise<void> {
+    this.world.enter("fsync", devPath, true);
     this.flushed.push(devPath);
   }
   async relocateGptBackup(diskDevPath: string): Promise<void> {

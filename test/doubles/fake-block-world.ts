@@ -8,7 +8,7 @@
  * while mounted, disks grow only after a rescan. Every mutating host call is logged in `calls`;
  * `failNext(method, error)` injects a failure.
  */
-import type { BlockDisk, BlockMount, BlockPartition, DevNumber, FilesystemUsage, ManagedFsType, OfflineMark, PartitionTable, ProbeResult } from "../../src/host/linux/block-tools-api.ts";
+import type { BlockDisk, BlockMount, BlockPartition, DeviceOpener, DevNumber, FilesystemUsage, ManagedFsType, OfflineMark, PartitionTable, ProbeResult } from "../../src/host/linux/block-tools-api.ts";
 import { internal, notFound, failedPrecondition } from "../../src/errors.ts";
 import { FakeCallLog } from "./fake-call-log.ts";
 
@@ -53,6 +53,8 @@ export class FakeBlockWorld extends FakeCallLog {
   /** Mounts in other mount namespaces (a container's, another daemon's): not in `mounts`, seen only through /proc/<pid>/mountinfo. */
   otherNamespaceMounts: (DevNumber & { pid: number; mountPoint: string })[] = [];
   swaps: DevNumber[] = [];
+  /** Processes holding device nodes open or mapped (what the opener scan would report after its settle time). */
+  openers: DeviceOpener[] = [];
   marks: OfflineMark[] = [];
   scsiHosts: number[] = [];
   /** Existing directories and how many entries each has. */

@@ -12,6 +12,8 @@
  *   optionally with `"noise": "<text printed first, without the protocol marker>"`. Ops without a
  *   fixture answer `{"result": null}`; `ping` echoes its args.
  * - $CSI_FAKE_PS_NEVER_READY=1 never reports ready; $CSI_FAKE_PS_EXIT_AT_START=<code> exits at once.
+ * - $CSI_FAKE_PS_IGNORE_TERM=1 ignores SIGTERM (what the pool's kill sends on Linux): a worker that does not
+ *   end when killed, as a process stuck in the kernel; only SIGKILL ends it.
  */
 import * as fs from "node:fs";
 import * as readline from "node:readline";
@@ -29,6 +31,7 @@ const note = (entry: object) => {
 };
 note({ argv, script, env: process.env });
 
+if (process.env.CSI_FAKE_PS_IGNORE_TERM) process.on("SIGTERM", () => {});
 if (process.env.CSI_FAKE_PS_EXIT_AT_START) process.exit(Number(process.env.CSI_FAKE_PS_EXIT_AT_START));
 const send = (obj: object) => process.stdout.write(MARKER + JSON.stringify(obj).replace(/[\u007f-\uffff]/g, (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0")) + "\r\n");
 if (!process.env.CSI_FAKE_PS_NEVER_READY) send({ ready: true, pid: process.pid });

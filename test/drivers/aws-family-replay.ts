@@ -68,7 +68,6 @@ export function describeAwsFamilyReplay(name: string, family: AwsFamily): void {
     it("stage, stage again, publish twice, stats, expand after the disk grew, unpublish twice, unstage twice: the driver's calls in its order", async () => {
       const node = new AwsFamilyNode(family, env.proxy(AWS_VERSIONS));
       const { staging, publish } = env.paths("pv1");
-      const disk = String(env.loop.diskNumber);
       const step = async (label: string, p: Promise<unknown>, want: string, calls: string[]) => {
         assert.equal(await outcome(p), want, label);
         assert.deepEqual(node.proxy.take(), calls, `${name} ${label}: calls`);

@@ -7,7 +7,7 @@
 // (fault-tools.ts), everything else is the real daemon. docs/reliability.md reports these figures.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { createFaultRig, codeOf, sha256, type FaultRig } from "../helpers/fault-rig.ts";
 import type { FaultAction } from "../helpers/fault-tools.ts";

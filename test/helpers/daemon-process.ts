@@ -74,11 +74,12 @@ export async function startDaemonProcess(options: StartOptions = {}): Promise<Da
         reject(new Error(`daemon did not log ${pattern} within ${timeoutMs} ms; stderr:\n${log}`));
       }, timeoutMs);
       listeners.add(check);
-      exited.then(() => setTimeout(() => {
+      void exited.then(() => setTimeout(() => {
         listeners.delete(check);
         clearTimeout(timer);
         const m = log.match(pattern);
-        m ? resolve(m) : reject(new Error(`daemon exited before logging ${pattern}; stderr:\n${log}`));
+        if (m) resolve(m);
+        else reject(new Error(`daemon exited before logging ${pattern}; stderr:\n${log}`));
       }, 50));
       check();
     });

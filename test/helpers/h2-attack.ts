@@ -209,6 +209,20 @@ const attacks: Record<string, () => Promise<void>> = {
       return Buffer.concat(frames);
     });
   },
+  /**
+   * `connections` connections (default 100) sending small calls whose error answers are large and
+   * never read. "unread-errors": PathExists with a gzipped 4 000-character path of '%' (75 bytes a
+   * call once HPACK has indexed the headers; the error echoes the path, percent-encoded: ~12 KB).
+   * "unread-unknown": a method the endpoint does not serve, named by a 3 900-character ':path' of
+   * '%' (indexed once; the UNIMPLEMENTED text echoes it: ~12 KB). The server's answers are counted
+   * only once the attack ends (the sockets are read then).
+   */
+  async "unread-errors"() {
+    await unreadLargeAnswers(false);
+  },
+  async "unread-unknown"() {
+    await unreadLargeAnswers(true);
+  },
   /** 1100 streams whose handlers never get a body (no END_STREAM): those above 1000 are refused. */
   async "many-streams"() {
     const conn = await open(true);
@@ -237,28 +251,68 @@ const attacks: Record<string, () => Promise<void>> = {
     await send(conn, frame(0, 0, 0, Buffer.from("x")));
     await wait(300);
   },
-  /** Connections that send half the preface and then nothing, opened in batches so none is lost to a full listen backlog. */
+  /**
+   * Connections that send half the preface and then nothing ("idle-connections": the whole preface
+   * and SETTINGS, then nothing), opened in batches so none is lost to a full listen backlog. The
+   * address may list several sockets separated by ',': `connections` on each.
+   */
   async "half-preface"() {
-    const n = Number(connectionsText ?? 100);
-    const sockets: net.Socket[] = [];
+    await holdConnections(PREFACE.subarray(0, 10));
+  },
+  async "idle-connections"() {
+    await holdConnections(Buffer.concat([PREFACE, frame(4, 0, 0)]));
+  },
+};
+
+/** See "unread-errors": the first call indexes its header fields (HPACK dynamic table), the next ones refer to them. */
+async function unreadLargeAnswers(unknownMethod: boolean) {
+  const conns = await Promise.all(Array.from({ length: Number(connectionsText ?? 100) }, () => open(false)));
+  const path = unknownMethod ? "/v1.Filesystem/" + "%".repeat(3900) : PATH;
+  const message = unknownMethod ? grpcMessage(PATH_REQUEST) : grpcMessage(gzipSync(Buffer.concat([Buffer.from([0x0a, 0xa0, 0x1f]), Buffer.alloc(4000, "%")])), 1);
+  const indexing = (index: number, value: string) => Buffer.concat([Buffer.from([0x40 | index]), lenPrefix(value)]);
+  const first = Buffer.concat([
+    Buffer.from([0x83, 0x86]), indexing(4, path), indexing(31, "application/grpc"),
+    ...(unknownMethod ? [] : [Buffer.from([0x40]), lenPrefix("grpc-encoding"), lenPrefix("gzip")]),
+  ]);
+  // Dynamic table, newest first: [grpc-encoding,] content-type, :path.
+  const again = Buffer.from(unknownMethod ? [0x83, 0x86, 0x80 | 63, 0x80 | 62] : [0x83, 0x86, 0x80 | 64, 0x80 | 63, 0x80 | 62]);
+  await Promise.all(conns.map(async (conn) => {
+    let id = 1;
+    await send(conn, Buffer.concat([frame(1, 4, id, first), frame(0, 1, id, message)]));
+    id += 2;
+    await flood(conn, () => {
+      const frames: Buffer[] = [];
+      for (let i = 0; i < 200; i++, id += 2) frames.push(frame(1, 4, id, again), frame(0, 1, id, message));
+      return Buffer.concat(frames);
+    });
+  }));
+}
+
+/** See "half-preface"; status.open: still open at the end; status.closed: closed by the server. Prints "held" once all are open. */
+async function holdConnections(first: Buffer) {
+  const n = Number(connectionsText ?? 100);
+  const sockets: net.Socket[] = [];
+  for (const target of address.split(",")) {
     for (let i = 0; i < n; i += 50) {
       const batch = Array.from({ length: Math.min(50, n - i) }, () => {
-        const s = net.connect(address);
+        const s = net.connect(target);
         s.on("error", () => {});
         s.resume();
-        s.write(PREFACE.subarray(0, 10));
+        s.write(first);
         sockets.push(s);
         return new Promise((r) => (s.once("connect", r), s.once("close", r)));
       });
       await Promise.all(batch);
-      await wait(20);
+      await wait(5);
     }
-    await wait(duration);
-    let open = 0;
-    for (const s of sockets) if (!s.destroyed && s.readyState === "open") open++;
-    result.status.open = open;
-  },
-};
+  }
+  process.stdout.write("held\n");
+  await wait(duration);
+  let open = 0;
+  for (const s of sockets) if (!s.destroyed && s.readyState === "open") open++;
+  result.status.open = open;
+  result.status.closed = sockets.length - open;
+}
 
 function chunks(message: Buffer, id: number): Buffer[] {
   const out: Buffer[] = [];

@@ -16,7 +16,7 @@ export function pythonClientUnavailable(): string | undefined {
     }
     return undefined;
   } catch (err) {
-    return `python grpcio client setup failed: ${(err as { stderr?: Buffer }).stderr?.toString() ?? err}`;
+    return `python grpcio client setup failed: ${(err as { stderr?: Buffer }).stderr?.toString() ?? String(err)}`;
   }
 }
 

@@ -74,6 +74,7 @@ export function pathCases(): Record<string, string> {
     dotDotComponent: `${K}\\dir\\..\\..\\outside`,
     dotDotInName: `${K}\\a..b`,
     dotComponent: `${K}\\.\\dir`,
+    spacedDots: `${K}\\. .\\dir`,
     doubleSep: `${K}\\\\dir`,
     colon: `${K}\\a:b`,
     star: `${K}\\a*b`,
@@ -88,6 +89,20 @@ export function pathCases(): Record<string, string> {
     otherDrive: "D:\\csi-e2e-oracle\\kubelet\\dir",
   };
 }
+
+/**
+ * Path cases added after the recordings were made: their rows await a recording of upstream's exe
+ * (scripts/oracle-record.ts). Until then the coverage test expects the recordings to lack exactly
+ * these rows (and fails once they are recorded: remove the case here), and the differential test
+ * checks ours against the deliberate rule that names them (deliberate.ts).
+ */
+export const AWAITING_RECORDING: readonly string[] = ["spacedDots"];
+
+/** The path case a filesystem row id names (`filesystem/v1/Rmdir/dir+force` → `dir`). */
+export const pathCaseOf = (id: string) => id.split("/")[3]?.replace(/(\+force|-as-(target|source))$/, "") ?? "";
+
+/** Whether the row `id` belongs to a case of {@link AWAITING_RECORDING}. */
+export const awaitingRecording = (id: string) => id.startsWith("filesystem/") && AWAITING_RECORDING.includes(pathCaseOf(id));
 
 /** A few cases for the older filesystem versions (the full set runs on v1). */
 const LEGACY_CASES = ["empty", "relative", "slashDrive", "unc", "len261", "kubelet", "dir", "missing", "file", "full", "dotDotComponent", "dotDotInName", "colon", "siblingPrefix", "outside"];

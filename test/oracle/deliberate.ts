@@ -45,6 +45,11 @@ export const DELIBERATE: Deliberate[] = [
     applies: (row, upstream) => caseOf(row) === "dotDotInName" && upstream.includes("path contains invalid characters"),
   },
   {
+    doc: "components of dots and spaces are refused",
+    why: "upstream refuses only a `..` substring, so `<kubelet>\\. .\\dir` reaches Windows, whose path normalisation makes a last component `. .` name the directory holding it and drops one dot of a middle one; ours refuses every dots-and-spaces component with two or more dots (`path contains invalid characters`), so the path checked is the path acted on",
+    applies: (row, upstream, ours) => caseOf(row) === "spacedDots" && ours.startsWith("error path contains invalid characters: ") && !upstream.includes("path contains invalid characters"),
+  },
+  {
     doc: "IsSymlink and IsMountPoint validate the path",
     why: "upstream lets them probe any path on the host (relative to its working directory, outside the kubelet dir); ours validates it like every other filesystem call",
     applies: (row, upstream, ours) =>
@@ -65,7 +70,7 @@ export const DELIBERATE: Deliberate[] = [
     doc: "SMB local paths are checked before the host is asked",
     why: "v1.3.0 asks WMI about the mapping before it validates the local path (under Wine its answer is WMI's failure; on Windows it would map first); ours validates first, as v1.1.3 did, with v1.1.3's recorded text",
     applies: (row, upstream, ours) =>
-      row.method === "NewSmbGlobalMapping" && /^local-/.test(caseOf(row)) && upstream.includes("failed to connect to WMI") &&
+      row.method === "NewSmbGlobalMapping" && caseOf(row).startsWith("local-") && upstream.includes("failed to connect to WMI") &&
       /is not within the working directories|not an absolute Windows path|path contains invalid characters/.test(ours),
   },
   {

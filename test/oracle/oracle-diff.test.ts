@@ -18,7 +18,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { wineSuite } from "../windows/wine-harness.ts";
-import { buildCorpus, flagCases, ORACLE_WORK } from "./corpus.ts";
+import { AWAITING_RECORDING, awaitingRecording, buildCorpus, flagCases, ORACLE_WORK } from "./corpus.ts";
 import { bundleOracleClient, runFlags, runRows, substitute, type Answer } from "./oracle-run.ts";
 import { answerText, type RecordedRow, type Recording } from "./compare.ts";
 import { DELIBERATE, deliberateReason } from "./deliberate.ts";
@@ -44,10 +44,10 @@ before(async () => {
 });
 
 test("the recordings cover exactly the corpus (re-record with scripts/oracle-record.ts after changing it)", () => {
-  const ids = buildCorpus().map((r) => r.id);
+  const ids = buildCorpus().map((r) => r.id).filter((id) => !awaitingRecording(id));
   assert.ok(Object.keys(recordings).length >= 2, "v1.1.3 and v1.3.0 are recorded");
   for (const [tag, rec] of Object.entries(recordings)) {
-    assert.deepEqual(rec.rows.map((r) => r.id), ids, `${tag}: row ids`);
+    assert.deepEqual(rec.rows.map((r) => r.id), ids, `${tag}: row ids (cases awaiting a recording, corpus.ts AWAITING_RECORDING: ${AWAITING_RECORDING.join(", ")}; recorded now? remove them there)`);
     for (const key of ["tag", "commit", "go", "wine"]) assert.ok(rec.provenance[key], `${tag}: provenance.${key}`);
   }
 });
@@ -117,6 +117,17 @@ for (const tag of Object.keys(recordings).sort()) {
     }
   });
 }
+
+test("rows awaiting an upstream recording: ours answers as the deliberate rule naming them says", { skip }, () => {
+  const rows = buildCorpus().filter((r) => awaitingRecording(r.id));
+  assert.ok(rows.length > 0);
+  for (const row of rows) {
+    const got = answerText(ours.get(row.id));
+    // upstream's answer is not recorded yet: the rule must cover ours against an answer upstream's checks let through
+    const reason = deliberateReason(row as RecordedRow, "ok {}", got);
+    assert.ok(reason, `${row.id}: ours ${got} is covered by a deliberate rule`);
+  }
+});
 
 test("no Windows answer carries a Node errno name", { skip }, () => {
   const named = [...ours].filter(([, a]) => "message" in a && /\bE[A-Z]{3,}\b/.test(a.message) && /\b(ENOENT|ENOTEMPTY|EEXIST|ENOTDIR|EISDIR|EPERM|EACCES|EBUSY|EINVAL|ELOOP)\b/.test(a.message));

@@ -12,7 +12,6 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import * as esbuild from "esbuild";
 import { esbuildOptions } from "../../scripts/build-exe.ts";
-import { pipePath } from "../../src/api/endpoint.ts";
 import { runWine, startWine, winPath, killWineServer, root, type Background, type Wine } from "../windows/wine-harness.ts";
 import { fixtureLayout, ORACLE_KUBELET, ORACLE_WORK, type CorpusRow } from "./corpus.ts";
 

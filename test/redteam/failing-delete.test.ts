@@ -1,4 +1,4 @@
-// Red team (issue 16, class 1): a recursive delete that fails part-way — an immutable file (chattr +i,
+// Red team: a recursive delete that fails part-way — an immutable file (chattr +i,
 // EPERM) or a busy writer re-creating files in a subdirectory (ENOTEMPTY) — while concurrent Mkdir
 // calls keep opening directories in the same daemon, so descriptor numbers are closed and reused
 // all the time. Rmdir(force) and RmdirContents alternate. After every answer:

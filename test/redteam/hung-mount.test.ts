@@ -2,7 +2,7 @@
 // or a dead device) must hold only the calls that touch it: other calls, on the same endpoint and on
 // others, keep answering, and the hung calls answer once the filesystem does.
 // More hung calls than libuv's default pool (4 threads) are survived: PathExists on a path the
-// kernel has cached needs no pool thread at all, and the pool is larger (src/thread-pool-size.ts).
+// kernel has cached needs no pool thread at all, and the pool is larger (src/boot/thread-pool-size.ts).
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
@@ -68,7 +68,7 @@ describe("a hung mount under the kubelet dir", { skip: fuseSkipReason() }, () =>
     await new Promise((r) => setTimeout(r, 300));
     // Answered from the kernel's caches, without the pool:
     for (let i = 0; i < 20; i++) assert.equal((await within(2000, "PathExists", fs.client.pathExists({ path: normal }))).exists, true);
-    // Calls that need a pool thread (src/thread-pool-size.ts):
+    // Calls that need a pool thread (src/boot/thread-pool-size.ts):
     assert.equal((await within(2000, "IsSymlink", fs.client.isSymlink({ path: normal }))).isSymlink, false);
     await within(2000, "Mkdir", fs.client.mkdir({ path: path.join(daemon.kubeletDir, "pods", "pool") }));
     fuse!.resume();

@@ -1,4 +1,4 @@
-// Red team (issue 16, class 3): MountVolume while the target's parent is exchanged, atomically and
+// Red team: MountVolume while the target's parent is exchanged, atomically and
 // over and over, with a directory outside the allowed dirs (renameat2 RENAME_EXCHANGE in a child
 // process: test/helpers/exchanger.ts). Both names always exist, so the daemon's walk may end on
 // either directory; a mount that lands on the wrong one must be undone, and the answer must be true:

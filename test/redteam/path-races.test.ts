@@ -1,4 +1,4 @@
-// Red team: path operations raced against a symlink swap (issue 8, cases 4–7). A swapper child
+// Red team: path operations raced against a symlink swap. A swapper child
 // process flips a directory inside the kubelet dir with a symlink to an outside directory in a tight
 // rename() loop while Rmdir(force), RmdirContents, CreateSymlink, MountVolume and UnmountVolume run on
 // a path through it; after every attempt the outside files are counted and checksummed, and the mount
@@ -105,7 +105,7 @@ function count(fig: Figures, outcome: string, error?: unknown) {
   fig.outcomes[outcome] = Number(fig.outcomes[outcome] ?? 0) + 1;
   if (error !== undefined) {
     fig.samples ??= {};
-    fig.samples[outcome] ??= (error as Error)?.message ?? String(error);
+    fig.samples[outcome] ??= error instanceof Error ? error.message : JSON.stringify(error);
   }
 }
 

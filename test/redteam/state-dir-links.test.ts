@@ -1,5 +1,5 @@
 /**
- * Red team (issue 16, class 4): links planted in the state directory while the daemon runs. The
+ * Red team: links planted in the state directory while the daemon runs. The
  * start-up check (state-dir.ts) saw a clean tree; afterwards each state sub-directory — `smb`,
  * `smb/mounts`, `smb/credentials`, `iscsi` — is replaced by a symbolic link to a directory outside,
  * holding files of its own, and the calls that use it run: NewSmbGlobalMapping with a password

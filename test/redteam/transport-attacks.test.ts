@@ -7,7 +7,7 @@
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readFileSync, readdirSync } from "node:fs";
 import * as net from "node:net";
 import * as path from "node:path";
 import { startDaemonProcess, nodeBinary, repoRoot, type DaemonProcess } from "../helpers/daemon-process.ts";
@@ -38,7 +38,8 @@ function startAttack(attack: string, address: string, ms: number, connections?: 
     child.once("exit", (code) => {
       clearTimeout(timer);
       markReady();
-      code === 0 ? resolve(JSON.parse(out.trim().split("\n").at(-1)!)) : reject(new Error(`${attack}: exit ${code}\n${err}`));
+      if (code === 0) resolve(JSON.parse(out.trim().split("\n").at(-1)!));
+      else reject(new Error(`${attack}: exit ${code}\n${err}`));
     }),
   );
   return { ready, result };
@@ -91,7 +92,7 @@ describe("the transport under attack (daemon with --max-old-space-size=256)", ()
    * shared machine stalls processes by itself), the other checks must hold in every run.
    * `latency: false` leaves out the p99 bound (the figures are still printed).
    */
-  async function underAttack(attack: string, ms: number, options: { connections?: number; latency?: boolean } = {}): Promise<AttackResult> {
+  async function underAttack(attack: string, ms: number, options: { connections?: number; latency?: boolean; rssBoundMb?: number } = {}): Promise<AttackResult> {
     let excess = "";
     for (let run = 1; run <= 2; run++) {
       const base = await legit(new Promise((r) => setTimeout(r, 800)));
@@ -117,7 +118,8 @@ describe("the transport under attack (daemon with --max-old-space-size=256)", ()
         calls: during.same.length + during.other.length, goaway: result.goaway, rst: result.rst, status: result.status, sentMb: Math.round(result.sentBytes / 1e6),
       };
       console.log(JSON.stringify(figures));
-      assert.ok(growth <= RSS_BOUND_MB, `${attack}: RSS grew ${growth.toFixed(1)} MB (bound ${RSS_BOUND_MB})`);
+      const bound = options.rssBoundMb ?? RSS_BOUND_MB;
+      assert.ok(growth <= bound, `${attack}: RSS grew ${growth.toFixed(1)} MB (bound ${bound})`);
       excess = "";
       for (const k of ["same", "other"] as const) {
         const [b, d] = [unattacked(k), during[k].length ? p99(during[k]) : 0];
@@ -165,7 +167,7 @@ describe("the transport under attack (daemon with --max-old-space-size=256)", ()
   });
 
   it("100 streams × 4 MiB partial bodies on two connections: buffered data is capped, the rest RESOURCE_EXHAUSTED", async () => {
-    const r = await underAttack("partial-bodies", 6000, { connections: 2 });
+    const r = await underAttack("partial-bodies", 6000, { connections: 2, rssBoundMb: 48 });
     assert.ok((r.status[RESOURCE_EXHAUSTED] ?? 0) >= 20, JSON.stringify(r));
   });
 
@@ -180,6 +182,19 @@ describe("the transport under attack (daemon with --max-old-space-size=256)", ()
     const r = await underAttack("unread-answers", 4000);
     assert.deepEqual(r.goaway, []);
     assert.ok(r.sentBytes < 8e6, `the client could send ${r.sentBytes} bytes without reading`);
+  });
+
+  // 100 connections × 75-byte calls whose 12 KB answers are never read: the outbound budget
+  // (transport-limits.ts) stops reading each connection and starting its calls, and closes the
+  // connections holding the most unsent bytes once the process-wide budget is full.
+  it("100 connections × never-read 12 KB error answers (gzipped PathExists, 4 KB path): memory bounded", async () => {
+    const r = await underAttack("unread-errors", 5000, { connections: 100 });
+    assert.ok(r.sentBytes < 200e6, JSON.stringify(r));
+  });
+
+  it("100 connections × never-read 12 KB UNIMPLEMENTED answers (a 3 900-character method): memory bounded", async () => {
+    const r = await underAttack("unread-unknown", 5000, { connections: 100 });
+    assert.ok(r.sentBytes < 200e6, JSON.stringify(r));
   });
 
   it("1100 open streams → REFUSED_STREAM above 1000", async () => {
@@ -237,3 +252,57 @@ describe("descriptor exhaustion on one endpoint (daemon under prlimit --nofile=6
   });
 });
 void net;
+
+describe("fair admission: idle and half-open connections on all 23 endpoints (daemon under prlimit --nofile=1024)", () => {
+  /**
+   * Fresh connections, one call each (PathExists on the filesystem endpoints in turn, 2 s timeout),
+   * sequentially while `attack` holds its connections: how many answered, and the p99 in ms from
+   * connecting to the answer of those answered (the pass criterion: ≥ 90 % answered, p99 ≤ 1 s).
+   */
+  async function freshCalls(daemon: DaemonProcess, n: number): Promise<{ answered: number; p99: number }> {
+    const versions = ["v1", "v1beta1", "v1beta2", "v1alpha1", "v2alpha1"] as const;
+    const times: number[] = [];
+    let answered = 0;
+    for (let i = 0; i < n; i++) {
+      const t0 = performance.now();
+      try {
+        const c = await connectGroup("filesystem", { socketDir: daemon.socketDir, versions: [versions[i % versions.length]] as never, timeoutMs: 2000 });
+        try {
+          await (c.client as Fs["client"]).pathExists({ path: daemon.kubeletDir });
+          answered++;
+          times.push(performance.now() - t0);
+        } finally {
+          c.close();
+        }
+      } catch {
+        // not answered within 2 s: counted by `answered`
+      }
+    }
+    return { answered, p99: times.length ? p99(times) : Infinity };
+  }
+
+  for (const [attack, perEndpoint] of [["half-preface", 448], ["idle-connections", 448]] as const) {
+    it(`${perEndpoint} ${attack} connections per endpoint × 23: fresh connections are answered ≥ 90 %, p99 ≤ 1 s`, async () => {
+      const daemon = await startDaemonProcess({ wrap: ["prlimit", "--nofile=1024:1024", "--"], nodeArgs: ["--max-old-space-size=256"] });
+      try {
+        const addresses = readdirSync(daemon.socketDir).filter((f) => f.endsWith(".sock")).map((f) => path.join(daemon.socketDir, f));
+        assert.equal(addresses.length, 23);
+        const base = await freshCalls(daemon, 10);
+        const child = spawn("prlimit", ["--nofile=20000:20000", "--", nodeBinary, path.join(repoRoot, "test/helpers/h2-attack.ts"), attack, addresses.join(","), "15000", String(perEndpoint)], { stdio: ["ignore", "pipe", "inherit"] });
+        let out = "";
+        const held = new Promise<void>((resolve) => child.stdout!.setEncoding("utf8").on("data", (d: string) => ((out += d), out.includes("held") && resolve())));
+        const exited = new Promise((r) => child.once("exit", r));
+        await Promise.race([held, exited]);
+        const during = await freshCalls(daemon, 30);
+        await exited;
+        const result = JSON.parse(out.trim().split("\n").at(-1)!) as AttackResult;
+        console.log(JSON.stringify({ attack, perEndpoint, base, during, attacker: result.status }));
+        assert.equal(daemon.child.exitCode, null);
+        assert.ok(during.answered >= 27, `answered ${during.answered} of 30`);
+        assert.ok(during.p99 <= Math.max(1000, 3 * base.p99), `p99 ${during.p99.toFixed(0)} ms (unattacked ${base.p99.toFixed(0)} ms)`);
+      } finally {
+        await daemon.stop();
+      }
+    });
+  }
+});

@@ -3,7 +3,6 @@
 // codes.Code.String() names — a call canceled by its client (RST_STREAM) is `Canceled`.
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
-import type * as http from "node:http";
 import * as http2 from "node:http2";
 import * as net from "node:net";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -14,7 +13,8 @@ import { serveEndpoints, type ServingEndpoints } from "../../src/rpc/serve-endpo
 import { Filesystem, PathExistsRequestSchema } from "../../src/gen/filesystem/v1/api_pb.ts";
 import type { CallContext } from "../../src/api/handlers.ts";
 import { callObserver } from "../../src/daemon.ts";
-import { createGrpcMetrics, serveMetrics } from "../../src/metrics/grpc-metrics.ts";
+import { createGrpcMetrics } from "../../src/metrics/grpc-metrics.ts";
+import { serveMetrics, type MetricsServer } from "../../src/metrics/metrics-server.ts";
 import { createLogger } from "../../src/log/klog.ts";
 
 const frame = (message: Uint8Array) => {
@@ -25,7 +25,7 @@ const frame = (message: Uint8Array) => {
 };
 
 describe("code names printed by metrics and logs", () => {
-  let dir: string, serving: ServingEndpoints, metricsServer: http.Server, metricsAddress: string;
+  let dir: string, serving: ServingEndpoints, metricsServer: MetricsServer, metricsAddress: string;
   const logged: string[] = [];
   const logger = createLogger({ verbosity: 2, logToStderr: true, stderr: { write: (chunk, cb) => (logged.push(chunk), cb()) } });
   let aborts = 0;
@@ -33,8 +33,7 @@ describe("code names printed by metrics and logs", () => {
     dir = mkdtempSync(path.join(tmpdir(), "csi-proxy-codes-"));
     const metrics = createGrpcMetrics();
     metricsServer = await serveMetrics("127.0.0.1:0", metrics.registry);
-    const a = metricsServer.address() as net.AddressInfo;
-    metricsAddress = `${a.address}:${a.port}`;
+    metricsAddress = metricsServer.address;
     const handlers = {
       // Waits until the client cancels, then rejects with the signal's reason, as the groups' host calls do.
       pathExists: (_req: unknown, ctx: CallContext) =>
@@ -46,7 +45,7 @@ describe("code names printed by metrics and logs", () => {
   });
   after(async () => {
     await serving.stop();
-    await new Promise((resolve) => metricsServer.close(resolve));
+    await metricsServer.close();
     await logger.close();
     rmSync(dir, { recursive: true, force: true });
   });

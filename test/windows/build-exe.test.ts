@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import * as vm from "node:vm";
 import * as esbuild from "esbuild";
 import { asciiSource, esbuildOptions, stripAuthenticode } from "../../scripts/build-exe.ts";
 
@@ -49,7 +50,7 @@ test("the exe's bundle is ASCII after asciiSource, with every string, template, 
     const code = asciiSource(fs.readFileSync(out, "utf8"));
     assert.match(code, /^[\x00-\x7f]*$/);
     const mod = { exports: {} as { values?: Record<string, unknown> } };
-    new Function("module", "exports", "require", code)(mod, mod.exports, () => ({}));
+    vm.compileFunction(code, ["module", "exports", "require"])(mod, mod.exports, () => ({}));
     assert.deepEqual(mod.exports.values, { s: "a → b", t: "x — 1 …", raw: "r \\n", re: "\\u00e9+", re2: true, n: 1 });
     assert.ok(new RegExp(mod.exports.values!.re as string).test("é"));
     // a raw template keeps its text as written: refused rather than changed

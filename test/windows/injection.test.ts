@@ -66,6 +66,7 @@ const operations: WorkerOperation[] = [
   { name: "volume.flushVolume", op: "volume.flush", call: (s) => volume.flushVolume(s), args: (s) => ({ volumeId: s }) },
   { name: "volume.getVolumePartition", op: "volume.partition", call: (s) => volume.getVolumePartition(s), args: (s) => ({ volumeId: s }) },
   { name: "volume.getPartitionSupportedSize", op: "volume.supportedSize", call: (s) => volume.getPartitionSupportedSize(s), args: (s) => ({ volumeId: s }) },
+  { name: "volume.storageBusy", op: "volume.busy", call: (s) => volume.storageBusy(s), args: (s) => ({ volumeId: s }) },
   { name: "volume.resizePartition", op: "volume.resize", call: (s) => volume.resizePartition(s, 123456789012345678n), args: (s) => ({ volumeId: s, size: "123456789012345678" }) },
 ];
 

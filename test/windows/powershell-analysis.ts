@@ -1,5 +1,5 @@
 /**
- * Static analysis of the PowerShell worker scripts (issue 12), over the syntax tree of the real
+ * Static analysis of the PowerShell worker scripts, over the syntax tree of the real
  * PowerShell grammar (tree-sitter-powershell, run by web-tree-sitter's WASM build: no native code).
  *
  * The script is walked as PowerShell runs it: top-level statements, then every op's script block of
@@ -21,14 +21,14 @@
  *  PS5  CIM identifiers are constants: -Namespace, -ClassName, -MethodName, -ResultClassName and
  *       -Association are single-quoted strings (possibly through the script's own functions'
  *       parameters), never request data.
- *  SIG  every cmdlet is in src/host/windows/scripts/cim-signatures.ts; every parameter is one of its parameters, all
+ *  SIG  every cmdlet is in test/windows/cim-signatures.ts; every parameter is one of its parameters, all
  *       of them in one parameter set, positional arguments only where it has positions; every CIM
  *       class, property, method (static or instance as documented) and argument name is there,
  *       every association links the classes it is used between.
  */
 import { createRequire } from "node:module";
 import { Parser, Language, type Node } from "web-tree-sitter";
-import { CMDLETS, CIM_CLASSES, CIM_ASSOCIATIONS, COMMON_PARAMETERS } from "../../src/host/windows/scripts/cim-signatures.ts";
+import { CMDLETS, CIM_CLASSES, CIM_ASSOCIATIONS, COMMON_PARAMETERS } from "./cim-signatures.ts";
 
 let parser: Parser | undefined;
 

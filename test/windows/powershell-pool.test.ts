@@ -207,3 +207,52 @@ test("the worker script never turns data into code: no Invoke-Expression, script
   }
   assert.deepEqual(depth, { "(": 0, "{": 0, "[": 0 });
 });
+
+/** Whether a process exists (signal 0). */
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+test("a cancelled running call ends its worker process before it answers (signal's code); a fresh worker serves the next call", async () => {
+  const f = createFakePool({ "volume.format": { hang: true } }, { size: 1 });
+  try {
+    const ac = new AbortController();
+    const t0 = Date.now();
+    const pending = f.pool.call("volume.format", { volumeId: "v" }, { signal: ac.signal }).catch((e) => e);
+    while (f.recorded().requests.length === 0) await new Promise((r) => setTimeout(r, 10));
+    const pid = f.recorded().starts[0].pid;
+    ac.abort(new CsiProxyError(Code.DeadlineExceeded, "deadline exceeded"));
+    const err = await pending;
+    assert.equal(codeOf(err), Code.DeadlineExceeded, String(err));
+    assert.match(err.message, new RegExp(`volume.format: deadline exceeded: stopped; its PowerShell worker \\(pid ${pid}\\) was ended`));
+    assert.equal(alive(pid), false, "the worker process had exited when the call answered");
+    assert.ok(Date.now() - t0 < 10_000);
+    assert.deepEqual(await f.pool.call("ping", { echo: 3 }), { pong: true, echo: 3 });
+    assert.equal(f.recorded().starts.length, 2, "a fresh worker replaced the killed one");
+  } finally {
+    await f.close();
+  }
+});
+
+test("a cancelled queued call is never sent to a worker", async () => {
+  const f = createFakePool({ "volume.format": { result: null, delayMs: 400 } }, { size: 1 });
+  try {
+    const first = f.pool.call("volume.format", { volumeId: "first" });
+    const ac = new AbortController();
+    const queued = f.pool.call("volume.resize", { volumeId: "queued", size: "1" }, { signal: ac.signal }).catch((e) => e);
+    ac.abort();
+    const err = await queued;
+    assert.equal(codeOf(err), Code.Canceled, String(err));
+    assert.match(err.message, /not started/);
+    await first;
+    await f.pool.call("ping", {});
+    assert.deepEqual(f.recorded().requests.map((r) => r.op), ["volume.format", "ping"]);
+  } finally {
+    await f.close();
+  }
+});

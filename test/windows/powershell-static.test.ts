@@ -1,5 +1,5 @@
 /**
- * The PowerShell the workers run, checked statically (issue 12; rules in powershell-analysis.ts and
+ * The PowerShell the workers run, checked statically (rules in powershell-analysis.ts and
  * docs/windows.md): every worker script, exactly as powershell.exe receives it (decoded back from
  * the -EncodedCommand argument), parses with the PowerShell grammar; no dynamic code, no string
  * building, no request data in a pattern or a CIM identifier; every cmdlet, parameter, CIM class,
@@ -10,7 +10,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { powershellArgs, WORKER_OPS, WORKER_SCRIPT } from "../../src/host/windows/scripts/worker-script.ts";
 import { SMB_ISCSI_SYSTEM_OPS, SMB_ISCSI_SYSTEM_SCRIPT } from "../../src/host/windows/scripts/worker-ops-smb-iscsi-system.ts";
-import { CIM_CLASSES, CMDLETS } from "../../src/host/windows/scripts/cim-signatures.ts";
+import { CIM_CLASSES, CMDLETS } from "./cim-signatures.ts";
 import { STORAGE_STATUS } from "../../src/host/windows/storage-status.ts";
 import { mapWorkerError } from "../../src/host/windows/worker-error-codes.ts";
 import { Code } from "../../src/errors.ts";

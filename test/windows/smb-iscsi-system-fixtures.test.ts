@@ -37,7 +37,6 @@ function pool(fixtures: Record<string, unknown>) {
   return p;
 }
 const reject = (p: Promise<unknown>) => p.then(() => assert.fail("expected a rejection"), (e) => e as CsiProxyError);
-const ops = (p: FakePool) => p.recorded().requests.map((r) => r.op);
 
 // ---- fixtures shaped like the worker's output on Windows -------------------------------------
 

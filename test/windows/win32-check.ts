@@ -1,5 +1,5 @@
 /**
- * The Win32 layout and prototype check (issue 12): every function csi-proxy declares through koffi
+ * The Win32 layout and prototype check: every function csi-proxy declares through koffi
  * and every structure it passes, compared with MinGW-w64's windows.h.
  *
  * - The declarations are not listed here: they are recorded by constructing the real declaring

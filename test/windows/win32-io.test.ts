@@ -23,7 +23,7 @@ function fakeKoffi() {
   const lib = {
     func(proto: string) {
       const name = /(\w+)\s*\(/.exec(proto)![1];
-      const fn = (...args: unknown[]) => {
+      const fn = () => {
         syncCalls.push(name);
         if (name === "GetLastError") return lastError;
         return 0;

@@ -1,5 +1,5 @@
 /**
- * Win32 prototypes and layouts against MinGW-w64's windows.h (issue 12, see win32-check.ts):
+ * Win32 prototypes and layouts against MinGW-w64's windows.h (see win32-check.ts):
  * every koffi declaration of src/win32 must compile against the real prototype, and every
  * structure, hand-read offset and constant must equal what windows.h says (read back by running the
  * generated program under Wine). Also: every Win32 declaration is `io` (off the JS thread) unless it

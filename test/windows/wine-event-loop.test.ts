@@ -1,5 +1,5 @@
 /**
- * Under Wine: a Win32 call that does not return must not freeze the daemon (issue 12).
+ * Under Wine: a Win32 call that does not return must not freeze the daemon.
  *
  * The blocking is real: Wine's GetVolumeNameForVolumeMountPointW asks the mount manager
  * (mountmgr.sys, hosted by winedevice.exe) through DeviceIoControl. The test stops the prefix's

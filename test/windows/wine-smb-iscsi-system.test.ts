@@ -15,7 +15,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { clientReport, runSc, runWine, startWine, wineSuite, type Background } from "./wine-harness.ts";
+import { clientReport, runSc, startWine, wineSuite, type Background } from "./wine-harness.ts";
 
 let server: Background | undefined;
 

@@ -1,5 +1,6 @@
 import type { DiskIds, DiskLocation, DiskService } from "./types.ts";
-import type { DiskHostApi, HostDevice, HostDisk, HostPartition } from "./host-api.ts";
+import { inCallScope } from "../../util/call-scope.ts";
+import type { DiskHostApi, DiskWriteCheck, HostDevice, HostDisk, HostPartition } from "./host-api.ts";
 import type { KeyedMutex } from "../../util/keyed-mutex.ts";
 import { createKeyedMutex } from "../../util/keyed-mutex.ts";
 import { Code, CsiProxyError, failedPrecondition, internal, invalidArgument, notFound } from "../../errors.ts";
@@ -40,8 +41,8 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
   const isAllowed = allowedMountPoint(deps.policy);
 
   /** Runs `fn` holding the disk's lock, as one host session (when the host has them). */
-  const inDiskLock = <T>(diskNumber: number, fn: () => Promise<T>) =>
-    locks.run(diskLockKey(checkDiskNumber(diskNumber)), () => (host.session ? host.session(fn) : fn()));
+  const inDiskLock = <T>(method: string, diskNumber: number, fn: () => Promise<T>) =>
+    locks.run(diskLockKey(checkDiskNumber(diskNumber)), () => (host.session ? host.session(fn) : fn()), { what: `${method} of disk ${diskNumber}` });
 
   /**
    * Right before a write: the disk read again must be the one looked up (same host identity). Hosts
@@ -54,7 +55,7 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
   }
 
   async function partitionDisk(n: number): Promise<void> {
-    await inDiskLock(n, async () => {
+    await inDiskLock("PartitionDisk", n, async () => {
       let layout = await host.getDiskLayout(n);
       const { disk } = layout;
       const what = `partition disk ${n} (${disk.name})`;
@@ -63,7 +64,9 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
       // when staging again a disk their NodeUnstage took offline.
       if (disk.online === false && layout.partitions.some(isData)) return;
       requireOnline(disk.online, n, disk.name, what);
-      await refuseInUse([disk, ...layout.partitions], what, true, isAllowed);
+      // The same refusals on the host's reading right before each write (with the devices' openers, where the host sees them).
+      const check: DiskWriteCheck = (devices) => refuseInUse(devices, what, true, isAllowed);
+      await check([disk, ...layout.partitions]);
       // What a disk holds is read only once it may be changed at all.
       if (layout.partitionStyle === null) layout = await withContext(`probe ${disk.name}`, host.probeDiskLayout(n));
 
@@ -74,7 +77,7 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
       if (style === "raw") {
         if (content) throw failedPrecondition(`refusing to ${what}: it has no partition table but holds ${content}; initialising it would destroy that data`);
         await reverify(n, disk, what);
-        await withContext(`initialise ${disk.name} with GPT`, host.initializeDisk(n, disk.identity));
+        await withContext(`initialise ${disk.name} with GPT`, host.initializeDisk(n, disk.identity, check));
         style = "gpt";
         table = await host.listPartitions(n); // Windows may add a reserved partition itself
       }
@@ -90,7 +93,7 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
       }
       await reverify(n, disk, what);
       try {
-        await host.createDataPartition(n, style, disk.identity);
+        await host.createDataPartition(n, style, disk.identity, check);
       } catch (err) {
         // 42002 "access path already in use" is tolerated, as upstream does
         if (!(err instanceof CsiProxyError && err.code === Code.AlreadyExists)) {
@@ -112,7 +115,7 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
     // A disk that went away meanwhile (NotFound) has nothing to refresh.
     await Promise.all(
       disks.map((n) =>
-        inDiskLock(n, () =>
+        inDiskLock("Rescan", n, () =>
           withContext(`rescan disk ${n}`, host.refreshDiskSize(n)).catch((e) => {
             if (!(e instanceof CsiProxyError && e.code === Code.NotFound)) throw e;
           }),
@@ -122,19 +125,21 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
   }
 
   async function setDiskState(n: number, isOnline: boolean): Promise<void> {
-    await inDiskLock(n, async () => {
+    await inDiskLock(isOnline ? "SetDiskState(online)" : "SetDiskState(offline)", n, async () => {
       const disk = await host.getDisk(n);
       if (disk.online === isOnline) return; // idempotent, as upstream
+      let check: DiskWriteCheck | undefined;
       if (!isOnline) {
+        check = (devices) => refuseInUse(devices, `set disk ${n} (${disk.name}) offline`, false, isAllowed);
         const devices: HostDevice[] = [disk, ...(await host.getDiskLayout(n)).partitions];
-        await refuseInUse(devices, `set disk ${n} (${disk.name}) offline`, false, isAllowed);
+        await check(devices);
       }
       await reverify(n, disk, `set disk ${n} (${disk.name}) ${isOnline ? "online" : "offline"}`);
-      await withContext(`set ${disk.name} ${isOnline ? "online" : "offline"}`, host.setDiskOnline(n, isOnline, disk.identity));
+      await withContext(`set ${disk.name} ${isOnline ? "online" : "offline"}`, host.setDiskOnline(n, isOnline, disk.identity, check));
     });
   }
 
-  return {
+  return inCallScope({
     async listDiskLocations() {
       guard("ListDiskLocations");
       const out = new Map<number, DiskLocation>();
@@ -178,5 +183,5 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
       for (const [number, ids] of await host.listDiskIds()) if (ids.page83 === diskName) return { diskNumber: number };
       throw notFound(`could not find disk with Page83 ID ${diskName}: not found`);
     },
-  };
+  });
 }

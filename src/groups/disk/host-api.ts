@@ -77,9 +77,17 @@ export interface DiskLayout {
 }
 
 /**
+ * A service's refusals of a write, which a host that can read device uses at the moment of writing
+ * (Linux) runs on the disk and its partitions as it reads them right before writing (the same reading
+ * as its own re-verification; openers of the device nodes included), rejecting to stop the write.
+ */
+export type DiskWriteCheck = (devices: HostDevice[]) => Promise<void>;
+
+/**
  * Writes (initializeDisk, createDataPartition, setDiskOnline) take `expect`, the disk's
  * {@link HostDisk.identity} when it was looked up, and re-verify the disk at the moment of writing:
- * FailedPrecondition when it changed or is in use (the Linux host re-reads every fact it can).
+ * FailedPrecondition when it changed or is in use (the Linux host re-reads every fact it can, and
+ * runs the service's {@link DiskWriteCheck} on that reading; going online needs none).
  */
 export interface DiskHostApi {
   /** Why this daemon cannot manage disks at all (Linux: it is not root), or null. Synchronous: read once when a service is built. */
@@ -108,9 +116,9 @@ export interface DiskHostApi {
   /** The entries of the disk's partition table, read off the disk where needed (after a change). */
   listPartitions(diskNumber: number): Promise<HostPartition[]>;
   /** Writes an empty GPT partition table (MSFT_Disk.Initialize(GPT)). */
-  initializeDisk(diskNumber: number, expect?: string): Promise<void>;
+  initializeDisk(diskNumber: number, expect?: string, check?: DiskWriteCheck): Promise<void>;
   /** Adds one partition of the host's data type filling the largest free area, without drive letter. A Windows "access path in use" (42002) is AlreadyExists. */
-  createDataPartition(diskNumber: number, style: "gpt" | "mbr", expect?: string): Promise<void>;
+  createDataPartition(diskNumber: number, style: "gpt" | "mbr", expect?: string, check?: DiskWriteCheck): Promise<void>;
   /** Re-reads the disk's partitions (MSFT_Disk.Refresh). */
   refreshDisk(diskNumber: number): Promise<void>;
   /** Brings a partition online (MSFT_Partition.Online; Linux: has the kernel show it, Internal if it still does not). */
@@ -120,5 +128,5 @@ export interface DiskHostApi {
   /** Re-reads one disk's size from its device (Linux: SCSI rescan, loop capacity). */
   refreshDiskSize(diskNumber: number): Promise<void>;
   /** Brings the disk online or takes it offline (MSFT_Disk.Online/Offline; Linux: docs/linux-concept-map.md "Online / offline"). */
-  setDiskOnline(diskNumber: number, online: boolean, expect?: string): Promise<void>;
+  setDiskOnline(diskNumber: number, online: boolean, expect?: string, check?: DiskWriteCheck): Promise<void>;
 }

@@ -8,20 +8,20 @@ import type { FilesystemService } from "./types.ts";
  * gRPC statuses), exactly as upstream.
  */
 const legacy = (fs: FilesystemService) => ({
-  pathExists: (req: { path: string }) => fs.pathExists({ path: req.path }),
-  mkdir: async (req: { path: string }) => (await fs.mkdir({ path: req.path }), {}),
-  rmdir: async (req: { path: string; force: boolean }, ctx: CallContext) => (await fs.rmdir({ path: req.path, force: req.force }, { signal: ctx.signal }), {}),
-  linkPath: async (req: { sourcePath: string; targetPath: string }) => (await fs.createSymlink({ sourcePath: req.sourcePath, targetPath: req.targetPath }), {}),
-  isMountPoint: async (req: { path: string }) => ({ isMountPoint: (await fs.isSymlink({ path: req.path })).isSymlink }),
+  pathExists: (req: { path: string }, ctx: CallContext) => fs.pathExists({ path: req.path }, ctx),
+  mkdir: async (req: { path: string }, ctx: CallContext) => (await fs.mkdir({ path: req.path }, ctx), {}),
+  rmdir: async (req: { path: string; force: boolean }, ctx: CallContext) => (await fs.rmdir({ path: req.path, force: req.force }, ctx), {}),
+  linkPath: async (req: { sourcePath: string; targetPath: string }, ctx: CallContext) => (await fs.createSymlink({ sourcePath: req.sourcePath, targetPath: req.targetPath }, ctx), {}),
+  isMountPoint: async (req: { path: string }, ctx: CallContext) => ({ isMountPoint: (await fs.isSymlink({ path: req.path }, ctx)).isSymlink }),
 });
 
 /** v1beta2 and v1: the current names; v2alpha1 adds RmdirContents. */
 const current = (fs: FilesystemService) => ({
-  pathExists: (req: { path: string }) => fs.pathExists({ path: req.path }),
-  mkdir: async (req: { path: string }) => (await fs.mkdir({ path: req.path }), {}),
-  rmdir: async (req: { path: string; force: boolean }, ctx: CallContext) => (await fs.rmdir({ path: req.path, force: req.force }, { signal: ctx.signal }), {}),
-  createSymlink: async (req: { sourcePath: string; targetPath: string }) => (await fs.createSymlink({ sourcePath: req.sourcePath, targetPath: req.targetPath }), {}),
-  isSymlink: (req: { path: string }) => fs.isSymlink({ path: req.path }),
+  pathExists: (req: { path: string }, ctx: CallContext) => fs.pathExists({ path: req.path }, ctx),
+  mkdir: async (req: { path: string }, ctx: CallContext) => (await fs.mkdir({ path: req.path }, ctx), {}),
+  rmdir: async (req: { path: string; force: boolean }, ctx: CallContext) => (await fs.rmdir({ path: req.path, force: req.force }, ctx), {}),
+  createSymlink: async (req: { sourcePath: string; targetPath: string }, ctx: CallContext) => (await fs.createSymlink({ sourcePath: req.sourcePath, targetPath: req.targetPath }, ctx), {}),
+  isSymlink: (req: { path: string }, ctx: CallContext) => fs.isSymlink({ path: req.path }, ctx),
 });
 
 export const filesystemAdapters: GroupAdapters<"filesystem", FilesystemService> = {
@@ -31,6 +31,6 @@ export const filesystemAdapters: GroupAdapters<"filesystem", FilesystemService> 
   v1: current,
   v2alpha1: (fs) => ({
     ...current(fs),
-    rmdirContents: async (req: { path: string }, ctx: CallContext) => (await fs.rmdirContents({ path: req.path }, { signal: ctx.signal }), {}),
+    rmdirContents: async (req: { path: string }, ctx: CallContext) => (await fs.rmdirContents({ path: req.path }, ctx), {}),
   }),
 };

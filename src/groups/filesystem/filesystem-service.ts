@@ -1,4 +1,5 @@
 import * as path from "node:path";
+import { inCallScope } from "../../util/call-scope.ts";
 import type { FilesystemService } from "./types.ts";
 import type { EntryKind, FilesystemHostApi } from "./host-api.ts";
 import type { PathPolicy } from "../../policy/path-policy.ts";
@@ -18,7 +19,8 @@ import { FragmentError, fragmentError } from "../../compat/driver-fragments.ts";
  */
 export function createFilesystemService(deps: { host: FilesystemHostApi; policy: PathPolicy; platform: "linux" | "win32" }): FilesystemService {
   const { host, policy } = deps;
-  const dirname = deps.platform === "win32" ? path.win32.dirname : path.posix.dirname;
+  const pathApi = deps.platform === "win32" ? path.win32 : path.posix;
+  const dirname = (p: string): string => pathApi.dirname(p);
 
   const win32 = deps.platform === "win32";
 
@@ -36,7 +38,7 @@ export function createFilesystemService(deps: { host: FilesystemHostApi; policy:
     if (await policy.isAllowedRoot(resolved)) throw permissionDenied(`refusing to ${what} ${resolved}: it is an allowed directory itself`);
   }
 
-  return {
+  return inCallScope({
     async pathExists({ path: p }) {
       // No host round trip in the common case: the kernel's caches answer synchronously (bounded, see
       // host-api.ts lookupCached) whether the lexical path exists with no link before its final
@@ -130,5 +132,5 @@ export function createFilesystemService(deps: { host: FilesystemHostApi; policy:
       if (kind === "symlink") return { isSymlink: await host.linkTargetExists(checked) };
       return { isSymlink: kind === "directory" && (await host.isMountPoint(checked)) };
     },
-  };
+  });
 }

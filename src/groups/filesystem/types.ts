@@ -1,3 +1,4 @@
+import type { CallOptions } from "../../util/call-scope.ts";
 import type { RemoveOptions } from "./host-api.ts";
 
 /**
@@ -7,9 +8,9 @@ import type { RemoveOptions } from "./host-api.ts";
  */
 export interface FilesystemService {
   /** True when something exists at `path` (a dangling symlink counts). Not idempotency-relevant. */
-  pathExists(req: { path: string }): Promise<{ exists: boolean }>;
+  pathExists(req: { path: string }, options?: CallOptions): Promise<{ exists: boolean }>;
   /** Creates `path` and its parents (mode 0755). Idempotent for an existing directory; an existing file is AlreadyExists. */
-  mkdir(req: { path: string }): Promise<void>;
+  mkdir(req: { path: string }, options?: CallOptions): Promise<void>;
   /**
    * Removes the directory at `path`. `force`: recursive and idempotent (missing path succeeds), never
    * follows symlinks. Without `force`: the directory must exist (NotFound) and be empty (FailedPrecondition).
@@ -18,7 +19,7 @@ export interface FilesystemService {
   /** Removes everything inside the directory `path`, keeping it; never follows symlinks. Missing dir: NotFound. */
   rmdirContents(req: { path: string }, options?: RemoveOptions): Promise<void>;
   /** Creates a symlink at `targetPath` pointing to `sourcePath`. Existing `targetPath`: AlreadyExists. */
-  createSymlink(req: { sourcePath: string; targetPath: string }): Promise<void>;
+  createSymlink(req: { sourcePath: string; targetPath: string }, options?: CallOptions): Promise<void>;
   /** True when `path` is a symlink or mount point whose target exists. Missing path: NotFound. */
-  isSymlink(req: { path: string }): Promise<{ isSymlink: boolean }>;
+  isSymlink(req: { path: string }, options?: CallOptions): Promise<{ isSymlink: boolean }>;
 }

@@ -23,7 +23,7 @@ const connectReq = (authType: AuthenticationType = "NONE", chapUsername = "", ch
 
 describe("portals", () => {
   it("port 0 means 3260, for every RPC", async () => {
-    const { host, iscsi } = await setup();
+    const { host, iscsi } = setup();
     const zero = { targetAddress: "10.0.0.5", targetPort: 0 };
     await iscsi.addTargetPortal({ targetPortal: zero });
     assert.deepEqual(host.portals, [P]);
@@ -37,7 +37,7 @@ describe("portals", () => {
   });
 
   it("add is idempotent; list shows what is registered; remove and discover need a registered portal", async () => {
-    const { host, iscsi } = await setup();
+    const { host, iscsi } = setup();
     await iscsi.addTargetPortal({ targetPortal: P });
     await iscsi.addTargetPortal({ targetPortal: P });
     assert.equal(host.calls.filter((c) => c.startsWith("addTargetPortal")).length, 1);
@@ -51,7 +51,7 @@ describe("portals", () => {
   });
 
   it("host names compare case-insensitively; IPv6 brackets are dropped", async () => {
-    const { host, iscsi } = await setup();
+    const { host, iscsi } = setup();
     await iscsi.addTargetPortal({ targetPortal: { targetAddress: "SAN.example", targetPort: 3260 } });
     await iscsi.addTargetPortal({ targetPortal: { targetAddress: "san.EXAMPLE", targetPort: 3260 } });
     await iscsi.addTargetPortal({ targetPortal: { targetAddress: "[fd00::5]", targetPort: 0 } });
@@ -77,7 +77,7 @@ describe("input validation (InvalidArgument, nothing reaches the host)", () => {
   ];
   for (const [name, targetPortal, message] of badPortals) {
     it(`portal: ${name}`, async () => {
-      const { host, iscsi } = await setup();
+      const { host, iscsi } = setup();
       for (const call of [
         () => iscsi.addTargetPortal({ targetPortal }),
         () => iscsi.discoverTargetPortal({ targetPortal }),
@@ -95,7 +95,7 @@ describe("input validation (InvalidArgument, nothing reaches the host)", () => {
   const badIqns = ["", "iqn", "iqn.2024-01.com.example:../../etc", "iqn.2024-01.com.example:a/b", "iqn.2024-01.com.example:a,b", "iqn.2024-01.x:a b",
     "iqn.2024-01.x:`id`", "iqn.2024-01.x:$(id)", "iqn.2024-01.x:a\nnode.startup = automatic", "eui.123", `iqn.2024-01.x:${"a".repeat(300)}`];
   it("IQNs that are no iSCSI names (traversal, separators, shell syntax, newlines, too long)", async () => {
-    const { host, iscsi } = await setup();
+    const { host, iscsi } = setup();
     for (const iqn of badIqns) {
       await rejectsWithCsiProxyError(iscsi.connectTarget(connectReq("NONE", "", "", P, iqn)), Code.InvalidArgument, /iqn/);
       await rejectsWithCsiProxyError(iscsi.disconnectTarget({ targetPortal: P, iqn }), Code.InvalidArgument);
@@ -105,7 +105,7 @@ describe("input validation (InvalidArgument, nothing reaches the host)", () => {
   });
 
   it("CHAP fields: control characters, blanks, length, missing secret; secrets never quoted", async () => {
-    const { host, iscsi } = await setup();
+    const { host, iscsi } = setup();
     const secret = "s3cret\nnode.session.auth.password_in = x";
     const e = await rejectsWithCsiProxyError(iscsi.connectTarget(connectReq("ONE_WAY_CHAP", "user", secret)), Code.InvalidArgument, /chap_secret contains control/);
     assert.ok(!e.message.includes("s3cret"));
@@ -121,7 +121,7 @@ describe("input validation (InvalidArgument, nothing reaches the host)", () => {
   });
 
   it("NONE ignores the CHAP fields", async () => {
-    const { host, iscsi } = await setup();
+    const { host, iscsi } = setup();
     host.portals.push(P);
     host.offer(P, IQN);
     await iscsi.discoverTargetPortal({ targetPortal: P });
@@ -132,7 +132,7 @@ describe("input validation (InvalidArgument, nothing reaches the host)", () => {
 
 describe("targets", () => {
   async function discovered(options: Parameters<FakeIscsiHost["offer"]>[2] = {}) {
-    const { host, iscsi } = await setup();
+    const { host, iscsi } = setup();
     host.offer(P, IQN, { disks: ["3", "4"], ...options });
     await iscsi.addTargetPortal({ targetPortal: P });
     await iscsi.discoverTargetPortal({ targetPortal: P });
@@ -187,7 +187,7 @@ describe("targets", () => {
   });
 
   it("serialises calls per portal", async () => {
-    const { host, iscsi } = await setup();
+    const { host, iscsi } = setup();
     await Promise.all(Array.from({ length: 10 }, () => iscsi.addTargetPortal({ targetPortal: P })));
     assert.equal(host.calls.filter((c) => c.startsWith("addTargetPortal")).length, 1);
   });

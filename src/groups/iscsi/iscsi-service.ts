@@ -1,4 +1,6 @@
+import { createKeyedMutex, type KeyedMutex } from "../../util/keyed-mutex.ts";
 import type { IscsiService, TargetPortal } from "./types.ts";
+import { inCallScope } from "../../util/call-scope.ts";
 import type { IscsiHostApi } from "./host-api.ts";
 import { invalidArgument } from "../../errors.ts";
 import { fragmentError } from "../../compat/driver-fragments.ts";
@@ -18,23 +20,18 @@ const portalText = (p: TargetPortal) => `${p.targetAddress}:${p.targetPort}`;
  *   empty when not connected;
  * - ONE_WAY_CHAP and MUTUAL_CHAP need a non-empty chap_secret (the initiator would fail anyway);
  *   NONE ignores the CHAP fields. SetMutualChapSecret accepts "" (clears the secret).
- * Calls for one portal are serialised (the initiator's database is shared state); other portals
- * proceed in parallel.
+ * Calls for one portal are serialised (the initiator's database is shared state), node-wide with
+ * node locks; other portals proceed in parallel. SetMutualChapSecret and MUTUAL_CHAP logins take
+ * turns on the secret.
  */
-export function createIscsiService(deps: { host: IscsiHostApi }): IscsiService {
+export function createIscsiService(deps: { host: IscsiHostApi; locks?: KeyedMutex }): IscsiService {
   const { host } = deps;
-
-  const locks = new Map<string, Promise<unknown>>();
-  function withLock<T>(portal: TargetPortal, fn: () => Promise<T>): Promise<T> {
-    const key = portalText(portal).toLowerCase();
-    const run = (locks.get(key) ?? Promise.resolve()).then(fn, fn);
-    const tail = run.catch(() => {});
-    locks.set(key, tail);
-    void tail.then(() => {
-      if (locks.get(key) === tail) locks.delete(key);
-    });
-    return run;
-  }
+  const locks = deps.locks ?? createKeyedMutex();
+  /** The mutual CHAP secret is initiator-wide: SetMutualChapSecret and MUTUAL_CHAP logins take turns on it. */
+  const MUTUAL = "iscsi-mutual-chap";
+  const portalKey = (portal: TargetPortal) => `iscsi-portal:${portalText(portal).toLowerCase()}`;
+  /** Per-portal serialisation (node-wide when `deps.locks` is: src/state/node-locks.ts); `extra` keys are held too. */
+  const withLock = <T>(portal: TargetPortal, fn: () => Promise<T>, extra: string[] = []): Promise<T> => locks.runAll([portalKey(portal), ...extra], fn);
 
   async function registered(portal: TargetPortal): Promise<boolean> {
     return (await host.listTargetPortals()).some((p) => samePortal(p, portal));
@@ -46,7 +43,7 @@ export function createIscsiService(deps: { host: IscsiHostApi }): IscsiService {
     return target;
   }
 
-  return {
+  return inCallScope({
     async addTargetPortal(req) {
       const portal = checkPortal(req.targetPortal);
       await withLock(portal, async () => {
@@ -89,7 +86,7 @@ export function createIscsiService(deps: { host: IscsiHostApi }): IscsiService {
         const target = await knownTarget(portal, iqn);
         if (target.connected) return;
         await host.connectTarget(portal, iqn, { type: req.authType, chapUsername, chapSecret });
-      });
+      }, req.authType === "MUTUAL_CHAP" ? [MUTUAL] : []);
     },
 
     async disconnectTarget(req) {
@@ -111,7 +108,8 @@ export function createIscsiService(deps: { host: IscsiHostApi }): IscsiService {
     },
 
     async setMutualChapSecret(req) {
-      await host.setMutualChapSecret(checkChapSecret(req.mutualChapSecret, "mutual_chap_secret"));
+      const secret = checkChapSecret(req.mutualChapSecret, "mutual_chap_secret");
+      await locks.run(MUTUAL, () => host.setMutualChapSecret(secret));
     },
-  };
+  });
 }

@@ -1,3 +1,4 @@
+import type { CallOptions, NoRequest } from "../../util/call-scope.ts";
 export interface TargetPortal {
   targetAddress: string;
   /** TCP port; 0 on input means the iSCSI default 3260. */
@@ -12,12 +13,12 @@ export type AuthenticationType = "NONE" | "ONE_WAY_CHAP" | "MUTUAL_CHAP";
  */
 export interface IscsiService {
   /** Registers the portal with the initiator; idempotent. */
-  addTargetPortal(req: { targetPortal?: TargetPortal }): Promise<void>;
+  addTargetPortal(req: { targetPortal?: TargetPortal }, options?: CallOptions): Promise<void>;
   /** IQNs of the targets the (registered) portal offers. Unregistered portal: NotFound. */
-  discoverTargetPortal(req: { targetPortal?: TargetPortal }): Promise<{ iqns: string[] }>;
+  discoverTargetPortal(req: { targetPortal?: TargetPortal }, options?: CallOptions): Promise<{ iqns: string[] }>;
   /** Unregisters the portal. Unknown portal: NotFound. */
-  removeTargetPortal(req: { targetPortal?: TargetPortal }): Promise<void>;
-  listTargetPortals(): Promise<{ targetPortals: TargetPortal[] }>;
+  removeTargetPortal(req: { targetPortal?: TargetPortal }, options?: CallOptions): Promise<void>;
+  listTargetPortals(req?: NoRequest, options?: CallOptions): Promise<{ targetPortals: TargetPortal[] }>;
   /** Logs in to the target; succeeds without change when already connected. */
   connectTarget(req: {
     targetPortal?: TargetPortal;
@@ -25,11 +26,11 @@ export interface IscsiService {
     authType: AuthenticationType;
     chapUsername: string;
     chapSecret: string;
-  }): Promise<void>;
+  }, options?: CallOptions): Promise<void>;
   /** Logs out of the target; succeeds when not connected. */
-  disconnectTarget(req: { targetPortal?: TargetPortal; iqn: string }): Promise<void>;
+  disconnectTarget(req: { targetPortal?: TargetPortal; iqn: string }, options?: CallOptions): Promise<void>;
   /** Disk numbers (decimal strings) of the target's LUNs; empty when not connected. */
-  getTargetDisks(req: { targetPortal?: TargetPortal; iqn: string }): Promise<{ diskIds: string[] }>;
+  getTargetDisks(req: { targetPortal?: TargetPortal; iqn: string }, options?: CallOptions): Promise<{ diskIds: string[] }>;
   /** Sets the initiator's mutual CHAP secret (node-global). */
-  setMutualChapSecret(req: { mutualChapSecret: string }): Promise<void>;
+  setMutualChapSecret(req: { mutualChapSecret: string }, options?: CallOptions): Promise<void>;
 }

@@ -31,6 +31,14 @@ export interface SmbHostApi {
   removeMapping(root: string): Promise<void>;
   /** Whether `path` (a share root or a path inside a mapped share) is reachable now. May throw; the service treats a throw as "not valid". */
   isPathValid(path: string): Promise<boolean>;
+  /**
+   * Hosts that keep a directory per mapping (Linux: `<state-dir>/smb/mounts/<name>`): removes the
+   * empty, unmounted ones that belong to none of `roots` (left by a daemon killed between creating
+   * the directory and recording or mounting, or between unmounting and removing it). Called once at
+   * start-up, after reconciliation, before serving. Returns what it removed. Absent where mappings
+   * have no directory (Windows).
+   */
+  removeUnusedMappingDirs?(roots: readonly string[]): Promise<string[]>;
   /** Creates a directory symlink at `linkPath` pointing into the mapping: at {@link linkTargetFor}(remotePath). */
   createDirLink(linkPath: string, remotePath: string): Promise<void>;
   /**

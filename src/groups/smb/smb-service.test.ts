@@ -331,6 +331,22 @@ describe("reference counting", () => {
 });
 
 describe("persistence and start-up reconciliation", () => {
+  it("after reconciliation, has the host sweep mapping directories of the roots still recorded only", async () => {
+    const host = new FakeSmbHost();
+    const state = memoryState();
+    const first = await setup({ host, state });
+    await first.smb.newSmbGlobalMapping(req("\\\\server\\share\\a", local("a")));
+    await first.smb.newSmbGlobalMapping(req("\\\\other\\gone\\b", local("b")));
+    first.smb.close();
+    host.entries.delete(local("b")); // its link vanished while the daemon was down: the use is stale, the root torn down
+    const swept: string[][] = [];
+    const sweeping = Object.assign(host, { removeUnusedMappingDirs: async (roots: readonly string[]) => (swept.push([...roots]), ["x-0123456789abcdef"]) });
+    const second = await setup({ host: sweeping, state });
+    assert.deepEqual(swept, [[ROOT]], "called once, with the roots left after the stale use was dropped");
+    assert.ok(second.logs.some((l) => /removed 1 mapping directory no share root uses: x-0123456789abcdef/.test(l)), second.logs.join("\n"));
+    second.smb.close();
+  });
+
   it("recovers counts after a restart (same state file, same host)", async () => {
     const host = new FakeSmbHost();
     const state = memoryState();

@@ -1,4 +1,6 @@
+import { createKeyedMutex, type KeyedMutex } from "../../util/keyed-mutex.ts";
 import { nodeCrypto } from "../../util/node-crypto.ts";
+import { inCallScope } from "../../util/call-scope.ts";
 import type { SmbService } from "./types.ts";
 import type { SmbHostApi } from "./host-api.ts";
 import type { PathPolicy } from "../../policy/path-policy.ts";
@@ -32,6 +34,8 @@ export interface SmbServiceDeps {
    * and on every call for the share root concerned).
    */
   sweepIntervalMs?: number;
+  /** Locks per share root and for the state file; node-wide ones (src/state/node-locks.ts) when other processes share the state dir. Default: in-process. */
+  locks?: KeyedMutex;
 }
 
 /** The SMB service plus what operators and tests may inspect. */
@@ -72,7 +76,8 @@ export const MAX_PASSWORD_BYTES = 1024;
  *
  * Uses are kept in the state file, written atomically after every change and before the host is
  * touched for a new use, so a crash leaves either nothing or a recorded use whose link does not
- * exist, which the start-up sweep drops. At start the service also finishes interrupted removals.
+ * exist, which the start-up sweep drops. At start the service also finishes interrupted removals,
+ * then has the host remove mapping directories no recorded root uses (SmbHostApi.removeUnusedMappingDirs).
  * Calls for one share root are serialised; different roots proceed in parallel.
  *
  * Codes: malformed input InvalidArgument; local path outside the allowed dirs PermissionDenied;
@@ -107,19 +112,50 @@ export async function createSmbService(deps: SmbServiceDeps): Promise<RefCounted
   const usable = () => {
     if (broken) throw broken;
   };
-  const save = () => deps.state.save(state);
+  const locks = deps.locks ?? createKeyedMutex();
+  const STATE_LOCK = "smb-state";
 
-  /** Per-root serialisation. */
-  const locks = new Map<string, Promise<unknown>>();
-  function withLock<T>(root: string, fn: () => Promise<T>): Promise<T> {
-    const prev = locks.get(root) ?? Promise.resolve();
-    const run = prev.then(fn, fn);
-    const tail = run.catch(() => {});
-    locks.set(root, tail);
-    void tail.then(() => {
-      if (locks.get(root) === tail) locks.delete(root);
+  /**
+   * Saves `root`'s record (held under its root lock) into the file as it is now: the file is read
+   * again under the state file's lock and only that root's entry is replaced, so other roots'
+   * records — which another process on this node may have changed meanwhile — are kept.
+   */
+  const save = (root: string) =>
+    locks.run(STATE_LOCK, async () => {
+      const onDisk = (await deps.state.load()) ?? emptySmbState();
+      if (state.roots[root]) onDisk.roots[root] = state.roots[root];
+      else delete onDisk.roots[root];
+      await deps.state.save(onDisk);
     });
-    return run;
+
+  /** Takes `root`'s record from the file (another process may have changed it since we last held the root). */
+  async function refresh(root: string): Promise<void> {
+    let onDisk: SmbState | null;
+    try {
+      onDisk = await deps.state.load();
+    } catch (err) {
+      throw failedPrecondition(`SMB state file ${deps.state.path} is unreadable (${err instanceof Error ? err.message : String(err)}); the call did nothing`);
+    }
+    const fresh = onDisk?.roots[root];
+    if (fresh) state.roots[root] = fresh;
+    else delete state.roots[root];
+  }
+
+  /**
+   * Per-root serialisation, node-wide when `deps.locks` is (src/state/node-locks.ts): the daemon and
+   * in-process users on one node take turns on a root; each turn starts from the file's record.
+   */
+  function withLock<T>(root: string, fn: () => Promise<T>): Promise<T> {
+    return locks.run(`smb-root:${root}`, async () => {
+      await refresh(root);
+      return fn();
+    });
+  }
+
+  /** Every root recorded in the file now (the sweep visits roots other processes added too). */
+  async function knownRoots(): Promise<string[]> {
+    const onDisk = await deps.state.load().catch(() => null);
+    return [...new Set([...Object.keys(state.roots), ...Object.keys(onDisk?.roots ?? {})])];
   }
 
   /** Link texts compared loosely: trailing separators, Windows case and `\\?\` prefix do not matter. */
@@ -160,7 +196,7 @@ export async function createSmbService(deps: SmbServiceDeps): Promise<RefCounted
   async function tearDown(root: string): Promise<void> {
     const rs = state.roots[root] ?? (state.roots[root] = { users: [] });
     rs.removing = true;
-    await save();
+    await save(root);
     // A refusal (FailedPrecondition: e.g. a link planted in the state directory) is the answer: the
     // removal stays owed. Other query errors mean "not mapped", as upstream.
     const mapping = await host.getMapping(root).catch((err: unknown) => {
@@ -169,7 +205,7 @@ export async function createSmbService(deps: SmbServiceDeps): Promise<RefCounted
     });
     if (mapping) await host.removeMapping(root);
     delete state.roots[root];
-    await save();
+    await save(root);
     log.info(`SMB ${root}: last use released, mapping ${mapping ? "removed" : "was already gone"}`);
   }
 
@@ -195,7 +231,7 @@ export async function createSmbService(deps: SmbServiceDeps): Promise<RefCounted
     const left = await rollBackMapping(root);
     if (left !== null) return { done: false, left: `${root} still mapped at ${host.linkTargetFor(root)}: ${left}` };
     delete state.roots[root];
-    await save();
+    await save(root);
     return { done: true };
   }
 
@@ -232,18 +268,18 @@ export async function createSmbService(deps: SmbServiceDeps): Promise<RefCounted
     if (!rs) return;
     const stale = await pruneStale(root);
     if (rs.users.length > 0) {
-      if (stale.length) await save();
+      if (stale.length) await save(root);
     } else if (rs.removing || stale.length) {
       await tearDown(root);
     } else {
       delete state.roots[root];
-      await save();
+      await save(root);
     }
   }
 
   async function sweepAll(): Promise<void> {
     if (broken) return;
-    for (const root of Object.keys(state.roots)) {
+    for (const root of await knownRoots()) {
       await withLock(root, () => sweepRoot(root)).catch((err) => {
         log.warning(`SMB ${root}: sweep failed: ${err instanceof Error ? err.message : String(err)}`);
       });
@@ -261,11 +297,20 @@ export async function createSmbService(deps: SmbServiceDeps): Promise<RefCounted
     }
   }
 
+  // Directories of mappings no recorded root uses (a daemon killed around a mount or an unmount).
+  if (!broken && host.removeUnusedMappingDirs) {
+    const removed = await host.removeUnusedMappingDirs(Object.keys(state.roots)).catch((err: unknown) => {
+      log.warning(`SMB: the start-up sweep of mapping directories failed: ${err instanceof Error ? err.message : String(err)}`);
+      return [];
+    });
+    if (removed.length) log.info(`SMB: removed ${removed.length} mapping director${removed.length === 1 ? "y" : "ies"} no share root uses: ${removed.join(", ")}`);
+  }
+
   const interval = deps.sweepIntervalMs ?? 5 * 60_000;
   const timer = interval > 0 ? setInterval(() => void sweepAll(), interval) : undefined;
   timer?.unref();
 
-  return {
+  return inCallScope({
     async newSmbGlobalMapping(req) {
       const rp = parseRemotePath(req.remotePath);
       validateCredentials(req.username, req.password);
@@ -278,7 +323,7 @@ export async function createSmbService(deps: SmbServiceDeps): Promise<RefCounted
           const entry = await host.readDirLink(link);
           if (entry !== null) {
             if (entry.target === null || !sameTarget(entry.target, host.linkTargetFor(rp.remotePath))) {
-              if (stale.length) await save();
+              if (stale.length) await save(rp.root);
               throw fragmentError("smb-local-path-exists", `local path ${req.localPath} already exists and is not a link to ${rp.remotePath}`);
             }
             existingLink = true; // a retried call, or a link that outlived a restart: same destination
@@ -296,13 +341,14 @@ export async function createSmbService(deps: SmbServiceDeps): Promise<RefCounted
           user.remotePath = rp.remotePath;
         }
         delete rs.removing;
-        await save(); // recorded before the host is touched: a crash leaves a use the sweep can judge
+        await save(rp.root); // recorded before the host is touched: a crash leaves a use the sweep can judge
         let created = false;
         let attempted = false; // a mount that failed or timed out may still have happened: rolled back like a created one
         try {
           created = await ensureMapping(rp.root, req.username, req.password, () => (attempted = true));
           if (link !== undefined && !existingLink) await host.createDirLink(link, rp.remotePath);
-        } catch (err) {
+        } catch (caught) {
+          let err = caught;
           if (added) {
             rs.users = rs.users.filter((u) => u !== user);
             if (rs.users.length === 0) {
@@ -310,13 +356,14 @@ export async function createSmbService(deps: SmbServiceDeps): Promise<RefCounted
               if (left !== null) {
                 // Still mapped: the removal is owed (the sweep and the retry below finish it), and the answer says so.
                 rs.removing = true;
-                err = CsiProxyError.from(err, Code.Internal);
-                (err as CsiProxyError).message += `; the mapping of ${rp.root} this call made could not be removed (${left}): it is still mapped at ${host.linkTargetFor(rp.root)}; csi-proxy retries removing it (${describeSchedule()})`;
+                const failure = CsiProxyError.from(err, Code.Internal);
+                err = failure;
+                failure.message += `; the mapping of ${rp.root} this call made could not be removed (${left}): it is still mapped at ${host.linkTargetFor(rp.root)}; csi-proxy retries removing it (${describeSchedule()})`;
                 void retryUndo(`SMB mapping ${rp.root}`, () => withLock(rp.root, () => retryRollBack(rp.root)), log);
               } else if (wasRemoving && !created) rs.removing = true; // the interrupted removal is still owed
               else delete state.roots[rp.root];
             }
-            await save().catch((e) => log.warning(`SMB state: save failed: ${e instanceof Error ? e.message : String(e)}`));
+            await save(rp.root).catch((e) => log.warning(`SMB state: save failed: ${e instanceof Error ? e.message : String(e)}`));
           }
           throw err;
         }
@@ -335,14 +382,14 @@ export async function createSmbService(deps: SmbServiceDeps): Promise<RefCounted
           if (!mapping) {
             if (rs) {
               delete state.roots[rp.root];
-              await save();
+              await save(rp.root);
             }
             throw fragmentError("smb-no-mapping", `error remove smb mapping '${rp.root}'. err: no SMB global mapping for remote path ${rp.root}`);
           }
           await host.removeMapping(rp.root);
           if (rs) {
             delete state.roots[rp.root];
-            await save();
+            await save(rp.root);
           }
           log.info(`SMB ${rp.root}: removed a mapping that had no recorded use`);
           return;
@@ -365,7 +412,7 @@ export async function createSmbService(deps: SmbServiceDeps): Promise<RefCounted
           }
         }
         if (rs.users.length > 0) {
-          await save();
+          await save(rp.root);
           log.info(`SMB ${rp.root}: use released, ${rs.users.length} left; mapping kept`);
           return;
         }
@@ -380,7 +427,7 @@ export async function createSmbService(deps: SmbServiceDeps): Promise<RefCounted
     close() {
       if (timer) clearInterval(timer);
     },
-  };
+  });
 }
 
 const CONTROL = /[\x00-\x1f\x7f]/;

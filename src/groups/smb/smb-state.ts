@@ -69,6 +69,6 @@ export function validateSmbState(raw: unknown): SmbState {
 
 /** The reference counts' file in the state directory: `<stateDir>/smb-mappings.json`, mode 0600 (`read`: see createJsonStateFile). */
 export function smbStateFile(stateDir: string, options: { read?: (file: string) => Promise<string | null> } = {}): JsonStateFile<SmbState> {
-  const join = /^[a-zA-Z]:\\/.test(stateDir) ? path.win32.join : path.join;
-  return createJsonStateFile(join(stateDir, "smb-mappings.json"), validateSmbState, { mode: 0o600, read: options.read });
+  const pathApi = /^[a-zA-Z]:\\/.test(stateDir) ? path.win32 : path;
+  return createJsonStateFile(pathApi.join(stateDir, "smb-mappings.json"), validateSmbState, { mode: 0o600, read: options.read });
 }

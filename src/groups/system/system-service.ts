@@ -1,4 +1,5 @@
 import type { SystemService } from "./types.ts";
+import { inCallScope } from "../../util/call-scope.ts";
 import { ServiceStatus } from "./types.ts";
 import type { SystemHostApi } from "./host-api.ts";
 import { CsiProxyError, Code, failedPrecondition, invalidArgument, notFound, permissionDenied } from "../../errors.ts";
@@ -89,7 +90,7 @@ export function createSystemService(deps: SystemServiceDeps): SystemService {
     return order;
   }
 
-  return {
+  return inCallScope({
     async getBIOSSerialNumber() {
       const serial = await host.getBIOSSerialNumber();
       if (serial === null) throw failedPrecondition("this machine exposes no BIOS serial number (no SMBIOS/DMI data)");
@@ -128,5 +129,5 @@ export function createSystemService(deps: SystemServiceDeps): SystemService {
       await host.stopService(name);
       await waitFor(name, ServiceStatus.Stopped, "stopped");
     },
-  };
+  });
 }

@@ -1,3 +1,4 @@
+import type { CallOptions, NoRequest } from "../../util/call-scope.ts";
 /** Numbered as the wire enum StartType. */
 export const StartType = { Boot: 0, System: 1, Automatic: 2, Manual: 3, Disabled: 4 } as const;
 export type StartType = (typeof StartType)[keyof typeof StartType];
@@ -10,10 +11,10 @@ export type ServiceStatus = (typeof ServiceStatus)[keyof typeof ServiceStatus];
 
 /** Version-agnostic system API. Unknown services are NotFound; services outside the allow-list PermissionDenied. */
 export interface SystemService {
-  getBIOSSerialNumber(): Promise<{ serialNumber: string }>;
-  getService(req: { name: string }): Promise<{ displayName: string; startType: StartType; status: ServiceStatus }>;
+  getBIOSSerialNumber(req?: NoRequest, options?: CallOptions): Promise<{ serialNumber: string }>;
+  getService(req: { name: string }, options?: CallOptions): Promise<{ displayName: string; startType: StartType; status: ServiceStatus }>;
   /** Starts the service and waits until it runs; idempotent. */
-  startService(req: { name: string }): Promise<void>;
+  startService(req: { name: string }, options?: CallOptions): Promise<void>;
   /** Stops the service and waits until it stopped; with force, running dependents are stopped first. Idempotent. */
-  stopService(req: { name: string; force: boolean }): Promise<void>;
+  stopService(req: { name: string; force: boolean }, options?: CallOptions): Promise<void>;
 }

@@ -1,4 +1,5 @@
 import type { VolumeService } from "./types.ts";
+import { inCallScope } from "../../util/call-scope.ts";
 import type { MountedVolume, VolumeHostApi, VolumeLocation, WriteCheck } from "./host-api.ts";
 import type { KeyedMutex } from "../../util/keyed-mutex.ts";
 import { createKeyedMutex } from "../../util/keyed-mutex.ts";
@@ -77,9 +78,9 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
   const session = <T>(fn: () => Promise<T>): Promise<T> => (host.session ? host.session(fn) : fn());
 
   /** Locates the volume, then runs `fn` holding its disk's lock with a fresh location, as one host session. */
-  async function withVolume<T>(volumeId: string, fn: (vol: VolumeLocation) => Promise<T>): Promise<T> {
+  async function withVolume<T>(method: string, volumeId: string, fn: (vol: VolumeLocation) => Promise<T>): Promise<T> {
     const first = await host.locateVolume(volumeId);
-    return locks.run(diskLockKey(first.diskNumber), () => session(async () => fn(await host.locateVolume(volumeId))));
+    return locks.run(diskLockKey(first.diskNumber), () => session(async () => fn(await host.locateVolume(volumeId))), { what: `${method} of volume ${volumeId} (${first.name})` });
   }
 
   /**
@@ -113,7 +114,7 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
     if (!volumeId) throw invalidArgument("MountVolumeRequest.VolumeId is empty");
     if (!targetPath) throw invalidArgument("MountVolumeRequest.TargetPath is empty");
     const target = await checkTarget(targetPath);
-    await withVolume(volumeId, async (vol) => {
+    await withVolume("MountVolume", volumeId, async (vol) => {
       const what = `mount volume ${volumeId} at ${targetPath}`;
       const current = await host.mountedAt(target);
       if (current) {
@@ -139,7 +140,7 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
     requireId(volumeId);
     if (!targetPath) throw invalidArgument("target path empty");
     const target = await checkTarget(targetPath);
-    await withVolume(volumeId, async (vol) => {
+    await withVolume("UnmountVolume", volumeId, async (vol) => {
       const current = await host.mountedAt(target);
       if (!current) throw fragmentError("volume-unmount-not-access-path", `cannot unmount ${targetPath}: it is not a mount point`);
       if (current.volumeId === null || !sameVolumeId(current.volumeId, vol.id)) {
@@ -159,7 +160,7 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
    */
   async function formatVolume(volumeId: string): Promise<void> {
     requireId(volumeId);
-    await withVolume(volumeId, async (vol) => {
+    await withVolume("FormatVolume", volumeId, async (vol) => {
       const fs = host.defaultFileSystem;
       const what = `format volume ${volumeId} (${vol.name})`;
       await refuseChange(vol, what, false);
@@ -177,9 +178,11 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
     if (sizeBytes < 0n) throw invalidArgument(`invalid negative size ${sizeBytes} for volume (${volumeId})`);
     if (host.syncInterruptedResize) {
       const first = await host.locateVolume(volumeId);
-      await locks.run(diskLockKey(first.diskNumber), () => withContext(`resize volume ${volumeId} (${first.name}): finishing an interrupted resize`, host.syncInterruptedResize!(volumeId)));
+      await locks.run(diskLockKey(first.diskNumber), () => withContext(`resize volume ${volumeId} (${first.name}): finishing an interrupted resize`, host.syncInterruptedResize!(volumeId)), {
+        what: `ResizeVolume of volume ${volumeId} (${first.name})`,
+      });
     }
-    await withVolume(volumeId, async (vol) => {
+    await withVolume("ResizeVolume", volumeId, async (vol) => {
       const what = `resize volume ${volumeId} (${vol.name})`;
       if (vol.partitionNumber === null) throw failedPrecondition(`cannot ${what}: it is a whole-disk filesystem, there is no partition to grow`);
       const current = vol.sizeBytes;
@@ -258,7 +261,7 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
     return volumeOf(m, targetPath);
   }
 
-  return {
+  return inCallScope({
     async listVolumesOnDisk({ diskNumber, partitionNumber }) {
       guard("ListVolumesOnDisk");
       return { volumeIds: await host.listVolumes(checkDiskNumber(diskNumber), partitionNumber) };
@@ -327,5 +330,5 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
       requireId(volumeId);
       await withContext(`flush volume ${volumeId}`, host.flushVolume(volumeId));
     },
-  };
+  });
 }

@@ -3,8 +3,10 @@
 // the daemon's stop are coded HostCommandErrors with the signal and secrets masked.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { runCommand, HostCommandError, setHostCommandTimeoutCap, KILL_GRACE_MS, CANCEL_GRACE_MS } from "./run-command.ts";
-import { Code } from "../../errors.ts";
+import { runCommand, HostCommandError, setHostCommandTimeoutCap, KILL_GRACE_MS, CANCEL_GRACE_MS, CANCEL_EXIT_WAIT_MS } from "./run-command.ts";
+import { Code, CsiProxyError } from "../../errors.ts";
+import { runInCall } from "../../util/call-scope.ts";
+import { createKeyedMutex } from "../../util/keyed-mutex.ts";
 import { hostileStrings } from "../../../test/helpers/hostile-strings.ts";
 
 const echo = `process.stdout.write(JSON.stringify({ argv: process.argv.slice(1), stdin: require("fs").readFileSync(0, "utf8"), env: process.env.CSI_PROXY_ARG_X ?? null }))`;
@@ -128,6 +130,45 @@ describe("runCommand()", () => {
       assert.throws(() => process.kill(pid, 0), { code: "ESRCH" }, "the child has exited when the call answers");
       return true;
     });
+  });
+
+  it("without a signal in its options it takes the call's (call scope): aborted, it stops the child and answers with the signal's code", async () => {
+    const controller = new AbortController();
+    const run = runInCall({ signal: controller.signal }, () => runCommand("/bin/sh", ["-c", "exec sleep 60"]));
+    setTimeout(() => controller.abort(new CsiProxyError(Code.DeadlineExceeded, "deadline exceeded")), 100);
+    await assert.rejects(run, (err: HostCommandError) => {
+      assert.equal(err.code, Code.DeadlineExceeded);
+      assert.match(err.message, /^\/bin\/sh -c "exec sleep 60": deadline exceeded: stopped \(SIGTERM\) after \d+ ms$/);
+      return true;
+    });
+    const err = await runInCall({ signal: controller.signal }, () => runCommand("/bin/true", [])).catch((e) => e);
+    assert.equal(err.code, Code.DeadlineExceeded, "an aborted call starts no new command");
+    assert.match(err.message, /not started/);
+  });
+
+  it(`a cancelled child whose work goes on after SIGKILL: answered ${CANCEL_GRACE_MS + CANCEL_EXIT_WAIT_MS} ms after the abort naming its pid, still running; its lock stays held until it ended`, async () => {
+    // The child execs into sleep (killed at once); a process it started keeps its output open for 4 s
+    // more, as an uninterruptible child would keep running: the call cannot wait for it.
+    const mutex = createKeyedMutex();
+    const controller = new AbortController();
+    const t0 = Date.now();
+    const run = runInCall({ signal: controller.signal }, () =>
+      mutex.run("disk:9", () => runCommand("/bin/sh", ["-c", "sleep 4 & exec sleep 60"]), { what: "FormatVolume of volume V" }),
+    );
+    setTimeout(() => controller.abort(new CsiProxyError(Code.DeadlineExceeded, "deadline exceeded")), 100);
+    const err = await run.catch((e) => e);
+    const answeredAfter = Date.now() - t0 - 100;
+    assert.equal(err.code, Code.DeadlineExceeded, String(err));
+    assert.match(err.message, /^\/bin\/sh -c "sleep 4 & exec sleep 60": deadline exceeded: SIGTERM and SIGKILL sent, but pid \d+ exited but a process it started still holds its output \d+ ms later; the operation is still running and its device stays locked until it exits$/);
+    assert.ok(answeredAfter >= CANCEL_GRACE_MS + CANCEL_EXIT_WAIT_MS - 50 && answeredAfter < 1900, `answered ${answeredAfter} ms after the abort (within the transport's 2 s grace)`);
+    const retry = await mutex.run("disk:9", async () => "second tool").catch((e) => e);
+    assert.equal(retry.code, Code.Aborted, "a retry during it is refused, never run");
+    assert.match(retry.message, /FormatVolume of volume V .* is still running/);
+    assert.match(retry.message, /\(pid \d+\)/);
+    while (mutex.size > 0) await new Promise((r) => setTimeout(r, 50));
+    const freedAfter = Date.now() - t0;
+    assert.ok(freedAfter >= 3500, `the lock was held until the work ended (${freedAfter} ms)`);
+    assert.equal(await mutex.run("disk:9", async () => "later"), "later");
   });
 
   it("a child killed by someone else carries that signal", async () => {

@@ -1,6 +1,9 @@
 import { spawn } from "node:child_process";
 import { CsiProxyError, Code } from "../../errors.ts";
 import { redactWhole } from "../../log/redact.ts";
+import { callSignal, outlivingRecorder } from "../../util/call-scope.ts";
+import { abortError } from "../stop-if-aborted.ts";
+import { readFileSync } from "node:fs";
 
 /** How to run one command. Arguments are an argv array: no shell is ever involved. */
 export interface RunOptions {
@@ -10,7 +13,13 @@ export interface RunOptions {
   stdin?: string | Buffer;
   /** After this many milliseconds the child gets SIGTERM, and SIGKILL {@link KILL_GRACE_MS} later. Default 60 s. */
   timeoutMs?: number;
-  /** The call's cancellation: SIGTERM, then SIGKILL {@link CANCEL_GRACE_MS} later; settles once the child has exited. */
+  /**
+   * The call's cancellation (default: the signal of the call this runs for, util/call-scope.ts):
+   * SIGTERM, then SIGKILL {@link CANCEL_GRACE_MS} later; rejects with the signal's code once the child
+   * has exited — or, when it has not exited {@link CANCEL_EXIT_WAIT_MS} after SIGKILL (uninterruptible
+   * sleep), naming it (pid, command) and saying it is still running; it is then recorded as outliving
+   * its call, so the operation lock it runs under stays held until it exits.
+   */
   signal?: AbortSignal;
   /** Bytes per stream the result may hold (default 4 MiB); more is an error, never a truncated result. */
   maxOutputBytes?: number;
@@ -31,6 +40,21 @@ export const KILL_GRACE_MS = 2000;
 
 /** Milliseconds between SIGTERM and SIGKILL when the call itself is cancelled (its work must stop within 1 s). */
 export const CANCEL_GRACE_MS = 500;
+
+/** Milliseconds a cancelled command may take to exit after SIGKILL before its call is answered without it. */
+export const CANCEL_EXIT_WAIT_MS = 1000;
+
+/** ` in uninterruptible sleep (D)` when /proc says so (Linux), else "". */
+function sleepState(pid: number | undefined): string {
+  if (pid === undefined || process.platform !== "linux") return "";
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+    const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+    return state === "D" ? " (in uninterruptible sleep, state D)" : state ? ` (state ${state})` : "";
+  } catch {
+    return "";
+  }
+}
 
 /**
  * A child process that failed: non-zero exit, signal, timeout, output past its bound or spawn error.
@@ -103,7 +127,8 @@ const baseEnv: Record<string, string> = {
 };
 
 /**
- * The only place the daemon spawns processes. `file` is a program name or absolute path, `args` an
+ * The only place the daemon spawns short-lived processes (the long-lived PowerShell workers are
+ * started by spawn-worker.ts). `file` is a program name or absolute path, `args` an
  * argv array passed verbatim (`shell: false`), so request data can never become shell syntax.
  * Resolves with the output on an accepted exit code; otherwise rejects with HostCommandError.
  */
@@ -113,7 +138,12 @@ export function runCommand(file: string, args: readonly string[], options: RunOp
   const mask = (s: string) => redactWhole(s, redact);
   const command = mask([file, ...args].map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : JSON.stringify(a))).join(" "));
   if (stopping) return Promise.reject(new HostCommandError(`${command}: not started, csi-proxy is stopping`, command, { exitCode: null, code: Code.Unavailable }));
-  if (options.signal?.aborted) return Promise.reject(new HostCommandError(`${command}: aborted`, command, { exitCode: null, code: Code.Canceled }));
+  const callSig = options.signal ?? callSignal();
+  const noteOutliving = outlivingRecorder();
+  if (callSig?.aborted) {
+    const why = abortError(callSig);
+    return Promise.reject(new HostCommandError(`${command}: not started: ${why.message}`, command, { exitCode: null, code: why.code }));
+  }
   let settle!: () => void;
   const gone = new Promise<void>((resolve) => (settle = resolve));
   return new Promise<RunResult>((resolve, reject) => {
@@ -127,18 +157,38 @@ export function runCommand(file: string, args: readonly string[], options: RunOp
     let outBytes = 0, errBytes = 0;
     let endedBy: "timeout" | "cancel" | "stop" | undefined;
     let killTimer: NodeJS.Timeout | undefined;
+    let giveUpTimer: NodeJS.Timeout | undefined;
+    const started = Date.now();
     /** SIGTERM now, SIGKILL after `graceMs` if it is still running. The first reason to end it is the one reported. */
     const end = (reason: "timeout" | "cancel" | "stop", graceMs: number) => {
       if (endedBy || child.exitCode !== null || child.signalCode !== null) return;
       endedBy = reason;
       child.kill("SIGTERM");
-      killTimer = setTimeout(() => child.kill("SIGKILL"), graceMs);
+      killTimer = setTimeout(() => {
+        child.kill("SIGKILL");
+        if (reason === "cancel") giveUpTimer = setTimeout(giveUp, CANCEL_EXIT_WAIT_MS);
+      }, graceMs);
+    };
+    /** A cancelled child that SIGKILL did not end: the call is answered without it, the work recorded as outliving the call. */
+    const giveUp = () => {
+      const why = abortError(callSig!);
+      const description = `${command} (pid ${child.pid})`;
+      noteOutliving({ description, ended: gone });
+      const state = child.exitCode !== null || child.signalCode !== null ? " exited but a process it started still holds its output" : `${sleepState(child.pid)} had not exited`;
+      reject(
+        new HostCommandError(
+          `${command}: ${why.message}: SIGTERM and SIGKILL sent, but pid ${child.pid}${state} ${CANCEL_GRACE_MS + CANCEL_EXIT_WAIT_MS} ms later; ` +
+            `the operation is still running and its device stays locked until it exits`,
+          command,
+          { exitCode: null, code: why.code },
+        ),
+      );
     };
     const onStop = (graceMs: number) => end("stop", graceMs);
     const onAbort = () => end("cancel", CANCEL_GRACE_MS);
     running.add(onStop);
     exited.add(gone);
-    options.signal?.addEventListener("abort", onAbort, { once: true });
+    callSig?.addEventListener("abort", onAbort, { once: true });
     child.stdout.on("data", (b: Buffer) => {
       if ((outBytes += b.length) <= maxOutputBytes) out.push(b);
     });
@@ -149,8 +199,9 @@ export function runCommand(file: string, args: readonly string[], options: RunOp
     const cleanUp = () => {
       clearTimeout(timer);
       clearTimeout(killTimer);
+      clearTimeout(giveUpTimer);
       running.delete(onStop);
-      options.signal?.removeEventListener("abort", onAbort);
+      callSig?.removeEventListener("abort", onAbort);
       exited.delete(gone);
       settle();
     };
@@ -174,13 +225,13 @@ export function runCommand(file: string, args: readonly string[], options: RunOp
       const by = signal ? ` (${signal})` : "";
       const why =
         endedBy === "timeout" ? `timed out after ${timeoutMs} ms${by}`
-        : endedBy === "cancel" ? `aborted${by}`
+        : endedBy === "cancel" ? `${abortError(callSig!).message}: stopped${by} after ${Date.now() - started} ms`
         : endedBy === "stop" ? `ended because csi-proxy is stopping${by}`
         : signal ? `killed by ${signal}`
         : tooMuch ? `${tooMuch} exceeded ${maxOutputBytes} bytes (exit status ${exitCode}); the output was not used`
         : `exit status ${exitCode}`;
       const tail = (stderr.trim() || mask(stdout.trim())).slice(-2000);
-      const code = endedBy === "timeout" ? Code.DeadlineExceeded : endedBy === "cancel" ? Code.Canceled : endedBy === "stop" ? Code.Unavailable : Code.FailedPrecondition;
+      const code = endedBy === "timeout" ? Code.DeadlineExceeded : endedBy === "cancel" ? abortError(callSig!).code : endedBy === "stop" ? Code.Unavailable : Code.FailedPrecondition;
       reject(new HostCommandError(`${command}: ${why}${tail ? `: ${tail}` : ""}`, command, { exitCode, signal, stderr, timedOut: endedBy === "timeout", code }));
     });
   });

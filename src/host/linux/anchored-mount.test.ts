@@ -39,6 +39,7 @@ describe("mountOnDir undo", { skip }, () => {
         if (failures-- > 0) throw Object.assign(new Error("umount2: EBUSY"), { code: "EBUSY" });
         await real.umount2(target, flags);
       },
+      syncfs: (fd: number, timeoutMs?: number) => real.syncfs(fd, timeoutMs),
     };
     return lc;
   }

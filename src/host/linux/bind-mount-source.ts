@@ -6,6 +6,7 @@
 import * as path from "node:path";
 import type { MountEntry } from "./mountinfo.ts";
 import type { MountTableCache } from "./mount-table-cache.ts";
+import { indexMounts } from "./mount-index.ts";
 
 const isWithin = (child: string, parent: string) => parent === "/" || child === parent || child.startsWith(parent + "/");
 const rest = (child: string, parent: string) => (child === parent ? "" : parent === "/" ? child.slice(1) : child.slice(parent.length + 1));
@@ -27,27 +28,39 @@ export type BindSource = string | null | UnseenBindSource;
 const isSubvolumeMount = (m: MountEntry) =>
   m.fsType === "btrfs" && (m.superOptions ?? "").split(",").some((o) => o === `subvol=${m.root}`);
 
+/** Per table version (entries are never changed once parsed): the mount each bind is seen through. */
+const viaMemo = new WeakMap<readonly MountEntry[], Map<MountEntry, MountEntry | null>>();
+
+/** Another mount of the bind's filesystem whose root contains the bind's root, the widest one; null when none. */
+function viaOf(table: readonly MountEntry[], holder: MountEntry, sameDevice: readonly MountEntry[]): MountEntry | null {
+  let memos = viaMemo.get(table);
+  if (!memos) viaMemo.set(table, (memos = new Map()));
+  const memo = memos.get(holder);
+  if (memo !== undefined) return memo;
+  let via: MountEntry | null = null;
+  for (const m of sameDevice) {
+    if (m.mountId === holder.mountId || m.device !== holder.device || !isWithin(holder.root, m.root)) continue;
+    if (!via || m.root.length < via.root.length) via = m;
+  }
+  memos.set(holder, via);
+  return via;
+}
+
 /**
  * For each absolute, canonical path: the directory it shows when the mount holding it (the deepest
  * mount point above it, the top of a stack) mounts a subdirectory (`root` ≠ `/` in mountinfo) of a
  * filesystem that is also mounted elsewhere, as a path through that other mount; null when the
  * holding mount is a whole filesystem (or a btrfs subvolume); `{ unseen }` when it mounts a
  * subdirectory whose place cannot be seen (no other mount of that filesystem in this namespace).
- * Pure: `mounts` in mountinfo order.
+ * Pure: `mounts` in mountinfo order (indexed once per array, mount-index.ts: the cost per path is one
+ * map lookup per path component plus the mounts of the holding mount's device).
  */
 export function bindSources(paths: readonly string[], mounts: readonly MountEntry[]): BindSource[] {
+  const index = indexMounts(mounts);
   return paths.map((p) => {
-    let holder: MountEntry | undefined;
-    for (const m of mounts) {
-      if (isWithin(p, m.mountPoint) && (!holder || m.mountPoint.length >= holder.mountPoint.length)) holder = m;
-    }
+    const holder = index.holding(p);
     if (!holder || holder.root === "/" || isSubvolumeMount(holder)) return null;
-    // Another mount of the same filesystem whose root contains the bind's root; the widest one.
-    let via: MountEntry | undefined;
-    for (const m of mounts) {
-      if (m.mountId === holder.mountId || m.device !== holder.device || !isWithin(holder.root, m.root)) continue;
-      if (!via || m.root.length < via.root.length) via = m;
-    }
+    const via = viaOf(mounts, holder, index.ofDevice(holder.device));
     if (!via) return { unseen: holder.mountPoint };
     return path.posix.join(via.mountPoint, rest(holder.root, via.root), rest(p, holder.mountPoint));
   });

@@ -7,7 +7,7 @@
 import { failedPrecondition, invalidArgument, notFound } from "../../errors.ts";
 import type { DeviceUse } from "../../policy/host-device.ts";
 import type { DiskIds, DiskLocation } from "../../groups/disk/types.ts";
-import type { BlockDisk, BlockMount, BlockPartition, BlockTools, DevNumber, LoopBacking, LoopDevice, ManagedFsType, OfflineMark, ProbeResult, Signature } from "./block-tools-api.ts";
+import type { BlockDisk, BlockMount, BlockPartition, BlockTools, DeviceOpener, DevNumber, LoopBacking, LoopDevice, ManagedFsType, OfflineMark, ProbeResult, Signature } from "./block-tools-api.ts";
 
 /* ---------------------------------------------------------------- disk numbers */
 
@@ -170,16 +170,25 @@ export interface BlockSnapshot {
   marks: OfflineMark[];
   /** Every attached loop device, shown or not: what may be stacked on a device. */
   loops: LoopDevice[];
+  /** Processes holding the nodes of the snapshot's disks and partitions; absent unless asked for ({@link SnapshotOptions}). */
+  openers?: DeviceOpener[];
+}
+
+export interface SnapshotOptions {
+  /** Also scan for processes holding the disks' and partitions' nodes (a change that must refuse them; a scan of /proc). */
+  openers?: boolean;
 }
 
 /**
  * Reads everything the hosts' facts need, once per operation: every disk, or (with `dev`) only the
  * disk with that device number — then `disks` is that disk or empty.
  */
-export async function takeSnapshot(tools: BlockTools, dev?: DevNumber): Promise<BlockSnapshot> {
+export async function takeSnapshot(tools: BlockTools, dev?: DevNumber, options: SnapshotOptions = {}): Promise<BlockSnapshot> {
   const disks = dev ? tools.findDisk(dev).then((d) => (d ? [d] : [])) : tools.listDisks();
   const [all, mounts, swaps, marks, loops] = await Promise.all([disks, tools.readMounts(), tools.readSwapDevices(), tools.readOfflineMarks(), tools.listLoops()]);
-  return { disks: visibleDisks(all), mounts, swaps, marks, loops };
+  const snap: BlockSnapshot = { disks: visibleDisks(all), mounts, swaps, marks, loops };
+  if (options.openers) snap.openers = await tools.deviceOpeners(snap.disks.flatMap((d) => [d, ...d.partitions]));
+  return snap;
 }
 
 /** The disk with this number; NotFound otherwise. */
@@ -223,12 +232,52 @@ export function volumeOfDevice(snap: BlockSnapshot, dev: DevNumber): VolumeRef |
   return null;
 }
 
-/** Mount entries of a device, in mount-table order. */
-export const mountsOf = (snap: BlockSnapshot, dev: DevNumber) => snap.mounts.filter((m) => sameDev(m, dev));
+/** A snapshot's mounts indexed by device and by mount point (built once per mounts array, which is never changed). */
+interface BlockMountIndex {
+  byDev: Map<string, BlockMount[]>;
+  byPoint: Map<string, BlockMount[]>;
+}
+const blockIndexes = new WeakMap<readonly BlockMount[], BlockMountIndex>();
+
+function blockIndex(mounts: readonly BlockMount[]): BlockMountIndex {
+  let index = blockIndexes.get(mounts);
+  if (index) return index;
+  index = { byDev: new Map(), byPoint: new Map() };
+  for (const m of mounts) {
+    const dev = `${m.major}:${m.minor}`;
+    const d = index.byDev.get(dev);
+    if (d) d.push(m);
+    else index.byDev.set(dev, [m]);
+    const p = index.byPoint.get(m.mountPoint);
+    if (p) p.push(m);
+    else index.byPoint.set(m.mountPoint, [m]);
+  }
+  blockIndexes.set(mounts, index);
+  return index;
+}
+
+/** Mount entries of a device, in mount-table order (indexed: no scan of the table). */
+export const mountsOf = (snap: BlockSnapshot, dev: DevNumber): BlockMount[] => [...(blockIndex(snap.mounts).byDev.get(`${dev.major}:${dev.minor}`) ?? [])];
 
 /** The mount visible at `mountPoint` (the last one mounted there), if any. */
-export function mountAt(snap: BlockSnapshot, mountPoint: string): BlockMount | undefined {
-  return snap.mounts.findLast((m) => m.mountPoint === mountPoint);
+export function mountAt(snap: Pick<BlockSnapshot, "mounts">, mountPoint: string): BlockMount | undefined {
+  return blockIndex(snap.mounts).byPoint.get(mountPoint)?.at(-1);
+}
+
+/**
+ * The visible mount at the deepest mount point that is the absolute, canonical `path` or one of its
+ * ancestors. Cost: one map lookup per path component.
+ */
+export function mountHoldingPath(snap: Pick<BlockSnapshot, "mounts">, path: string): BlockMount | undefined {
+  const byPoint = blockIndex(snap.mounts).byPoint;
+  let p = path.length > 1 && path.endsWith("/") ? path.slice(0, -1) : path;
+  for (;;) {
+    const here = byPoint.get(p);
+    if (here) return here[here.length - 1];
+    if (p === "/" || p === "") return undefined;
+    const cut = p.lastIndexOf("/");
+    p = cut <= 0 ? "/" : p.slice(0, cut);
+  }
 }
 
 /** The device holding `/`. */
@@ -306,7 +355,7 @@ export function stackedUses(snap: BlockSnapshot, dev: BlockDisk | BlockPartition
   }
   if (own?.backing?.kind === "block") {
     const under = own.backing.dev;
-    for (const m of snap.mounts.filter((x) => sameDev(x, under))) out.push(`stacked on ${own.backingFile}, which is mounted at ${m.mountPoint}`);
+    for (const m of mountsOf(snap, under)) out.push(`stacked on ${own.backingFile}, which is mounted at ${m.mountPoint}`);
     if (snap.swaps.some((x) => sameDev(x, under))) out.push(`stacked on ${own.backingFile}, which is in use as swap`);
   }
   return out;
@@ -315,7 +364,8 @@ export function stackedUses(snap: BlockSnapshot, dev: BlockDisk | BlockPartition
 /**
  * How the kernel uses a device (`dev`: a disk, or a partition of `disk`): the root filesystem, swap,
  * holders and loop devices stacked on it (on a disk: over the bytes of `within` when given, the
- * partition a volume operation concerns), partitions out of step with the table, its mounts.
+ * partition a volume operation concerns), partitions out of step with the table, its mounts; and
+ * the processes holding its node, when the snapshot scanned for them.
  */
 export function deviceUse(snap: BlockSnapshot, dev: BlockDisk | BlockPartition, disk: BlockDisk, within?: BlockPartition): DeviceUse {
   const root = rootMount(snap);
@@ -330,13 +380,15 @@ export function deviceUse(snap: BlockSnapshot, dev: BlockDisk | BlockPartition, 
     const stale = disk.partitions.filter((p) => tableMismatch(p, disk) !== null).map((p) => p.number);
     if (stale.length) busy.push(`out of step with its partition table: the kernel shows partition${stale.length > 1 ? "s" : ""} ${stale.join(", ")} where the table has none or another extent (re-read the table with partx --update ${disk.devPath})`);
   }
-  return {
+  const use: DeviceUse = {
     system: root && sameDev(root, dev) ? "the root filesystem /" : null,
     mountPoints: mountsOf(snap, dev)
       .map((m) => m.mountPoint)
       .filter((m) => m !== "/"), // reported as `system`
     busy,
   };
+  if (snap.openers) use.openers = snap.openers.filter((o) => sameDev(o.dev, dev)).map(({ pid, command, access }) => ({ pid, command, access }));
+  return use;
 }
 
 /** Signatures wipefs lists that are not partition tables (the filesystems, RAID, LVM, crypto… members). */

@@ -9,10 +9,24 @@
  * Errors: a failing tool or syscall rejects with a CsiProxyError (HostCommandError for tools).
  */
 
+
+/** How long read-only openers of a device node are given to close before they count (udev probing takes milliseconds). */
+export const OPENER_SETTLE_MS = 1000;
+
 /** A Linux device number. */
 export interface DevNumber {
   major: number;
   minor: number;
+}
+
+/** A process holding a block device node: descriptor access mode, or a mapping. */
+export interface DeviceOpener {
+  pid: number;
+  /** /proc/<pid>/comm ("dd", "qemu-system-x86"), "" when it cannot be read. */
+  command: string;
+  dev: DevNumber;
+  /** "read" / "read-write": an open descriptor (O_RDONLY, or O_WRONLY/O_RDWR); "mapped": a file mapping only. */
+  access: "read" | "read-write" | "mapped";
 }
 
 /** One line of the mount table that matters here. */
@@ -25,6 +39,8 @@ export interface BlockMount {
   fsType: string;
   /** Mount source as shown, e.g. /dev/loop3p1. */
   source: string;
+  /** The mount's id in mountinfo (unique while it exists); absent where the reader does not know it. */
+  mountId?: number;
 }
 
 /** A partition the kernel knows (a /sys/block/<disk>/<part> entry), with what its table says. */
@@ -163,6 +179,8 @@ export interface FilesystemUsage {
 export interface NamespaceMount {
   pid: number;
   mountPoint: string;
+  /** The mount's id (mount ids are unique across namespaces); absent where the reader does not know it. */
+  mountId?: number;
 }
 
 /** Filesystems csi-proxy creates and grows on Linux. */
@@ -177,11 +195,23 @@ export interface BlockTools {
   /**
    * Every whole block device (/sys/block) with a medium (size > 0), with its partitions. With
    * `tables: false` no partition table is read off a device (partitionTable, and the partitions'
-   * uuid and typeId, are null): for answers that need only sysfs (identifiers, locations).
+   * uuid and typeId, are null): for answers that need only sysfs (identifiers, locations). With
+   * `partitions: false`, identity only: no partition, holder, read-only or SCSI state is read
+   * (`partitions` and `holders` empty): what ListDiskIDs needs, a few sysfs reads per disk.
    */
-  listDisks(options?: { tables?: boolean }): Promise<BlockDisk[]>;
+  listDisks(options?: { tables?: boolean; partitions?: boolean }): Promise<BlockDisk[]>;
   /** The whole block device with this number (via /sys/dev/block), null when there is none (or it is a partition). */
   findDisk(dev: DevNumber): Promise<BlockDisk | null>;
+  /**
+   * The whole disk holding a disk or partition device number (itself for a disk), null when it is
+   * neither; lets a read take a snapshot of that one disk. Optional: without it, every disk is read.
+   */
+  diskOfDevice?(dev: DevNumber): DevNumber | null;
+  /**
+   * A text that changes whenever a block device appears, goes or gets a new medium (names and
+   * diskseq of /sys/block); undefined where the kernel gives no diskseq. Optional.
+   */
+  diskSetKey?(): string | undefined;
   readMounts(): Promise<BlockMount[]>;
   /**
    * Mounts of the device number in every mount namespace this process can see (each /proc/<pid>/mountinfo,
@@ -191,6 +221,13 @@ export interface BlockTools {
   mountsInAnyNamespace(dev: DevNumber): Promise<NamespaceMount[]>;
   /** Devices in use as swap (/proc/swaps). */
   readSwapDevices(): Promise<DevNumber[]>;
+  /**
+   * Processes other than this daemon holding one of `devs`' device nodes open or mapped
+   * (device-openers.ts: /proc/<pid>/fd and map_files matched by st_rdev). When every opener found
+   * holds the node read-only (udev's blkid probing after a change), they are looked at again for up
+   * to {@link OPENER_SETTLE_MS} and only those still open are reported.
+   */
+  deviceOpeners(devs: readonly DevNumber[]): Promise<DeviceOpener[]>;
   /** Signature probe of a device node (blkid -p). */
   probe(devPath: string): Promise<ProbeResult>;
   /** Every signature on the device, partition tables included, whatever blkid's verdict (wipefs --no-act). */
@@ -257,8 +294,19 @@ export interface BlockTools {
    * held as a handle; a link on the way or a different mount there: FailedPrecondition.
    */
   unmount(target: string): Promise<void>;
-  /** Writes dirty data of the device and any filesystem mounted from it to stable storage (blockdev --flushbufs). */
-  flush(devPath: string): Promise<void>;
+  /**
+   * syncfs(2) of the filesystem mounted at `mountPoint` (opened as a directory, no final link
+   * followed; with `mountId`, FailedPrecondition unless the opened directory lies on that mount),
+   * through a descriptor opened for this call and closed after it. A write-back error the kernel
+   * reports (EIO, ENOSPC, EDQUOT; EROFS from a filesystem whose journal aborted), or a filesystem
+   * that can no longer be opened with EIO (xfs after a shutdown), rejects with DataLoss.
+   */
+  flushFilesystem(mountPoint: string, mountId?: number): Promise<void>;
+  /**
+   * fsync(2) of the block device node (opened read-only for this call; FailedPrecondition when it is
+   * no longer device `dev`): the device's own cached writes. A write-back error rejects with DataLoss.
+   */
+  flushDevice(devPath: string, dev: DevNumber): Promise<void>;
   /** Moves a GPT backup header to the disk's current last sector (sfdisk --relocate gpt-bak-std). */
   relocateGptBackup(diskDevPath: string): Promise<void>;
   /** Sets partition `number`'s size to `sizeSectors` (512-byte units, start unchanged) and tells the kernel (BLKPG via partx). */

@@ -18,14 +18,15 @@ import { createVolumeService } from "../../groups/volume/volume-service.ts";
 import { createSmbService } from "../../groups/smb/smb-service.ts";
 import { smbStateFile } from "../../groups/smb/smb-state.ts";
 import { guardStateFile, secureStateDir } from "../../state/state-dir.ts";
+import { sweepStateLeftovers } from "../../state/state-leftovers.ts";
 import { createIscsiService } from "../../groups/iscsi/iscsi-service.ts";
 import { createSystemService } from "../../groups/system/system-service.ts";
-import { createKeyedMutex } from "../../util/keyed-mutex.ts";
+import { nodeLocks } from "../../state/node-locks-for.ts";
 import { LinuxFilesystemHost } from "./filesystem.ts";
 import { createLinuxMountGate } from "./linux-mount-gate.ts";
 import { gateFilesystemHost, gateResolver } from "../gated-filesystem-host.ts";
 import { cachedBindSources } from "./bind-mount-source.ts";
-import { createMountTableCache } from "./mount-table-cache.ts";
+import { processMountTable } from "./mount-index.ts";
 import { LinuxBlockTools } from "./linux-block-tools.ts";
 import { LinuxDiskHost } from "./disk.ts";
 import { LinuxVolumeHost } from "./volume.ts";
@@ -35,7 +36,8 @@ import { LinuxSystemHost } from "./system.ts";
 
 export async function createLinuxServices(config: ProxyConfig): Promise<Services> {
   const trust = await secureStateDir(config.stateDir, "linux", { log: config.logger });
-  const mountTable = createMountTableCache();
+  await sweepStateLeftovers(trust, "linux", config.logger);
+  const mountTable = processMountTable();
   // Every syscall on a request path is admitted per mount (src/host/mount-gate.ts): a dead mount
   // holds at most a few of libuv's threads, and calls under it fail fast once it is not responding.
   const gate = createLinuxMountGate(mountTable);
@@ -45,7 +47,7 @@ export async function createLinuxServices(config: ProxyConfig): Promise<Services
     resolve: gateResolver(createFsResolver(fsPromises, "linux"), gate),
     bindSources: cachedBindSources(mountTable),
   });
-  const locks = createKeyedMutex();
+  const locks = nodeLocks(config, trust.smb ?? trust.iscsi);
   const smbHost = new LinuxSmbHost(config);
   if (!trust.smb) {
     const removed = await smbHost.removeLeftoverCredentials().catch(() => 0);
@@ -63,8 +65,9 @@ export async function createLinuxServices(config: ProxyConfig): Promise<Services
       requirePrivacy: config.requirePrivacy,
       platform: "linux",
       log: config.logger,
+      locks,
     }),
-    iscsi: createIscsiService({ host: new LinuxIscsiHost({ stateDir: config.stateDir, stateRefusal: trust.iscsi }) }),
+    iscsi: createIscsiService({ host: new LinuxIscsiHost({ stateDir: config.stateDir, stateRefusal: trust.iscsi }), locks }),
     system: createSystemService({ host: new LinuxSystemHost(), platform: "linux", allowedServices: config.allowedServices }),
   };
 }

@@ -104,6 +104,35 @@ export function mountIdOf(fd: number): number {
   return Number(m[1]);
 }
 
+/**
+ * Whether the held directory `dir` (recorded as `dev`/`ino` when it was opened) is still the
+ * directory the absolute, canonical path `p` names: it is at `p` now (its current path, as the kernel
+ * shows it, is `p`: not renamed away, not reached through a link) and `p` opens, without following a
+ * link at its end, to the same dev + ino on the same mount (not replaced by another directory, a bind
+ * mount or a link). Null when it is; otherwise why not (for a message). Never throws.
+ */
+export async function whyNotAt(dir: DirHandle, p: string, dev: bigint, ino: bigint): Promise<string | null> {
+  const now = await dir.currentPath().catch(() => null);
+  if (now !== p) return now === null ? "it can no longer be located" : `it is now at ${now}`;
+  let file: fs.FileHandle;
+  try {
+    file = await fs.open(p, DIR_FLAGS);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    return code === "ELOOP" || code === "ENOTDIR" ? `${p} is a symbolic link or not a directory now` : `${p} cannot be opened (${code})`;
+  }
+  try {
+    const st = await file.stat({ bigint: true });
+    if (st.dev !== dev || st.ino !== ino) return `${p} is another directory now`;
+    if (mountIdOf(file.fd) !== dir.mountId) return `${p} is on another mount now`;
+    return null;
+  } catch (err) {
+    return `${p} cannot be checked (${(err as Error).message})`;
+  } finally {
+    await file.close().catch(() => {});
+  }
+}
+
 const linkSwapped = (shown: string) =>
   new CsiProxyError(Code.FailedPrecondition, `${shown} is a symbolic link or not a directory now (the path changed since it was checked); refusing to follow it`);
 

@@ -4,9 +4,9 @@
  * block-model.ts; every operation is one tool step. Decisions are disk-service.ts's.
  * docs/linux-concept-map.md says what each concept means here.
  */
-import type { DiskHostApi, DiskLayout, HostDisk, HostPartition } from "../../groups/disk/host-api.ts";
+import type { DiskHostApi, DiskLayout, DiskWriteCheck, HostDevice, HostDisk, HostPartition } from "../../groups/disk/host-api.ts";
 import type { DiskIds } from "../../groups/disk/types.ts";
-import { failedPrecondition, internal, notFound } from "../../errors.ts";
+import { failedPrecondition, internal } from "../../errors.ts";
 import type { BlockDisk, BlockTools, PartitionTable } from "./block-tools-api.ts";
 import { SnapshotSessions } from "./snapshot-session.ts";
 import {
@@ -51,7 +51,7 @@ export class LinuxDiskHost implements DiskHostApi {
 
   constructor(tools: BlockTools) {
     this.#tools = tools;
-    this.#sessions = new SnapshotSessions((dev) => takeSnapshot(tools, dev));
+    this.#sessions = new SnapshotSessions((dev, options) => takeSnapshot(tools, dev, options));
   }
 
   /** Runs one operation of the service (under the disk's lock): its reads share one snapshot, its writes verify on their own (snapshot-session.ts). */
@@ -107,10 +107,10 @@ export class LinuxDiskHost implements DiskHostApi {
     return snap.disks.map((d) => this.#hostDisk(snap, d));
   }
 
-  /** From sysfs alone: identifiers need no partition table, mount or loop list. */
+  /** From sysfs alone: identifiers need no partition, partition table, mount or loop list (a few reads per disk; the rest per medium, cached). */
   async listDiskIds(): Promise<Map<number, DiskIds>> {
     const out = new Map<number, DiskIds>();
-    for (const disk of visibleDisks(await this.#tools.listDisks({ tables: false }))) out.set(diskNumberOf(disk), diskIds(disk));
+    for (const disk of visibleDisks(await this.#tools.listDisks({ tables: false, partitions: false }))) out.set(diskNumberOf(disk), diskIds(disk));
     return out;
   }
 
@@ -164,15 +164,17 @@ export class LinuxDiskHost implements DiskHostApi {
    * Re-reads disk `n` at the moment of a write and refuses (FailedPrecondition, saying what) when it is
    * not the disk looked up (`expect`: {@link HostDisk.identity}), when it or a partition is used
    * (mounted, swap, holders, stacked loop devices, kernel partitions out of step with the table),
-   * or when it holds any signature but a partition table (`empty`: not even a table). Then takes and
+   * or when it holds any signature but a partition table (`empty`: not even a table); the service's
+   * `check` runs on the same reading, which then lists the processes holding the nodes. Then takes and
    * releases the kernel's exclusive claim on the whole disk: nothing holds any part of it.
    * The write itself (sfdisk) takes the claim again and refuses on its own if anything took it since.
    */
-  async #verifyWrite(n: number, what: string, expect: string | undefined, empty: boolean): Promise<BlockDisk> {
-    const snap = await this.#sessions.fresh(devOfDiskNumber(n));
+  async #verifyWrite(n: number, what: string, expect: string | undefined, empty: boolean, check?: DiskWriteCheck): Promise<BlockDisk> {
+    const snap = await this.#sessions.fresh(devOfDiskNumber(n), { openers: check !== undefined });
     const disk = requireDisk(snap, n);
     const refuse = (why: string) => failedPrecondition(`refusing to ${what} ${disk.devPath}: ${why}`);
     if (expect !== undefined && expect !== identityOf(disk)) throw refuse(`the disk changed since it was looked up (${expect} → ${identityOf(disk)})`);
+    await check?.(this.#devices(snap, disk));
     const reasons: string[] = [];
     for (const d of [disk, ...disk.partitions]) {
       const use = deviceUse(snap, d, disk);
@@ -189,13 +191,18 @@ export class LinuxDiskHost implements DiskHostApi {
     return disk;
   }
 
-  async #initializeDisk(n: number, expect?: string): Promise<void> {
-    const disk = await this.#verifyWrite(n, "write a partition table to", expect, true);
+  /** The disk and its partitions, with their uses, as a snapshot shows them (for a {@link DiskWriteCheck}). */
+  #devices(snap: BlockSnapshot, disk: BlockDisk): HostDevice[] {
+    return [this.#hostDisk(snap, disk), ...this.#partitions(snap, disk, disk.partitionTable)];
+  }
+
+  async #initializeDisk(n: number, expect?: string, check?: DiskWriteCheck): Promise<void> {
+    const disk = await this.#verifyWrite(n, "write a partition table to", expect, true, check);
     await this.#tools.createGptTable(disk.devPath);
   }
 
-  async #createDataPartition(n: number, style: "gpt" | "mbr", expect?: string): Promise<void> {
-    const disk = await this.#verifyWrite(n, "add a partition to", expect, false);
+  async #createDataPartition(n: number, style: "gpt" | "mbr", expect?: string, check?: DiskWriteCheck): Promise<void> {
+    const disk = await this.#verifyWrite(n, "add a partition to", expect, false, check);
     // Linux types, so that Linux tools and udev treat the partition normally. appendPartition also
     // synchronises the kernel's partitions.
     await this.#tools.appendPartition(disk.devPath, style === "gpt" ? LINUX_DATA_GPT_TYPE : LINUX_DATA_MBR_TYPE);
@@ -242,12 +249,13 @@ export class LinuxDiskHost implements DiskHostApi {
    * test/faults/volume-kill-points.test.ts). Marks of devices that
    * are gone or hold another medium are dropped on the way.
    */
-  async #setDiskOnline(n: number, online: boolean, expect?: string): Promise<void> {
-    const snap = await this.#sessions.fresh();
+  async #setDiskOnline(n: number, online: boolean, expect?: string, check?: DiskWriteCheck): Promise<void> {
+    const snap = await this.#sessions.fresh(undefined, { openers: check !== undefined });
     const disk = requireDisk(snap, n);
     if (expect !== undefined && expect !== identityOf(disk)) {
       throw failedPrecondition(`refusing to set ${disk.devPath} ${online ? "online" : "offline"}: the disk changed since it was looked up (${expect} → ${identityOf(disk)})`);
     }
+    await check?.(this.#devices(snap, disk));
     // Going offline: the kernel's exclusive claim on the whole disk is held for the change, so nothing mounts or claims any part of it meanwhile.
     const claim = online ? null : await this.#tools.claimExclusive(disk.devPath, disk);
     try {
@@ -285,12 +293,12 @@ export class LinuxDiskHost implements DiskHostApi {
 
   /* ---------------------------------------------------------------- writes: each ends the session's sharing (snapshot-session.ts) */
 
-  initializeDisk(n: number, expect?: string): Promise<void> {
-    return this.#sessions.write(() => this.#initializeDisk(n, expect));
+  initializeDisk(n: number, expect?: string, check?: DiskWriteCheck): Promise<void> {
+    return this.#sessions.write(() => this.#initializeDisk(n, expect, check));
   }
 
-  createDataPartition(n: number, style: "gpt" | "mbr", expect?: string): Promise<void> {
-    return this.#sessions.write(() => this.#createDataPartition(n, style, expect));
+  createDataPartition(n: number, style: "gpt" | "mbr", expect?: string, check?: DiskWriteCheck): Promise<void> {
+    return this.#sessions.write(() => this.#createDataPartition(n, style, expect, check));
   }
 
   onlinePartition(n: number, partitionNumber: number): Promise<void> {
@@ -305,7 +313,7 @@ export class LinuxDiskHost implements DiskHostApi {
     return this.#sessions.write(() => this.#refreshDiskSize(n));
   }
 
-  setDiskOnline(n: number, online: boolean, expect?: string): Promise<void> {
-    return this.#sessions.write(() => this.#setDiskOnline(n, online, expect));
+  setDiskOnline(n: number, online: boolean, expect?: string, check?: DiskWriteCheck): Promise<void> {
+    return this.#sessions.write(() => this.#setDiskOnline(n, online, expect, check));
   }
 }

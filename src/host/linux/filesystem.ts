@@ -1,7 +1,7 @@
 import * as fs from "node:fs/promises";
 import type { EntryKind, FilesystemHostApi, RemoveOptions } from "../../groups/filesystem/host-api.ts";
 import { fsError } from "../fs-error.ts";
-import { readMountTable } from "./mountinfo.ts";
+import { processMountIndex, type MountIndex } from "./mount-index.ts";
 import { mkdirAllNoFollow, withParent } from "./dir-handle.ts";
 import { removeContents, removeTree } from "./remove-tree.ts";
 import { symlinkAt } from "./symlink-at.ts";
@@ -11,10 +11,15 @@ import { openCachedLookup, type CachedLookup } from "./cached-lookup.ts";
 export class LinuxFilesystemHost implements FilesystemHostApi {
   #cached: CachedLookup | null | undefined;
   readonly #openCachedLookup: () => Promise<CachedLookup | null>;
+  readonly #mountIndex: () => Promise<MountIndex>;
 
-  /** The cached lookup is loaded on the first lookupCached call (koffi stays out of an idle daemon). */
-  constructor(deps: { openCachedLookup?: () => Promise<CachedLookup | null> } = {}) {
+  /**
+   * The cached lookup is loaded on the first lookupCached call (koffi stays out of an idle daemon).
+   * `mountIndex`: this process's mount table, indexed and as fresh as reading it now (mount-index.ts).
+   */
+  constructor(deps: { openCachedLookup?: () => Promise<CachedLookup | null>; mountIndex?: () => Promise<MountIndex> } = {}) {
     this.#openCachedLookup = deps.openCachedLookup ?? openCachedLookup;
+    this.#mountIndex = deps.mountIndex ?? (() => processMountIndex());
   }
 
   /** Undefined until the lookup is loaded (the first call starts loading it) and where it cannot work. */
@@ -97,9 +102,10 @@ export class LinuxFilesystemHost implements FilesystemHostApi {
     }
   }
 
+  /** One realpath, then one lookup in the indexed mount table (re-read only after the kernel reported a mount change). */
   async isMountPoint(path: string): Promise<boolean> {
     const real = await this.realpath(path);
     if (real === null) return false;
-    return (await readMountTable()).some((m) => m.mountPoint === real);
+    return (await this.#mountIndex()).at(real).length > 0;
   }
 }

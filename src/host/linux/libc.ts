@@ -1,5 +1,5 @@
 /**
- * The few libc calls Node lacks (mount(2), umount2(2)), through koffi's asynchronous calls: each runs
+ * The few libc calls Node lacks (mount(2), umount2(2), syncfs(2)), through koffi's asynchronous calls: each runs
  * on a koffi worker thread, so a slow mount (journal replay) or a hanging unmount never blocks the
  * event loop. koffi reports the worker's errno to the callback (`koffi.errno()` read there).
  *
@@ -15,6 +15,12 @@ export const UMOUNT_NOFOLLOW = 8;
 export interface Libc {
   mount(source: string, target: string, fsType: string, flags: number, data: string | null, timeoutMs?: number): Promise<void>;
   umount2(target: string, flags: number, timeoutMs?: number): Promise<void>;
+  /**
+   * syncfs(2) of the filesystem holding the open descriptor `fd` (the caller keeps it open until this
+   * settles): rejects with EIO, ENOSPC… when a write-back error was recorded on that filesystem since
+   * the descriptor's open (the kernel's errseq, Linux ≥ 5.8) or the filesystem's own sync fails.
+   */
+  syncfs(fd: number, timeoutMs?: number): Promise<void>;
 }
 
 type AsyncFn = { async: (...args: unknown[]) => void };
@@ -48,10 +54,12 @@ export function loadLibc(): Promise<Libc> {
     const lib = koffi.load("libc.so.6");
     const mount = lib.func("int mount(const char *source, const char *target, const char *fstype, unsigned long flags, const char *data)") as unknown as AsyncFn;
     const umount2 = lib.func("int umount2(const char *target, int flags)") as unknown as AsyncFn;
+    const syncfs = lib.func("int syncfs(int fd)") as unknown as AsyncFn;
     return {
       mount: (source, target, fsType, flags, data, timeoutMs = DEFAULT_TIMEOUT_MS) =>
         callAsync(koffi, "mount", mount, [source, target, fsType, flags, data], timeoutMs),
       umount2: (target, flags, timeoutMs = DEFAULT_TIMEOUT_MS) => callAsync(koffi, "umount2", umount2, [target, flags], timeoutMs),
+      syncfs: (fd, timeoutMs = DEFAULT_TIMEOUT_MS) => callAsync(koffi, "syncfs", syncfs, [fd], timeoutMs),
     };
   })();
   return loading;

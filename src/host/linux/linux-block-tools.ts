@@ -7,16 +7,19 @@
  * claim the kernel refuses, mkfs without force flags). State: the offline marks, kept in
  * offline-marks-file.ts.
  */
-import { mkdir, mkdtemp, open, readFile, readdir, realpath, rename, rmdir, stat, statfs, writeFile } from "node:fs/promises";
+import { mkdtemp, open, readFile, readdir, realpath, rmdir, stat, statfs, writeFile } from "node:fs/promises";
 import { constants, existsSync, readFileSync, readdirSync, realpathSync } from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import type { BlockDisk, BlockMount, BlockTools, DevNumber, DeviceClaim, FilesystemUsage, LoopDevice, ManagedFsType, NamespaceMount, OfflineMark, PartitionTable, ProbeResult, Signature } from "./block-tools-api.ts";
-import { HostCommandError, runCommand, type RunOptions } from "../exec/run-command.ts";
+import { OPENER_SETTLE_MS, type BlockDisk, type BlockMount, type BlockTools, type DevNumber, type DeviceClaim, type DeviceOpener, type FilesystemUsage, type LoopDevice, type ManagedFsType, type NamespaceMount, type OfflineMark, type PartitionTable, type ProbeResult, type Signature } from "./block-tools-api.ts";
+import { cappedTimeoutMs, HostCommandError, runCommand, type RunOptions } from "../exec/run-command.ts";
 import { fsError } from "../fs-error.ts";
 import { inspectDirectory } from "../inspect-directory.ts";
-import { mountsInAnyNamespace } from "./mountinfo.ts";
-import { createMountTableCache, type MountTableCache } from "./mount-table-cache.ts";
+import { createNamespaceMounts, type NamespaceMounts } from "./namespace-mounts.ts";
+import { scanDeviceOpeners } from "./device-openers.ts";
+import type { MountTableCache } from "./mount-table-cache.ts";
+import type { MountEntry } from "./mountinfo.ts";
+import { processMountTable } from "./mount-index.ts";
 import { mountOnDir, unmountDir } from "./anchored-mount.ts";
 import type { UndoLog } from "../../util/undo-retry.ts";
 import { loadLibc } from "./libc.ts";
@@ -90,6 +93,9 @@ const NO_REREAD = ["--no-reread", "--no-tell-kernel"];
 const CLAIM_ATTEMPTS = 10;
 const CLAIM_RETRY_MS = 50;
 
+/** Read-only openers are looked at again this often within OPENER_SETTLE_MS. */
+const OPENER_SETTLE_STEP_MS = 100;
+
 /** mkfs, fsck and resize can take a while on large devices. */
 const LONG = { timeoutMs: 30 * 60_000 };
 
@@ -104,6 +110,21 @@ function field(text: string, re: RegExp, what: string): bigint {
   const m = re.exec(text);
   if (!m) throw internal(`cannot find ${what} in tool output`);
   return BigInt(m[1]);
+}
+
+/** Errnos by which syncfs(2) and fsync(2) report that written data did not reach the disk. */
+const WRITE_BACK_ERRNOS: Record<string, string> = {
+  EIO: "input/output error",
+  ENOSPC: "no space left on device",
+  EDQUOT: "disk quota exceeded",
+  EROFS: "the filesystem turned read-only after an error",
+};
+
+/** DataLoss for a write-back failure (`what` failed), null for any other error. */
+function writeBackError(e: unknown, what: string): CsiProxyError | null {
+  const code = (e as NodeJS.ErrnoException | undefined)?.code;
+  if (!code || !(code in WRITE_BACK_ERRNOS)) return null;
+  return new CsiProxyError(Code.DataLoss, `${what}: ${code} (${WRITE_BACK_ERRNOS[code]})`, { cause: e });
 }
 
 /** `blkid -p -o export`: what {@link LinuxBlockTools.probe} runs where libblkid cannot be loaded. */
@@ -138,6 +159,30 @@ export interface LinuxBlockToolsOptions {
   log?: UndoLog;
 }
 
+/**
+ * The block view of one mount table version. Filesystems on an anonymous device number (btrfs shows
+ * 0:NN in mountinfo) are attributed to their source when the source is a block device node: the
+ * device the API knows them by (its number as stat'ed when this version was first used). The answer
+ * is shared by every caller of that version and must not be changed.
+ */
+async function blockMountsOf(table: readonly MountEntry[]): Promise<BlockMount[]> {
+  const sources = new Map<string, DevNumber | null>();
+  const out: BlockMount[] = [];
+  for (const m of table) {
+    let [major, minor] = m.device.split(":").map(Number);
+    if (major === 0 && m.source.startsWith("/dev/")) {
+      if (!sources.has(m.source)) {
+        const st = await stat(m.source, { bigint: true }).catch(() => null);
+        sources.set(m.source, st?.isBlockDevice() ? decodeDev(st.rdev) : null);
+      }
+      const dev = sources.get(m.source);
+      if (dev) ({ major, minor } = dev);
+    }
+    out.push({ major, minor, mountPoint: m.mountPoint, fsType: m.fsType, source: m.source, mountId: m.mountId });
+  }
+  return out;
+}
+
 /** A sysfs or procfs file's text, "" when it cannot be read (generated in memory: read synchronously, as sysfs-block.ts explains). */
 function kernelText(file: string): string {
   try {
@@ -150,8 +195,12 @@ function kernelText(file: string): string {
 export class LinuxBlockTools implements BlockTools {
   readonly #offlineMarks: OfflineMarksFile;
   readonly #log: UndoLog | undefined;
-  /** As fresh as reading /proc/self/mountinfo on every call (mount-table-cache.ts), parsed only after a change. */
-  readonly #mountTable: MountTableCache = createMountTableCache();
+  /** As fresh as reading /proc/self/mountinfo on every call (mount-table-cache.ts), parsed only after a change; shared by the process. */
+  readonly #mountTable: MountTableCache = processMountTable();
+  /** readMounts' answer per table version (the table array is the version): built once per mount change. */
+  readonly #blockMounts = new WeakMap<readonly MountEntry[], Promise<BlockMount[]>>();
+  /** Per loop device name: what its backing file was stat'ed as, for one medium (diskseq) and path; bounded by the number of loop devices. */
+  readonly #loopBacking = new Map<string, { key: string; backing: LoopDevice["backing"] }>();
   constructor(options: LinuxBlockToolsOptions) {
     this.#offlineMarks = new OfflineMarksFile(options.stateFile);
     this.#log = options.log;
@@ -161,8 +210,11 @@ export class LinuxBlockTools implements BlockTools {
     return process.geteuid?.() ?? 0;
   }
 
+  /** Every namespace's table, each remembered until the kernel lists other mount ids for it (namespace-mounts.ts). */
+  readonly #namespaces: NamespaceMounts = createNamespaceMounts();
+
   mountsInAnyNamespace(dev: DevNumber): Promise<NamespaceMount[]> {
-    return mountsInAnyNamespace(dev.major, dev.minor);
+    return this.#namespaces.mountsOf(dev.major, dev.minor);
   }
 
   async effectiveCapabilities(): Promise<Set<string>> {
@@ -170,8 +222,8 @@ export class LinuxBlockTools implements BlockTools {
     return capabilityNames(/^CapEff:\s*([0-9a-fA-F]+)/m.exec(status)?.[1] ?? "0");
   }
 
-  listDisks(options: { tables?: boolean } = {}): Promise<BlockDisk[]> {
-    return listBlockDisks({ withMedium: true, ...(options.tables === false ? { readTable: async () => null } : {}) });
+  listDisks(options: { tables?: boolean; partitions?: boolean } = {}): Promise<BlockDisk[]> {
+    return listBlockDisks({ withMedium: true, ...(options.tables === false ? { readTable: async () => null } : {}), ...(options.partitions === false ? { identityOnly: true } : {}) });
   }
 
   /** The sysfs link is resolved synchronously (sysfs is generated in memory, as sysfs-block.ts explains). */
@@ -186,26 +238,58 @@ export class LinuxBlockTools implements BlockTools {
     return existsSync(path.join(SYS_BLOCK, name)) ? readBlockDisk(name) : null;
   }
 
-  /**
-   * Filesystems on an anonymous device number (btrfs shows 0:NN in mountinfo) are attributed to their
-   * source when the source is a block device node: the device the API knows them by.
-   */
-  async readMounts(): Promise<BlockMount[]> {
-    const sources = new Map<string, DevNumber | null>();
-    const out: BlockMount[] = [];
-    for (const m of await this.#mountTable.table()) {
-      let [major, minor] = m.device.split(":").map(Number);
-      if (major === 0 && m.source.startsWith("/dev/")) {
-        if (!sources.has(m.source)) {
-          const st = await stat(m.source, { bigint: true }).catch(() => null);
-          sources.set(m.source, st?.isBlockDevice() ? decodeDev(st.rdev) : null);
-        }
-        const dev = sources.get(m.source);
-        if (dev) ({ major, minor } = dev);
-      }
-      out.push({ major, minor, mountPoint: m.mountPoint, fsType: m.fsType, source: m.source });
+  /** The whole disk a disk or partition device number belongs to, from sysfs (synchronously: in memory); null when neither. */
+  diskOfDevice(dev: DevNumber): DevNumber | null {
+    let real: string;
+    try {
+      real = realpathSync(`/sys/dev/block/${dev.major}:${dev.minor}`);
+    } catch {
+      return null;
     }
-    return out;
+    const diskDir = existsSync(path.join(real, "partition")) ? path.dirname(real) : real;
+    if (!existsSync(path.join(SYS_BLOCK, path.basename(diskDir)))) return null;
+    const [major, minor] = kernelText(path.join(diskDir, "dev")).trim().split(":").map(Number);
+    return Number.isInteger(major) && Number.isInteger(minor) ? { major, minor } : null;
+  }
+
+  /** Names and media (diskseq) of every /sys/block entry, read synchronously (in memory): one read per device. */
+  diskSetKey(): string | undefined {
+    let names: string[];
+    try {
+      names = readdirSync(SYS_BLOCK);
+    } catch {
+      return undefined;
+    }
+    const parts: string[] = [];
+    for (const name of names.sort()) {
+      const seq = kernelText(path.join(SYS_BLOCK, name, "diskseq")).trim();
+      if (!seq) return undefined;
+      parts.push(`${name}=${seq}`);
+    }
+    return parts.join(" ");
+  }
+
+  /** {@link blockMountsOf} of the current table, built once per mount table version. */
+  async readMounts(): Promise<BlockMount[]> {
+    const table = await this.#mountTable.table();
+    let mounts = this.#blockMounts.get(table);
+    if (!mounts) {
+      const building = blockMountsOf(table);
+      mounts = building;
+      this.#blockMounts.set(table, building);
+      building.catch(() => this.#blockMounts.delete(table));
+    }
+    return mounts;
+  }
+
+  async deviceOpeners(devs: readonly DevNumber[]): Promise<DeviceOpener[]> {
+    let found = await scanDeviceOpeners(devs);
+    // Only read-only openers: probing (udev's blkid) that ends within the settle time is not a use.
+    for (const start = Date.now(); found.length > 0 && found.every((o) => o.access === "read") && Date.now() - start < OPENER_SETTLE_MS; ) {
+      await new Promise((r) => setTimeout(r, OPENER_SETTLE_STEP_MS));
+      found = await scanDeviceOpeners(devs, { pids: [...new Set(found.map((o) => o.pid))] });
+    }
+    return found;
   }
 
   async readSwapDevices(): Promise<DevNumber[]> {
@@ -250,11 +334,18 @@ export class LinuxBlockTools implements BlockTools {
         const num = (f: string) => BigInt(kernelText(path.join(dir, f)).trim() || "0");
         const sizeBytes = num("size") * 512n;
         const offsetBytes = num("loop/offset");
+        // The file an attached loop device holds open cannot change under the same medium (diskseq)
+        // and path (backing_file follows renames; LOOP_CHANGE_FD changes the path): stat'ed once per pair.
+        const seq = kernelText(path.join(dir, "diskseq")).trim();
+        const key = seq ? `${seq} ${backingFile}` : "";
         let backing: LoopDevice["backing"] = null;
-        if (!backingFile.endsWith(" (deleted)")) {
+        const known = key ? this.#loopBacking.get(name) : undefined;
+        if (known && known.key === key) backing = known.backing;
+        else if (!backingFile.endsWith(" (deleted)")) {
           const st = await stat(backingFile, { bigint: true }).catch(() => null);
           if (st?.isBlockDevice()) backing = { kind: "block", dev: decodeDev(st.rdev) };
           else if (st) backing = { kind: "file", dev: decodeDev(st.dev), ino: st.ino };
+          if (key && st) this.#loopBacking.set(name, { key, backing });
         }
         return { name, devPath: `/dev/${name}`, major, minor, sizeBytes, offsetBytes, backingFile, backing };
       }),
@@ -406,9 +497,45 @@ export class LinuxBlockTools implements BlockTools {
     await unmountDir(await loadLibc(), target);
   }
 
-  async flush(devPath: string): Promise<void> {
-    // BLKFLSBUF: syncs the filesystem mounted from the device (if any), then the device's own buffers.
-    await tool("blockdev", ["--flushbufs", devPath]);
+  async flushFilesystem(mountPoint: string, mountId?: number): Promise<void> {
+    let fh: Awaited<ReturnType<typeof open>>;
+    try {
+      fh = await open(mountPoint, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+    } catch (e) {
+      throw writeBackError(e, `open the filesystem mounted at ${mountPoint}`) ?? fsError(e, "open", mountPoint);
+    }
+    try {
+      if (mountId !== undefined) {
+        const fdinfo = await readFile(`/proc/self/fdinfo/${fh.fd}`, "utf8").catch(() => "");
+        const on = /^mnt_id:\s*(\d+)/m.exec(fdinfo)?.[1];
+        if (on !== undefined && Number(on) !== mountId) throw failedPrecondition(`${mountPoint} is no longer the mount it was looked up as (mount ${on}, not ${mountId})`);
+      }
+      const libc = await loadLibc();
+      await libc.syncfs(fh.fd, cappedTimeoutMs(60_000)).catch((e: unknown) => {
+        throw writeBackError(e, `write back the filesystem mounted at ${mountPoint}`) ?? CsiProxyError.from(e);
+      });
+    } finally {
+      await fh.close();
+    }
+  }
+
+  async flushDevice(devPath: string, dev: DevNumber): Promise<void> {
+    // Read-only: fsync needs no write access, and closing a descriptor opened for writing makes udev probe the device again.
+    const fh = await open(devPath, constants.O_RDONLY).catch((e: unknown) => {
+      throw fsError(e, "open", devPath);
+    });
+    try {
+      const st = await fh.stat({ bigint: true });
+      const got = decodeDev(st.rdev);
+      if (!st.isBlockDevice() || got.major !== dev.major || got.minor !== dev.minor) {
+        throw failedPrecondition(`${devPath} is now device ${got.major}:${got.minor}, not ${dev.major}:${dev.minor} (the device changed since it was looked up)`);
+      }
+      await fh.sync().catch((e: unknown) => {
+        throw writeBackError(e, `write back ${devPath}`) ?? fsError(e, "fsync", devPath);
+      });
+    } finally {
+      await fh.close();
+    }
   }
 
   async relocateGptBackup(diskDevPath: string): Promise<void> {

@@ -5,25 +5,20 @@
  * CIFS pass to the filesystem itself.
  */
 import * as fs from "node:fs/promises";
-import { createMountGate, mountPointOf, registerMountGate, type MountGate } from "../mount-gate.ts";
-import { createMountTableCache, type MountTableCache } from "./mount-table-cache.ts";
-import type { MountEntry } from "./mountinfo.ts";
+import { createMountGate, registerMountGate, type MountGate } from "../mount-gate.ts";
+import type { MountTableCache } from "./mount-table-cache.ts";
+import { processMountIndex, processMountTable } from "./mount-index.ts";
 
-/** The one place a path is mapped to its mount (the table is parsed once per change, the points listed once per table). */
+/**
+ * The one place a path is mapped to its mount: the mount point at or above `p` (lexically), by the
+ * table's index (mount-index.ts: one map lookup per path component; the table parsed and indexed once
+ * per change).
+ */
 export function mountLookup(cache: MountTableCache): (p: string) => Promise<string> {
-  const points = new WeakMap<readonly MountEntry[], string[]>();
-  return async (p) => {
-    const table = await cache.table();
-    let list = points.get(table);
-    if (list === undefined) {
-      list = table.map((e) => e.mountPoint);
-      points.set(table, list);
-    }
-    return mountPointOf(list, p);
-  };
+  return async (p) => (await processMountIndex(cache)).holding(p)?.mountPoint ?? "/";
 }
 
 /** A gate registered for the blocked-operations metric (the process keeps it). */
-export function createLinuxMountGate(cache: MountTableCache = createMountTableCache()): MountGate {
+export function createLinuxMountGate(cache: MountTableCache = processMountTable()): MountGate {
   return registerMountGate(createMountGate({ mountOf: mountLookup(cache), probe: (m) => fs.statfs(m) }));
 }

@@ -1,4 +1,4 @@
-import { readFile, readdir, readlink } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 
 /** One line of /proc/self/mountinfo. */
 export interface MountEntry {
@@ -44,26 +44,4 @@ export function parseMountInfo(text: string): MountEntry[] {
 /** The mount table of this process's mount namespace, read directly (no process spawned). */
 export async function readMountTable(): Promise<MountEntry[]> {
   return parseMountInfo(await readFile("/proc/self/mountinfo", "utf8"));
-}
-
-/**
- * Mounts of device `major:minor` in every mount namespace visible under `procRoot`: one process per
- * namespace (the `mnt:[inode]` of /proc/<pid>/ns/mnt) has its mountinfo read. Processes that exit
- * meanwhile, or whose namespace link cannot be read (another user's, without privilege), are skipped.
- * Cost: one readlink per process and one mountinfo read per namespace.
- */
-export async function mountsInAnyNamespace(major: number, minor: number, procRoot = "/proc"): Promise<{ pid: number; mountPoint: string }[]> {
-  const device = `${major}:${minor}`;
-  const pids = (await readdir(procRoot)).filter((n) => /^[1-9]\d*$/.test(n)).map(Number).sort((a, b) => a - b);
-  const seen = new Set<string>();
-  const found: { pid: number; mountPoint: string }[] = [];
-  for (const pid of pids) {
-    const ns = await readlink(`${procRoot}/${pid}/ns/mnt`).catch(() => null);
-    if (ns === null || seen.has(ns)) continue;
-    const text = await readFile(`${procRoot}/${pid}/mountinfo`, "utf8").catch(() => null);
-    if (text === null) continue;
-    seen.add(ns);
-    for (const m of parseMountInfo(text)) if (m.device === device) found.push({ pid, mountPoint: m.mountPoint });
-  }
-  return found;
 }

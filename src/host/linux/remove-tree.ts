@@ -21,6 +21,13 @@
  * - one walker, one directory at a time: only unlinks of the directory being worked on run
  *   concurrently, and every one of them has settled before that directory's handle is closed.
  *
+ * The named directory: before each listing pass and once it is empty, the walk checks that the
+ * directory it holds is still the one the path names — found at that path (so still inside the
+ * allowed directories, reached through no link) with the same dev + ino and mount id; a directory
+ * renamed away, or replaced by another directory, a bind mount or a link, stops the walk with
+ * FailedPrecondition. What may have been removed in it where it now is: between two checks, at most
+ * one listing pass's names ({@link BATCH}) and the directories emptied since; nothing after the answer.
+ *
  * Stopping: the first failure, or the abort of `signal`, stops the walk: nothing new starts, the
  * call waits for what is in flight and closes every handle, then rejects — with the failure's code
  * (or DeadlineExceeded/Cancelled for the signal) and a message saying how many entries were removed,
@@ -31,7 +38,7 @@ import * as fs from "node:fs/promises";
 import * as path from "node:path";
 import { Code, CsiProxyError, failedPrecondition } from "../../errors.ts";
 import { fsError } from "../fs-error.ts";
-import { DirHandle, openDirAt, openDirNoFollow, openParentOf, withParent } from "./dir-handle.ts";
+import { DirHandle, openDirAt, openDirNoFollow, openParentOf, whyNotAt, withParent } from "./dir-handle.ts";
 import { readMountTable } from "./mountinfo.ts";
 import { abortError } from "../stop-if-aborted.ts";
 import { leftInDir, NAMES_SHOWN, removeFailure, removeSummary } from "../remove-summary.ts";
@@ -107,6 +114,13 @@ class Walker {
 
   #checkSignal(): void {
     if (this.#signal?.aborted) throw abortError(this.#signal);
+  }
+
+  /** FailedPrecondition unless the walk's root is still the directory its path names (see the module doc). */
+  async #checkRoot(): Promise<void> {
+    const root = this.#stack[0];
+    const why = await whyNotAt(root.dir!, this.#base, root.dev, root.ino);
+    if (why !== null) throw failedPrecondition(`${this.#base} no longer names the directory being emptied (${why}): it was moved or replaced while its contents were being removed; stopped`);
   }
 
   async #push(dir: DirHandle, name: string): Promise<void> {
@@ -210,7 +224,10 @@ class Walker {
             if (errno(err) === "EISDIR") return null; // a directory after all (or now): walked below
             throw fsError(err, "remove", this.#shown(this.#stack.length, e.name));
           });
-          if (gone === null) f.pending.push({ name: e.name, dir: true }), this.#pendingNames++;
+          if (gone === null) {
+            f.pending.push({ name: e.name, dir: true });
+            this.#pendingNames++;
+          }
           else if (gone) this.removed++;
         } catch (err) {
           failure ??= err;
@@ -301,11 +318,15 @@ class Walker {
         await this.#open(this.#stack.length - 1);
         if (f.pending.length === 0) {
           if (!f.listedAll) {
+            await this.#checkRoot();
             await this.#list(f);
             continue;
           }
           // Read to its end and emptied (but for kept names); an entry created since makes rmdir fail.
-          if (this.#stack.length === 1) return;
+          if (this.#stack.length === 1) {
+            await this.#checkRoot();
+            return;
+          }
           await this.#pop();
           continue;
         }

@@ -137,3 +137,41 @@ describe("LinuxSmbHost with a real mount at the mapping directory (tmpfs standin
     }
   });
 });
+
+describe("LinuxSmbHost.removeUnusedMappingDirs (start-up sweep)", () => {
+  it("removes only empty, unmounted mapping directories no root uses; never a link, content or a look-alike", async () => {
+    const state = path.join(dir, "sweep-state");
+    const sweepHost = new LinuxSmbHost({ stateDir: state, mountCommand: mount.path });
+    const mounts = path.join(state, "smb", "mounts");
+    await fs.mkdir(mounts, { recursive: true, mode: 0o755 });
+    await fs.chmod(state, 0o700);
+    const used = "\\\\srv\\used";
+    const name = (root: string) => path.basename(sweepHost.mountDirFor(root));
+    const outside = path.join(dir, "sweep-outside");
+    await fs.mkdir(outside);
+    await fs.mkdir(path.join(mounts, name(used)));
+    await fs.mkdir(path.join(mounts, name("\\\\srv\\gone-1")));
+    await fs.mkdir(path.join(mounts, name("\\\\srv\\gone-2")));
+    await fs.mkdir(path.join(mounts, name("\\\\srv\\with-content")));
+    await fs.writeFile(path.join(mounts, name("\\\\srv\\with-content"), "data"), "x");
+    await fs.symlink(outside, path.join(mounts, name("\\\\srv\\planted-link")));
+    await fs.mkdir(path.join(mounts, "not-a-mapping"));
+    let mounted: string | undefined;
+    if (isRoot) {
+      mounted = path.join(mounts, name("\\\\srv\\mounted-unrecorded"));
+      await fs.mkdir(mounted);
+      await runCommand("mount", ["-t", "tmpfs", "-o", "size=64k", "sweep-test", mounted]);
+    }
+    const removed = await sweepHost.removeUnusedMappingDirs([used]);
+    assert.deepEqual(removed.sort(), [name("\\\\srv\\gone-1"), name("\\\\srv\\gone-2")].sort());
+    const left = (await fs.readdir(mounts)).sort();
+    const expected = [name(used), name("\\\\srv\\with-content"), name("\\\\srv\\planted-link"), "not-a-mapping", ...(mounted ? [path.basename(mounted)] : [])].sort();
+    assert.deepEqual(left, expected);
+    assert.ok((await fs.lstat(outside)).isDirectory(), "the link's target is untouched");
+    if (mounted) await runCommand("umount", [mounted]);
+    // nothing to sweep, nothing created
+    const empty = new LinuxSmbHost({ stateDir: path.join(dir, "sweep-none"), mountCommand: mount.path });
+    assert.deepEqual(await empty.removeUnusedMappingDirs([]), []);
+    await assert.rejects(fs.lstat(path.join(dir, "sweep-none")));
+  });
+});

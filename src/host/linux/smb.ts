@@ -18,7 +18,7 @@ import { nodeCrypto } from "../../util/node-crypto.ts";
 import type { SmbHostApi } from "../../groups/smb/host-api.ts";
 import { CsiProxyError, Code } from "../../errors.ts";
 import { HostCommandError, runCommand } from "../exec/run-command.ts";
-import { readMountTable } from "./mountinfo.ts";
+import { processMountIndex } from "./mount-index.ts";
 import { symlinkAt } from "./symlink-at.ts";
 import { fsError } from "../fs-error.ts";
 import { withStateDir, type StateDirHandle } from "../../state/state-subdir.ts";
@@ -79,8 +79,7 @@ export class LinuxSmbHost implements SmbHostApi {
       if (st === null || !st.isDirectory()) return null;
       // Only this daemon mounts in its private directory, so whatever is mounted there is the mapping.
       const real = path.join(await fs.realpath(this.#stateDir), "smb", "mounts", name);
-      const entry = (await readMountTable()).find((m) => m.mountPoint === real);
-      return entry ? { status: "OK" } : null;
+      return (await processMountIndex()).at(real).length > 0 ? { status: "OK" } : null;
     });
   }
 
@@ -151,6 +150,28 @@ export class LinuxSmbHost implements SmbHostApi {
       },
       { createMode: [0o755, 0o700] },
     );
+  }
+
+  /**
+   * Start-up sweep of `<state-dir>/smb/mounts` (see SmbHostApi): entries named like a mapping's
+   * directory that belong to none of `roots` and are not mount points (mount table, and the kernel's
+   * EBUSY) are removed with rmdir inside the held directory — so only an empty directory goes: a
+   * link is never followed (ENOTDIR), a directory with content is kept (ENOTEMPTY). Nothing is created.
+   */
+  async removeUnusedMappingDirs(roots: readonly string[]): Promise<string[]> {
+    const present = await fs.lstat(this.#mountsDir).then(() => true, () => false);
+    if (!present) return [];
+    const keep = new Set(roots.map((r) => this.#mountName(r)));
+    return this.#inMounts(async (mounts) => {
+      const real = path.join(await fs.realpath(this.#stateDir), "smb", "mounts");
+      const mounted = new Set((await processMountIndex()).entries.map((m) => m.mountPoint));
+      const removed: string[] = [];
+      for (const name of await mounts.list()) {
+        if (keep.has(name) || !/^[a-z0-9._-]{0,64}-[0-9a-f]{16}$/.test(name) || mounted.has(path.join(real, name))) continue;
+        if (await fs.rmdir(mounts.at(name)).then(() => true, () => false)) removed.push(name);
+      }
+      return removed;
+    });
   }
 
   /**

@@ -11,16 +11,16 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { DevNumber } from "./block-tools-api.ts";
-import type { BlockSnapshot } from "./block-model.ts";
+import type { BlockSnapshot, SnapshotOptions } from "./block-model.ts";
 
 type Store = Map<string, Promise<BlockSnapshot>>;
 
 export class SnapshotSessions {
   readonly #als = new AsyncLocalStorage<Store>();
-  readonly #take: (dev?: DevNumber) => Promise<BlockSnapshot>;
+  readonly #take: (dev?: DevNumber, options?: SnapshotOptions) => Promise<BlockSnapshot>;
 
-  /** `take` reads the host: every disk, or (with `dev`) only that disk. */
-  constructor(take: (dev?: DevNumber) => Promise<BlockSnapshot>) {
+  /** `take` reads the host: every disk, or (with `dev`) only that disk; `options` say what more a write's reading needs. */
+  constructor(take: (dev?: DevNumber, options?: SnapshotOptions) => Promise<BlockSnapshot>) {
     this.#take = take;
   }
 
@@ -47,9 +47,9 @@ export class SnapshotSessions {
   }
 
   /** For a write's verification: always a new snapshot, never shared; the session's reads after it are new too. */
-  fresh(dev?: DevNumber): Promise<BlockSnapshot> {
+  fresh(dev?: DevNumber, options?: SnapshotOptions): Promise<BlockSnapshot> {
     this.changed();
-    return this.#take(dev);
+    return this.#take(dev, options);
   }
 
   /** Runs a write: the sharing ends before it starts and again after it ends (whether it succeeded or not). */

@@ -119,13 +119,38 @@ function identityOf(dir: string, seq: string | null): Identity {
 /** Reads one /sys/block entry. `readTable` reads the partition table (injected for tests). */
 export async function readBlockDisk(
   name: string,
-  options: { sysBlock?: string; readTable?: (devPath: string, lbs: number, size: bigint) => Promise<PartitionTable | null> } = {},
+  options: { sysBlock?: string; readTable?: (devPath: string, lbs: number, size: bigint) => Promise<PartitionTable | null>; identityOnly?: boolean } = {},
 ): Promise<BlockDisk> {
   const dir = path.join(options.sysBlock ?? SYS_BLOCK, name);
   const seq = attr(path.join(dir, "diskseq"))?.trim() || null;
   const id = identityOf(dir, seq);
   const sizeBytes = big(attr(path.join(dir, "size"))) * 512n;
   const devPath = `/dev/${id.uevent.DEVNAME ?? name}`;
+  const h = id.hctl;
+  if (options.identityOnly) {
+    // What identifies the disk (ListDiskIDs): no partition, holder, read-only or SCSI state read.
+    return {
+      name,
+      devPath,
+      major: num(id.uevent.MAJOR),
+      minor: num(id.uevent.MINOR),
+      diskSeq: seq ?? (id.uevent.DISKSEQ || null),
+      sizeBytes,
+      logicalBlockSize: id.logicalBlockSize,
+      readOnly: false,
+      removable: id.removable,
+      loopBackingFile: trimmed(attr(path.join(dir, "loop/backing_file")))?.replace(/ \(deleted\)$/, "") || null,
+      scsiAddress: h ? { host: Number(h[1]), channel: Number(h[2]), target: Number(h[3]), lun: Number(h[4]) } : null,
+      scsiState: null,
+      serial: id.serial,
+      vpdPage80: id.vpdPage80,
+      vpdPage83: id.vpdPage83,
+      wwid: id.wwid,
+      holders: [],
+      partitions: [],
+      partitionTable: null,
+    };
+  }
   const parts = list(dir)
     .filter((e) => e.startsWith(name))
     .map((e) => readPartition(path.join(dir, e)))
@@ -140,7 +165,6 @@ export async function readBlockDisk(
     const uuid = entry?.uuid ?? (table?.type === "dos" ? mbrPartUuid(table as PartitionTable & { type: "dos" }, p.number) : null);
     return { ...p, uuid, typeId: entry?.typeId ?? null };
   });
-  const h = id.hctl;
   return {
     name,
     devPath,

@@ -59,8 +59,8 @@ export function statusOf(activeState: string): ServiceStatus {
 
 /** systemd UnitFileState → the wire's StartType (enabled ≈ Automatic, masked ≈ Disabled, the rest start on demand ≈ Manual). */
 export function startTypeOf(unitFileState: string): StartType {
-  if (/^enabled/.test(unitFileState) || unitFileState === "linked" || unitFileState === "linked-runtime") return StartType.Automatic;
-  if (/^masked/.test(unitFileState)) return StartType.Disabled;
+  if (unitFileState.startsWith("enabled") || unitFileState === "linked" || unitFileState === "linked-runtime") return StartType.Automatic;
+  if (unitFileState.startsWith("masked")) return StartType.Disabled;
   return StartType.Manual;
 }
 

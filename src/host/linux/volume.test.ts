@@ -14,7 +14,7 @@ import { createPathPolicy } from "../../policy/path-policy.ts";
 import { FakeBlockWorld } from "../../../test/doubles/fake-block-world.ts";
 import { FakeBlockTools } from "../../../test/doubles/fake-block-tools.ts";
 import { createKeyedMutex } from "../../util/keyed-mutex.ts";
-import { Code } from "../../errors.ts";
+import { Code, CsiProxyError } from "../../errors.ts";
 import { rejectsWithCode } from "../../../test/helpers/assert-coded.ts";
 
 const KUBELET = "/var/lib/kubelet";
@@ -202,7 +202,7 @@ describe("UnmountVolume", () => {
     w.mountDirect("/dev/loop3p1", STAGE);
   };
   const cases = [
-    { name: "flushes, then unmounts", tweak: mounted, calls: ["flush /dev/loop3p1", `unmount ${STAGE}`] },
+    { name: "flushes (syncfs of the mounted filesystem), then unmounts", tweak: mounted, calls: [`syncfs ${STAGE}`, `unmount ${STAGE}`] },
     { name: "not a mount point: NotFound (not idempotent, as upstream)", tweak: formatted, code: Code.NotFound, message: /not a mount point/, calls: [] },
     {
       name: "another volume mounted there: FailedPrecondition, left mounted",
@@ -222,11 +222,11 @@ describe("UnmountVolume", () => {
       name: "flush failure: nothing unmounted",
       tweak: (w: FakeBlockWorld) => {
         mounted(w);
-        w.failNext("flush");
+        w.failNext("syncfs");
       },
       code: Code.Internal,
       message: /flush volume/,
-      calls: ["flush /dev/loop3p1"],
+      calls: [`syncfs ${STAGE}`],
     },
   ];
   for (const c of cases) {
@@ -551,10 +551,35 @@ describe("GetVolumeStats / GetDiskNumberFromVolumeID / WriteVolumeCache", () => 
     await rejectsWithCode(s.volume.formatVolume({ volumeId: s.id }), Code.FailedPrecondition, /ambiguous/);
     assert.deepEqual(s.world.calls, []);
   });
-  test("WriteVolumeCache flushes the device", async () => {
+  test("WriteVolumeCache: an unmounted volume's device is fsynced, a mounted one's filesystem synced (syncfs)", async () => {
     const s = setup({ tweak: formatted });
     await s.volume.writeVolumeCache({ volumeId: s.id });
-    assert.deepEqual(s.world.calls, ["flush /dev/loop3p1"]);
+    s.world.mountDirect("/dev/loop3p1", STAGE);
+    await s.volume.writeVolumeCache({ volumeId: s.id });
+    assert.deepEqual(s.world.calls, ["fsync /dev/loop3p1", `syncfs ${STAGE}`]);
+  });
+  test("a write-back failure is DataLoss once per mount: the next flush of that mount passes, and UnmountVolume then unmounts", async () => {
+    const warnings: string[] = [];
+    const s = setup({ tweak: formatted, log: { info() {}, warning: (m) => warnings.push(m) } });
+    s.world.mountDirect("/dev/loop3p1", STAGE);
+    const eio = () => new CsiProxyError(Code.DataLoss, "write back the filesystem: EIO (input/output error)");
+    s.world.failNext("syncfs", eio());
+    await rejectsWithCode(s.volume.writeVolumeCache({ volumeId: s.id }), Code.DataLoss, /flush volume .*Volume\{.*loop3p1.*EIO.*not yet on disk may be lost/);
+    s.world.failNext("syncfs", eio());
+    await s.volume.writeVolumeCache({ volumeId: s.id }); // the same mount still failing: reported already
+    assert.equal(warnings.length, 1);
+    // A failure after a successful flush is a new one.
+    await s.volume.writeVolumeCache({ volumeId: s.id });
+    s.world.failNext("syncfs", eio());
+    await rejectsWithCode(s.volume.unmountVolume({ volumeId: s.id, targetPath: STAGE }), Code.DataLoss, /flush volume .* before unmounting.*may be lost/);
+    assert.ok(s.world.mounts.some((m) => m.mountPoint === STAGE), "still mounted after the failed flush");
+    s.world.failNext("syncfs", eio());
+    await s.volume.unmountVolume({ volumeId: s.id, targetPath: STAGE });
+    assert.ok(!s.world.mounts.some((m) => m.mountPoint === STAGE), "the second UnmountVolume unmounts");
+    // Mounted again: a failure of the new mount is reported again.
+    s.world.mountDirect("/dev/loop3p1", STAGE);
+    s.world.failNext("syncfs", eio());
+    await rejectsWithCode(s.volume.writeVolumeCache({ volumeId: s.id }), Code.DataLoss);
   });
 });
 
@@ -686,6 +711,104 @@ describe("the service's refusals run on the host's reading right before the writ
     }, { formatted: false });
     await rejectsWithCode(s.volume.formatVolume({ volumeId: s.id }), Code.FailedPrecondition, /is offline/);
     assert.ok(s.fired());
+    assert.deepEqual(s.world.calls, []);
+  });
+});
+
+describe("GetVolumeStats reads the one disk a volume was found on while the disk set is the same", () => {
+  /** Counts whole-host and one-disk reads; the disk set is the fake's disk names. */
+  class Counting extends FakeBlockTools {
+    listed = 0;
+    found = 0;
+    override async listDisks() {
+      this.listed++;
+      return super.listDisks();
+    }
+    override async findDisk(dev: { major: number; minor: number }) {
+      this.found++;
+      return super.findDisk(dev);
+    }
+    diskSetKey() {
+      return this.world.blockDisks().map((d) => `${d.name}=${d.diskSeq}`).sort().join(" ");
+    }
+  }
+  function counted() {
+    const s = setup({ tweak: (w) => (formatted(w), w.mountDirect("/dev/loop3p1", STAGE)) });
+    const tools = new Counting(s.world);
+    const host = new LinuxVolumeHost(tools, { defaultFileSystem: "ext4" });
+    const volume = createVolumeService({ host, policy: createPathPolicy({ platform: "linux", allowedDirs: [KUBELET], resolve: async (p) => p }), locks: createKeyedMutex() });
+    return { ...s, tools, volume };
+  }
+
+  test("the first call reads every disk, the next ones only the volume's disk", async () => {
+    const s = counted();
+    const first = await s.volume.getVolumeStats({ volumeId: s.id });
+    assert.deepEqual([s.tools.listed, s.tools.found], [1, 0]);
+    assert.deepEqual(await s.volume.getVolumeStats({ volumeId: s.id }), first);
+    assert.deepEqual(await s.volume.getVolumeStats({ volumeId: s.id }), first);
+    assert.deepEqual([s.tools.listed, s.tools.found], [1, 2]);
+  });
+
+  test("a disk that appears (a clone with the same PARTUUID) makes it read every disk again: ambiguous", async () => {
+    const s = counted();
+    await s.volume.getVolumeStats({ volumeId: s.id });
+    s.world.addLoop(5, "/images/clone.img");
+    s.world.partition("loop5", [512]);
+    s.world.disk("loop5").table!.entries[0].uuid = s.world.disk("loop3").table!.entries[0].uuid;
+    await rejectsWithCode(s.volume.getVolumeStats({ volumeId: s.id }), Code.FailedPrecondition, /ambiguous/);
+    assert.equal(s.tools.listed, 2);
+  });
+
+  test("a volume gone from its disk is looked up on every disk", async () => {
+    const s = counted();
+    await s.volume.getVolumeStats({ volumeId: s.id });
+    s.world.disk("loop3").table!.entries[0].uuid = "22222222-2222-2222-2222-222222222222";
+    await rejectsWithCode(s.volume.getVolumeStats({ volumeId: s.id }), Code.NotFound);
+    assert.deepEqual([s.tools.listed, s.tools.found], [2, 1]);
+  });
+});
+
+describe("processes holding the device nodes (read on the write's own reading)", () => {
+  const opener = (w: FakeBlockWorld, devPath: string, access: "read" | "read-write" | "mapped", pid = 4242, command = "dd") =>
+    w.openers.push({ pid, command, dev: w.devOf(devPath), access });
+  const grownFormatted = (w: FakeBlockWorld) => {
+    w.disk("loop3").pendingSizeBytes = 2048n * MiB;
+    w.applyPendingSize(w.disk("loop3"));
+    formatted(w);
+  };
+
+  test("FormatVolume: a writer of the partition refused, naming pid and command; nothing written", async () => {
+    const s = setup({ tweak: (w) => opener(w, "/dev/loop3p1", "read-write") });
+    await rejectsWithCode(s.volume.formatVolume({ volumeId: s.id }), Code.FailedPrecondition, /\/dev\/loop3p1 is open for writing by pid 4242 \(dd\)/);
+    assert.deepEqual(s.world.calls, []);
+  });
+  test("FormatVolume: a mapping of the whole disk refused (the disk holds the volume)", async () => {
+    const s = setup({ tweak: (w) => opener(w, "/dev/loop3", "mapped", 77, "qemu") });
+    await rejectsWithCode(s.volume.formatVolume({ volumeId: s.id }), Code.FailedPrecondition, /\/dev\/loop3 is mapped into memory by pid 77 \(qemu\)/);
+    assert.deepEqual(s.world.calls, []);
+  });
+  test("ResizeVolume: a reader that stays refused before the partition changes", async () => {
+    const s = setup({ tweak: (w) => (grownFormatted(w), opener(w, "/dev/loop3p1", "read")) });
+    await rejectsWithCode(s.volume.resizeVolume({ volumeId: s.id, sizeBytes: 0n }), Code.FailedPrecondition, /open read-only by pid 4242 \(dd\)/);
+    assert.deepEqual(s.world.calls, []);
+  });
+  test("ResizeVolume: a mounted volume with no opener of its node is grown (users of its files are not openers)", async () => {
+    const s = setup({ tweak: (w) => (grownFormatted(w), w.mountDirect("/dev/loop3p1", STAGE)) });
+    await s.volume.resizeVolume({ volumeId: s.id, sizeBytes: 0n });
+    assert.ok(s.world.calls.some((c) => c.startsWith("resizePartition")), s.world.calls.join(" | "));
+  });
+  test("PartitionDisk and SetDiskState(offline): a partition's opener blocks the disk", async () => {
+    const s = setup({ tweak: (w) => opener(w, "/dev/loop3p1", "read-write") });
+    const n = diskNumberOf(s.world.disk("loop3"));
+    // A disk with its data partition needs no write: OK, nothing changed (idempotent).
+    await s.disk.partitionDisk({ diskNumber: n });
+    await rejectsWithCode(s.disk.setDiskState({ diskNumber: n, isOnline: false }), Code.FailedPrecondition, /\/dev\/loop3p1 is open for writing by pid 4242 \(dd\)/);
+    assert.deepEqual(s.world.calls, []);
+  });
+  test("PartitionDisk: an opener of a raw disk refused before the table is written", async () => {
+    const s = setup({ tweak: (w) => (w.addLoop(5, "/images/raw.img"), opener(w, "/dev/loop5", "read-write", 9, "backup-agent")) });
+    const n = diskNumberOf(s.world.disk("loop5"));
+    await rejectsWithCode(s.disk.partitionDisk({ diskNumber: n }), Code.FailedPrecondition, /\/dev\/loop5 is open for writing by pid 9 \(backup-agent\)/);
     assert.deepEqual(s.world.calls, []);
   });
 });

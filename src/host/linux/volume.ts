@@ -6,11 +6,12 @@
  */
 import type { FilesystemGrowth, MountedVolume, VolumeContent, VolumeHostApi, VolumeLocation, VolumeUsage, WriteCheck } from "../../groups/volume/host-api.ts";
 import { Code, CsiProxyError, failedPrecondition } from "../../errors.ts";
-import type { BlockMount, BlockTools, ManagedFsType, ProbeResult } from "./block-tools-api.ts";
+import type { BlockMount, BlockTools, DevNumber, ManagedFsType, ProbeResult } from "./block-tools-api.ts";
 import { SnapshotSessions } from "./snapshot-session.ts";
 import { describeSchedule, retryUndo, type UndoLog } from "../../util/undo-retry.ts";
 import {
   describeSignatures,
+  devOfDiskNumber,
   describeProbe,
   deviceUse,
   diskNumberOf,
@@ -20,6 +21,7 @@ import {
   isFilesystem,
   isVolumePartition,
   mountAt,
+  mountHoldingPath,
   mountsOf,
   rootRequirement,
   takeSnapshot,
@@ -42,7 +44,13 @@ export interface LinuxVolumeHostOptions {
 const identityOf = (vol: VolumeRef) =>
   `${vol.dev.major}:${vol.dev.minor} diskseq ${vol.disk.diskSeq ?? "-"} ${vol.partition ? `sectors ${vol.partition.startSectors}+${vol.partition.sizeSectors}` : `size ${vol.disk.sizeBytes}`}`;
 
-const isWithinPath = (child: string, parent: string) => parent === "/" || child === parent || child.startsWith(parent + "/");
+/** Bound of the volume-id hints: cleared whole when reached (then rebuilt by the next lookups). */
+const WHERE_FOUND_MAX = 4096;
+/** Mount instances (device, mount id) whose write-back failure was reported at most this many at a time. */
+export const MAX_REPORTED_MOUNTS = 1024;
+const reportPrefix = (dev: DevNumber) => `${dev.major}:${dev.minor}@`;
+const reportKey = (dev: DevNumber, mountId: number | undefined) => `${reportPrefix(dev)}${mountId ?? "-"}`;
+
 
 export class LinuxVolumeHost implements VolumeHostApi {
   readonly #tools: BlockTools;
@@ -54,10 +62,14 @@ export class LinuxVolumeHost implements VolumeHostApi {
 
   readonly #sessions: SnapshotSessions;
   readonly #log: UndoLog | undefined;
+  /** Volume id → the disk it was found on and the disk set then ({@link #volumeByHint}); at most {@link WHERE_FOUND_MAX} entries. */
+  readonly #whereFound = new Map<string, { disk: DevNumber; disks: string }>();
+  /** Mounts whose write-back failure was answered DataLoss (flushVolume), oldest first. */
+  readonly #reported = new Map<string, { at: number; here: boolean }>();
 
   constructor(tools: BlockTools, options: LinuxVolumeHostOptions) {
     this.#tools = tools;
-    this.#sessions = new SnapshotSessions((dev) => takeSnapshot(tools, dev));
+    this.#sessions = new SnapshotSessions((dev, options) => takeSnapshot(tools, dev, options));
     this.defaultFileSystem = options.defaultFileSystem;
     this.#log = options.log;
   }
@@ -85,7 +97,7 @@ export class LinuxVolumeHost implements VolumeHostApi {
   }
 
   async listVolumes(diskNumber: number, partitionNumber: number): Promise<string[]> {
-    const snap = await this.#sessions.read();
+    const snap = await this.#sessions.read(devOfDiskNumber(diskNumber));
     const disk = snap.disks.find((d) => diskNumberOf(d) === diskNumber);
     if (!disk) return []; // upstream (WMI era): unknown disk → empty list
     const parts = disk.partitions.filter((p) => isVolumePartition(p) && (partitionNumber === 0 || p.number === partitionNumber));
@@ -121,10 +133,11 @@ export class LinuxVolumeHost implements VolumeHostApi {
    * is not the volume looked up (`expect`: {@link VolumeLocation.identity}), when it or its disk is used
    * (holders, swap, stacked loop devices, kernel partitions out of step with the table, the root
    * filesystem), or — with `unmounted` — when it is mounted. The service's `check` runs first, on
-   * the location read from the same snapshot.
+   * the location read from the same snapshot — with `openers`, a snapshot that also lists the
+   * processes holding the devices' nodes (the service's refusals decide about them).
    */
-  async #verifyWrite(volumeId: string, what: string, expect: string | undefined, unmounted: boolean, check?: WriteCheck): Promise<{ snap: BlockSnapshot; vol: VolumeRef }> {
-    const snap = await this.#sessions.fresh();
+  async #verifyWrite(volumeId: string, what: string, expect: string | undefined, unmounted: boolean, check?: WriteCheck, openers = false): Promise<{ snap: BlockSnapshot; vol: VolumeRef }> {
+    const snap = await this.#sessions.fresh(undefined, { openers });
     const vol = findVolume(snap, volumeId);
     if (check) await check(this.#location(snap, vol));
     const refuse = (why: string) => failedPrecondition(`refusing to ${what} ${vol.devPath}: ${why}`);
@@ -163,9 +176,35 @@ export class LinuxVolumeHost implements VolumeHostApi {
     return isFilesystem(probe) ? probe.type : null;
   }
 
+  /**
+   * For answers only (never a write's checks): the volume read from the one disk it was last found on,
+   * while the host's set of disks and media is the one it was found in (every disk was read then and
+   * the id was on that one disk only; a new disk — a clone among them — makes the lookup read every
+   * disk again); else, or when the id is not on that disk any more, {@link #volume}. The one-disk
+   * read still reads that disk's partition table: the id is verified there.
+   */
+  async #volumeByHint(volumeId: string): Promise<{ snap: BlockSnapshot; vol: VolumeRef }> {
+    const disks = this.#tools.diskSetKey?.();
+    const hint = disks === undefined ? undefined : this.#whereFound.get(volumeId);
+    if (hint && hint.disks === disks) {
+      const snap = await this.#sessions.read(hint.disk);
+      try {
+        return { snap, vol: findVolume(snap, volumeId) };
+      } catch {
+        // gone from that disk: look everywhere
+      }
+    }
+    const found = await this.#volume(volumeId);
+    if (disks !== undefined) {
+      if (this.#whereFound.size >= WHERE_FOUND_MAX) this.#whereFound.clear();
+      this.#whereFound.set(volumeId, { disk: { major: found.vol.disk.major, minor: found.vol.disk.minor }, disks });
+    }
+    return found;
+  }
+
   /** Mounted: statfs. Unmounted ext* or xfs: the superblock. Anything else cannot be measured: FailedPrecondition. */
   async getVolumeUsage(volumeId: string): Promise<VolumeUsage> {
-    const { snap, vol } = await this.#volume(volumeId);
+    const { snap, vol } = await this.#volumeByHint(volumeId);
     const mount = mountsOf(snap, vol.dev)[0];
     if (mount) return this.#tools.statfs(mount.mountPoint);
     const probe = await this.#probe(snap, vol);
@@ -181,7 +220,7 @@ export class LinuxVolumeHost implements VolumeHostApi {
    * created (replaced: a quick format), and unclaimed. Anything else is FailedPrecondition saying what.
    */
   async #formatVolume(volumeId: string, expect?: string, check?: WriteCheck): Promise<void> {
-    const { vol } = await this.#verifyWrite(volumeId, "format", expect, true, check);
+    const { vol } = await this.#verifyWrite(volumeId, "format", expect, true, check, true);
     const elsewhere = await this.#tools.mountsInAnyNamespace(vol.dev);
     if (elsewhere.length) {
       const where = elsewhere.map((m) => `${m.mountPoint} (mount namespace of pid ${m.pid})`).join(", ");
@@ -194,8 +233,46 @@ export class LinuxVolumeHost implements VolumeHostApi {
     await this.#tools.makeFilesystem(vol.devPath, this.defaultFileSystem, sigs.length === 1);
   }
 
+  /**
+   * WriteVolumeCache, and the flush before UnmountVolume. Mounted (in this daemon's mount namespace,
+   * else in another one): syncfs(2) of that filesystem through a descriptor opened for this call (a
+   * descriptor held from the mount would pin the mount: docs/reliability.md "Flush" says what each
+   * misses); mounted nowhere: fsync(2) of the device node.
+   *
+   * A write-back failure is answered DataLoss once per mount, as the kernel's errseq reports each
+   * error once per descriptor: a later flush of the same mount that fails again resolves, the failure
+   * having been reported (ext4 after a journal abort and xfs after a shutdown fail every flush until
+   * unmounted), so that the caller's retry can go on and unmount. A flush that succeeds, and the
+   * mount's end (unmounted here, or gone from the table), forget the report. At most
+   * {@link MAX_REPORTED_MOUNTS} reports are kept (the oldest forgotten first); a restart forgets them all.
+   */
   async flushVolume(volumeId: string): Promise<void> {
-    await this.#tools.flush((await this.#volume(volumeId)).vol.devPath);
+    const { snap, vol } = await this.#volume(volumeId);
+    for (const [key, r] of this.#reported) if (r.here && !snap.mounts.some((m) => reportKey(m, m.mountId) === key)) this.#reported.delete(key);
+    const here = mountsOf(snap, vol.dev)[0];
+    const there = here ? undefined : (await this.#tools.mountsInAnyNamespace(vol.dev))[0];
+    if (!here && !there) return this.#tools.flushDevice(vol.devPath, vol.dev);
+    const mountPoint = here ? here.mountPoint : `/proc/${there!.pid}/root${there!.mountPoint}`;
+    const shown = here ? here.mountPoint : `${there!.mountPoint} (mount namespace of pid ${there!.pid})`;
+    const key = reportKey(vol.dev, here ? here.mountId : there!.mountId);
+    try {
+      await this.#tools.flushFilesystem(mountPoint, here ? here.mountId : there!.mountId);
+    } catch (e) {
+      if (!(e instanceof CsiProxyError && e.code === Code.DataLoss)) throw e;
+      const earlier = this.#reported.get(key);
+      if (earlier) {
+        this.#log?.warning(`flush of ${vol.devPath} (mounted at ${shown}) failed again (${e.message}); answered DataLoss once already, at ${new Date(earlier.at).toISOString()}`);
+        return;
+      }
+      if (this.#reported.size >= MAX_REPORTED_MOUNTS) this.#reported.delete(this.#reported.keys().next().value!);
+      this.#reported.set(key, { at: Date.now(), here: here !== undefined });
+      throw new CsiProxyError(
+        Code.DataLoss,
+        `${vol.devPath} mounted at ${shown}: ${e.message}; data written to the volume that was not yet on disk may be lost (answered once for this mount: a later flush that fails again answers OK)`,
+        { cause: e },
+      );
+    }
+    this.#reported.delete(key);
   }
 
   /** Up to the next partition, or to the end of the disk (before the GPT backup area); whole logical blocks. */
@@ -245,7 +322,7 @@ export class LinuxVolumeHost implements VolumeHostApi {
    * the partition (a new minor), so a `dev-` id changes while a PARTUUID id stays.
    */
   async #resizePartition(volumeId: string, sizeBytes: bigint, expect?: string, check?: WriteCheck): Promise<string> {
-    const { snap, vol } = await this.#verifyWrite(volumeId, "resize", expect, false, check);
+    const { snap, vol } = await this.#verifyWrite(volumeId, "resize", expect, false, check, true);
     const p = vol.partition;
     if (!p) throw failedPrecondition(`${vol.devPath} is a whole-disk filesystem, not a partition`);
     if (mountsOf(snap, vol.dev).length === 0) await this.#checkUnclaimed(vol);
@@ -328,18 +405,32 @@ export class LinuxVolumeHost implements VolumeHostApi {
   }
 
   async mountedAt(path: string): Promise<MountedVolume | null> {
-    const snap = await this.#sessions.read();
-    const m = mountAt(snap, path);
-    return m ? this.#mounted(snap, m) : null;
+    return this.#mountedVolume((s) => mountAt(s, path));
   }
 
   /** The longest mount point containing `path` (the service passes a path with its links resolved). */
   async volumeHolding(path: string): Promise<MountedVolume | null> {
+    return this.#mountedVolume((s) => mountHoldingPath(s, path));
+  }
+
+  /**
+   * The mount `find` picks, described from a snapshot of only the disk it is on when the tools can
+   * tell which (the mount table is cached per change, so this costs no scan of every disk); else, or
+   * when the mount changed between the two readings, from a snapshot of every disk.
+   */
+  async #mountedVolume(find: (s: Pick<BlockSnapshot, "mounts">) => BlockMount | undefined): Promise<MountedVolume | null> {
+    if (this.#tools.diskOfDevice) {
+      const first = find({ mounts: await this.#tools.readMounts() });
+      if (!first) return null;
+      const disk = this.#tools.diskOfDevice(first);
+      // Not on a block device sysfs knows (tmpfs, NFS, ...): no disk can hold it.
+      if (!disk) return this.#mounted({ disks: [], mounts: [], swaps: [], marks: [], loops: [] }, first);
+      const snap = await this.#sessions.read(disk);
+      const m = find(snap);
+      if (m && m.major === first.major && m.minor === first.minor) return this.#mounted(snap, m);
+    }
     const snap = await this.#sessions.read();
-    const holder = snap.mounts
-      .filter((m) => isWithinPath(path, m.mountPoint))
-      .reduce<string | null>((best, m) => (best === null || m.mountPoint.length > best.length ? m.mountPoint : best), null);
-    const m = holder === null ? undefined : mountAt(snap, holder);
+    const m = find(snap);
     return m ? this.#mounted(snap, m) : null;
   }
 
@@ -362,6 +453,8 @@ export class LinuxVolumeHost implements VolumeHostApi {
     if (mountsOf(snap, vol.dev).length === 0) await this.#checkUnclaimed(vol);
     try {
       await this.#tools.mount(vol.devPath, path, type);
+      // A new mount may get the id of an earlier one of the device that ended elsewhere: its report does not carry over.
+      for (const key of this.#reported.keys()) if (key.startsWith(reportPrefix(vol.dev))) this.#reported.delete(key);
     } catch (e) {
       if ((await this.#tools.kernelFilesystems()).has(type)) throw e;
       throw new CsiProxyError(
@@ -394,7 +487,12 @@ export class LinuxVolumeHost implements VolumeHostApi {
     return this.#sessions.write(() => this.#mountVolume(volumeId, path, fileSystem, expect, check));
   }
 
+  /** Unmounts; a write-back failure reported for that mount is forgotten (mount ids are reused). */
   unmountVolume(path: string): Promise<void> {
-    return this.#sessions.write(() => this.#tools.unmount(path));
+    return this.#sessions.write(async () => {
+      const m = (await this.#tools.readMounts()).findLast((x) => x.mountPoint === path);
+      await this.#tools.unmount(path);
+      if (m) this.#reported.delete(reportKey(m, m.mountId));
+    });
   }
 }

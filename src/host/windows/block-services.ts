@@ -8,7 +8,7 @@ import { PowerShellPool } from "./powershell-pool.ts";
 import { powershellArgs } from "./scripts/worker-script.ts";
 import { createDiskService } from "../../groups/disk/disk-service.ts";
 import { createVolumeService } from "../../groups/volume/volume-service.ts";
-import { createKeyedMutex } from "../../util/keyed-mutex.ts";
+import { createKeyedMutex, type KeyedMutex } from "../../util/keyed-mutex.ts";
 
 /**
  * Windows PowerShell 5.1 by absolute path under %SystemRoot% (never a PATH lookup, which a
@@ -25,12 +25,12 @@ export function powershellExe(env: NodeJS.ProcessEnv = process.env): string {
  * volume target paths are not confined to the kubelet dir on Windows (the path policy resolves links
  * with realpath, which does not see through volume mount points).
  */
-export function createWindowsBlockServices(deps: { win32: Win32; pool?: PowerShellPool; log?: (msg: string) => void }): {
+export function createWindowsBlockServices(deps: { win32: Win32; pool?: PowerShellPool; log?: (msg: string) => void; locks?: KeyedMutex }): {
   disk: DiskService;
   volume: VolumeService;
   pool: PowerShellPool;
 } {
-  const locks = createKeyedMutex();
+  const locks = deps.locks ?? createKeyedMutex();
   const pool = deps.pool ?? new PowerShellPool({ command: { file: powershellExe(), args: powershellArgs() }, size: 2, log: deps.log });
   return {
     disk: createDiskService({ host: new WindowsDiskHost(pool, deps.win32), locks }),

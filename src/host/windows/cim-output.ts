@@ -19,7 +19,7 @@ function obj(op: string, v: unknown): Obj {
 }
 
 /** A JSON array; PowerShell 5.1 can turn a one-element array into the element and an empty one into null, so both are accepted. */
-export function list(op: string, v: unknown): unknown[] {
+export function list(_op: string, v: unknown): unknown[] {
   if (v === null || v === undefined) return [];
   return Array.isArray(v) ? v : [v];
 }

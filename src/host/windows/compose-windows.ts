@@ -18,9 +18,11 @@ import { createSmbService } from "../../groups/smb/smb-service.ts";
 import { readWindowsStateFile } from "../../state/state-file-windows.ts";
 import { smbStateFile } from "../../groups/smb/smb-state.ts";
 import { guardStateFile, secureStateDir } from "../../state/state-dir.ts";
+import { sweepStateLeftovers } from "../../state/state-leftovers.ts";
 import { createIscsiService } from "../../groups/iscsi/iscsi-service.ts";
 import { createSystemService } from "../../groups/system/system-service.ts";
 import { loadWin32 } from "../../win32/win32.ts";
+import { nodeLocks } from "../../state/node-locks-for.ts";
 import { loadScm } from "../../win32/scm.ts";
 import { WindowsFilesystemHost } from "./filesystem.ts";
 import { createLocalLookup } from "./local-lookup.ts";
@@ -45,12 +47,14 @@ export function createSmbIscsiSystemPool(options: { file?: string; size?: number
 export async function createWindowsServices(config: ProxyConfig): Promise<Services> {
   const win32 = await loadWin32();
   const trust = await secureStateDir(config.stateDir, "win32", { log: config.logger });
+  await sweepStateLeftovers(trust, "win32", config.logger);
   const policy = createPathPolicy({
     platform: "win32",
     allowedDirs: [...config.workingDirs, config.kubeletPath],
     resolve: createFsResolver(fsPromises, "win32"),
   });
-  const { disk, volume } = createWindowsBlockServices({ win32 });
+  const locks = nodeLocks(config, trust.smb);
+  const { disk, volume } = createWindowsBlockServices({ win32, locks });
   const pool = createSmbIscsiSystemPool();
   return {
     filesystem: createFilesystemService({ host: new WindowsFilesystemHost(win32, { localLookup: createLocalLookup({ attributes: (p) => win32.localAttributes(p), isFixedDrive: async (root) => (await win32.driveType(root)) === DRIVE_FIXED }) }), policy, platform: "win32" }),
@@ -63,8 +67,9 @@ export async function createWindowsServices(config: ProxyConfig): Promise<Servic
       requirePrivacy: config.requirePrivacy,
       platform: "win32",
       log: config.logger,
+      locks,
     }),
-    iscsi: createIscsiService({ host: new WindowsIscsiHost(pool) }),
+    iscsi: createIscsiService({ host: new WindowsIscsiHost(pool), locks }),
     system: createSystemService({ host: new WindowsSystemHost(pool, loadScm), platform: "win32", allowedServices: config.allowedServices }),
   };
 }

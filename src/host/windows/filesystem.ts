@@ -133,12 +133,6 @@ export class WindowsFilesystemHost implements FilesystemHostApi {
     for (const h of handles.splice(0).reverse()) await this.#win32.closeHandle(h);
   }
 
-  /** True for a directory that is a volume mount point (not a link or junction: Node shows those as links). */
-  async #isVolumeMountPoint(p: string): Promise<boolean> {
-    const attrs = await this.#win32.getFileAttributes(p);
-    return attrs !== null && (attrs & FILE_ATTRIBUTE_REPARSE_POINT) !== 0 && (await this.#win32.reparseTag(p)) === IO_REPARSE_TAG_MOUNT_POINT;
-  }
-
   /** Never follows a link or junction, never enters a volume mount point (FailedPrecondition); missing is fine. Bounds: windows-remove-tree.ts. */
   async removeAll(p: string, options?: RemoveOptions): Promise<void> {
     stopIfAborted(options?.signal);

@@ -10,6 +10,10 @@
  *   escaped (\uXXXX) so console code pages never matter.
  * - One call at a time per worker; at most `size` calls run, up to `maxQueue` wait (beyond that:
  *   ResourceExhausted).
+ * - Cancellation (the options' signal, by default the call's: util/call-scope.ts): a queued call
+ *   leaves the queue (never started); a running one kills its worker — a running cmdlet cannot be
+ *   interrupted otherwise — and rejects with the signal's code once the process has exited (bounded:
+ *   powershell-worker.ts abortCall); a fresh worker replaces it on demand.
  * - Per-call timeout: the worker is killed (a hung cmdlet cannot be interrupted otherwise), the call
  *   fails DeadlineExceeded, and a fresh worker replaces it on demand. A worker that dies fails its
  *   call with Unavailable and is replaced; start-up failures back off, and while no worker is alive
@@ -20,8 +24,10 @@
  *   powershell-worker.ts.
  */
 import { CsiProxyError, Code } from "../../errors.ts";
-import { WORKER_OPS, type WorkerOp } from "./scripts/worker-script.ts";
+import { WORKER_OPS } from "./scripts/worker-script.ts";
 import { asciiJson, PowerShellWorker, type Json, type WorkerCall, type WorkerCommand, type WorkerOwner } from "./powershell-worker.ts";
+import { callSignal, outlivingRecorder } from "../../util/call-scope.ts";
+import { abortError } from "../stop-if-aborted.ts";
 
 export interface PowerShellPoolOptions {
   /** Program and arguments of one worker (powershell.exe + powershellArgs(); a fake worker in tests). */
@@ -63,6 +69,11 @@ export class PowerShellPool implements WorkerOwner {
     this.#ops = new Set(options.ops ?? WORKER_OPS);
   }
 
+  /** Whether close() was called. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
   /** Workers started so far (restarts included); for tests and metrics. */
   get started(): number {
     return this.#started;
@@ -73,13 +84,18 @@ export class PowerShellPool implements WorkerOwner {
   }
 
   /** Runs `op` with `args` (JSON data only) on a worker; resolves with the op's JSON result. */
-  call<T = Json>(op: WorkerOp | string, args: { [key: string]: Json } = {}, options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<T> {
+  call<T = Json>(op: string, args: { [key: string]: Json } = {}, options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<T> {
     if (this.#closed) return Promise.reject(new CsiProxyError(Code.Unavailable, "PowerShell worker pool is closed"));
     if (!this.#ops.has(op)) return Promise.reject(new CsiProxyError(Code.Internal, `unknown PowerShell worker op ${JSON.stringify(op)}`));
     if (this.#queue.length >= this.#maxQueue) {
       return Promise.reject(new CsiProxyError(Code.ResourceExhausted, `too many host operations waiting (${this.#queue.length}); try again later`));
     }
-    if (options.signal?.aborted) return Promise.reject(new CsiProxyError(Code.Canceled, `${op}: cancelled`));
+    const signal = options.signal ?? callSignal();
+    const notStarted = (sig: AbortSignal) => {
+      const why = abortError(sig);
+      return new CsiProxyError(why.code, `${op}: ${why.message}: not started`);
+    };
+    if (signal?.aborted) return Promise.reject(notStarted(signal));
     const wait = this.#retryAt - Date.now();
     if (this.#startError && this.#workers.size === 0 && wait > 0) {
       return Promise.reject(new CsiProxyError(Code.Unavailable, `${op}: ${this.#startError.message} (PowerShell workers cannot start; next attempt in ${wait} ms)`));
@@ -93,18 +109,19 @@ export class PowerShellPool implements WorkerOwner {
         timeoutMs: options.timeoutMs ?? this.#options.callTimeoutMs ?? 120_000,
         resolve: resolve as (v: Json) => void,
         reject,
-        signal: options.signal,
+        signal,
+        noteOutliving: outlivingRecorder(),
       };
-      if (options.signal) {
+      if (signal) {
         call.onAbort = () => {
           const i = this.#queue.indexOf(call);
           if (i !== -1) {
             this.#queue.splice(i, 1);
-            reject(new CsiProxyError(Code.Canceled, `${op}: cancelled`));
+            return reject(notStarted(signal));
           }
-          // a running call is not interrupted: the worker finishes it and its answer is dropped
+          for (const worker of this.#workers) if (worker.current === call) worker.abortCall(call, abortError(signal));
         };
-        options.signal.addEventListener("abort", call.onAbort, { once: true });
+        signal.addEventListener("abort", call.onAbort, { once: true });
       }
       this.#queue.push(call);
       this.dispatch();
@@ -122,7 +139,8 @@ export class PowerShellPool implements WorkerOwner {
           if (worker.current || worker.dead || this.#queue.length === 0) return;
           const call = this.#queue.shift()!;
           if (call.signal?.aborted) {
-            call.reject(new CsiProxyError(Code.Canceled, `${call.op}: cancelled`));
+            const why = abortError(call.signal);
+            call.reject(new CsiProxyError(why.code, `${call.op}: ${why.message}: not started`));
             return this.dispatch();
           }
           worker.run(call);

@@ -9,6 +9,17 @@ import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { CsiProxyError, Code } from "../../errors.ts";
 import { spawnWorker } from "../exec/spawn-worker.ts";
 import { WorkerError, type WorkerErrorInfo } from "./worker-error-codes.ts";
+import { CANCEL_EXIT_WAIT_MS, CANCEL_GRACE_MS } from "../exec/run-command.ts";
+import type { Outliving } from "../../util/call-scope.ts";
+
+/**
+ * A call whose worker was killed while the call was running in it (its timeout, or its caller went
+ * away): whatever the op had handed to Windows (a CIM Format or Resize, run by the storage service)
+ * may still be running.
+ */
+export class WorkerKilledError extends CsiProxyError {
+  override name = "WorkerKilledError";
+}
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
@@ -45,6 +56,8 @@ export interface WorkerCall {
   reject(err: Error): void;
   signal?: AbortSignal;
   onAbort?: () => void;
+  /** Records work left running after the call's answer (call-scope.ts), in the call's own scope. */
+  noteOutliving?: (work: Outliving) => void;
 }
 
 export class PowerShellWorker {
@@ -59,10 +72,18 @@ export class PowerShellWorker {
   #onReady!: () => void;
   #onFail!: (err: Error) => void;
   readonly #pool: WorkerOwner;
+  /** Settles once the process has exited (or never started). */
+  readonly exited: Promise<void>;
 
   constructor(pool: WorkerOwner, command: WorkerCommand, startTimeoutMs: number) {
     this.#pool = pool;
     this.child = spawnWorker(command.file, command.args, { env: command.env });
+    this.exited = new Promise<void>((resolve) => {
+      this.child.once("exit", () => resolve());
+      this.child.once("error", () => {
+        if (this.child.pid === undefined) resolve();
+      });
+    });
     this.ready = new Promise<void>((resolve, reject) => {
       this.#onReady = resolve;
       this.#onFail = reject;
@@ -121,7 +142,7 @@ export class PowerShellWorker {
   run(call: WorkerCall) {
     this.current = call;
     this.timer = setTimeout(() => {
-      this.#die(new CsiProxyError(Code.DeadlineExceeded, `${call.op}: PowerShell worker did not answer within ${call.timeoutMs} ms; worker restarted`));
+      this.#die(new WorkerKilledError(Code.DeadlineExceeded, `${call.op}: PowerShell worker did not answer within ${call.timeoutMs} ms; worker restarted`));
     }, call.timeoutMs);
     this.child.stdin.write(call.line + "\n");
   }
@@ -147,5 +168,31 @@ export class PowerShellWorker {
 
   kill(err: CsiProxyError) {
     this.#die(err);
+  }
+
+  /**
+   * The running call's caller went away (`err`: the signal's DeadlineExceeded/Canceled): the worker
+   * process is killed — a running cmdlet cannot be interrupted otherwise — and the pool replaces it;
+   * the call rejects ({@link WorkerKilledError}) once the process has exited, or, when it has not
+   * exited {@link CANCEL_GRACE_MS} + {@link CANCEL_EXIT_WAIT_MS} later, saying so (pid) and recording
+   * it as outliving the call.
+   */
+  abortCall(call: WorkerCall, err: CsiProxyError) {
+    if (this.current !== call || this.dead) return;
+    this.#finish();
+    const pid = this.child.pid;
+    this.#die(err);
+    const boundMs = CANCEL_GRACE_MS + CANCEL_EXIT_WAIT_MS;
+    let settled = false;
+    const timer = setTimeout(() => {
+      settled = true;
+      call.noteOutliving?.({ description: `powershell.exe (pid ${pid}) running ${call.op}`, ended: this.exited });
+      call.reject(new WorkerKilledError(err.code, `${call.op}: ${err.message}: its PowerShell worker (pid ${pid}) was killed but had not exited ${boundMs} ms later; the operation is still running`));
+    }, boundMs);
+    void this.exited.then(() => {
+      if (settled) return;
+      clearTimeout(timer);
+      call.reject(new WorkerKilledError(err.code, `${call.op}: ${err.message}: stopped; its PowerShell worker (pid ${pid}) was ended and is replaced`));
+    });
   }
 }

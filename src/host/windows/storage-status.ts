@@ -2,7 +2,7 @@
  * The return codes of the Storage Management API methods the worker calls (MSFT_Disk, MSFT_Partition,
  * MSFT_Volume; the numbering is shared by all of them): the gRPC code csi-proxy answers with and the
  * documented text appended to the error message. test/windows/powershell-static.test.ts fails when
- * a code documented for a method we call (scripts/cim-signatures.ts) is missing here. A documented
+ * a code documented for a method we call (test/windows/cim-signatures.ts) is missing here. A documented
  * code is a final answer of the method, so none maps to a code clients read as "still in progress"
  * (Unavailable, ResourceExhausted, Aborted); Timeout (3) is DeadlineExceeded: the operation may
  * still complete.

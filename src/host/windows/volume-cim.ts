@@ -3,6 +3,19 @@ import type { Awaitable, Win32 } from "../../win32/win32.ts";
 import { windowsFsError } from "./windows-fs-error.ts";
 import type { CimPartition, CimVolume } from "./cim-types.ts";
 import type { PowerShellPool } from "./powershell-pool.ts";
+import { WorkerKilledError } from "./powershell-worker.ts";
+import { Code, CsiProxyError } from "../../errors.ts";
+import { outlivingRecorder, runInCall } from "../../util/call-scope.ts";
+
+/** Bound of one Format or Resize worker call, and of the wait for the storage service after its worker was killed. */
+export const STORAGE_OP_TIMEOUT_MS = 15 * 60_000;
+
+export interface VolumeCimOptions {
+  /** Milliseconds between two looks at a volume whose Format/Resize outlived its worker. Default 2000. */
+  idlePollMs?: number;
+  /** How long to wait for it at most; the volume is then taken as idle. Default {@link STORAGE_OP_TIMEOUT_MS}. */
+  idleBoundMs?: number;
+}
 import { parsePartition, parseStringList, parseSupportedSize, parseVolume } from "./cim-output.ts";
 
 /** The Win32 calls the volume host needs (a {@link Win32}, or a fake in tests). */
@@ -19,10 +32,57 @@ export type VolumeWin32 = Awaitable<Pick<Win32, "setVolumeMountPoint" | "deleteV
 export class WindowsVolumeCim {
   readonly #pool: PowerShellPool;
   readonly #win32: VolumeWin32;
+  readonly #idlePollMs: number;
+  readonly #idleBoundMs: number;
 
-  constructor(pool: PowerShellPool, win32: VolumeWin32) {
+  constructor(pool: PowerShellPool, win32: VolumeWin32, options: VolumeCimOptions = {}) {
     this.#pool = pool;
     this.#win32 = win32;
+    this.#idlePollMs = options.idlePollMs ?? 2000;
+    this.#idleBoundMs = options.idleBoundMs ?? STORAGE_OP_TIMEOUT_MS;
+  }
+
+  /**
+   * A Format or Resize: the worker calls the CIM method, which the storage service carries out. When
+   * the worker is killed during the call (its caller went away, or its timeout), killing
+   * powershell.exe does not stop what the service already started: the call answers saying so, and
+   * the work is recorded as outliving it (util/call-scope.ts) until {@link #untilIdle}, so the disk's
+   * operation lock stays held until the volume is seen idle.
+   */
+  async #storageOp(op: "volume.format" | "volume.resize", args: { [key: string]: string }, volumeId: string): Promise<void> {
+    const note = outlivingRecorder();
+    try {
+      await this.#pool.call(op, args, { timeoutMs: STORAGE_OP_TIMEOUT_MS });
+    } catch (e) {
+      if (!(e instanceof WorkerKilledError)) throw e;
+      note({ description: `${op} of volume ${volumeId}, handed to the Windows storage service before its worker was killed`, ended: this.#untilIdle(volumeId) });
+      throw new CsiProxyError(e.code, `${e.message}; the storage service may still be carrying it out: the volume's disk stays locked until it is seen idle`, { cause: e });
+    }
+  }
+
+  /**
+   * Settles once a fresh worker sees the volume idle — no storage job new, starting or running
+   * (MSFT_StorageJob JobState 2–4) and the volume answering — or gone (NotFound), or after
+   * idleBoundMs, or when the pool closes. Runs outside the call (no signal). Never rejects.
+   */
+  #untilIdle(volumeId: string): Promise<void> {
+    return runInCall(undefined, async () => {
+      const end = Date.now() + this.#idleBoundMs;
+      while (Date.now() < end && !this.#pool.closed) {
+        await new Promise((r) => setTimeout(r, this.#idlePollMs));
+        try {
+          if ((await this.storageBusy(volumeId)) === 0) return;
+        } catch (e) {
+          if (e instanceof CsiProxyError && e.code === Code.NotFound) return;
+        }
+      }
+    });
+  }
+
+  /** Storage jobs new, starting or running on the host (MSFT_StorageJob), looked at with the volume (NotFound when it is gone). */
+  async storageBusy(volumeId: string): Promise<number> {
+    const r = (await this.#pool.call("volume.busy", { volumeId })) as { runningJobs?: unknown } | null;
+    return typeof r?.runningJobs === "number" ? r.runningJobs : 0;
   }
 
   /** MSFT_Partition of the disk (all, or PartitionNumber) → MSFT_PartitionToVolume → UniqueId. */
@@ -42,7 +102,7 @@ export class WindowsVolumeCim {
    * than NTFS.
    */
   async formatVolume(volumeId: string): Promise<void> {
-    await this.#pool.call("volume.format", { volumeId }, { timeoutMs: 15 * 60_000 });
+    await this.#storageOp("volume.format", { volumeId }, volumeId);
   }
 
   /** MSFT_Volume.Flush(). */
@@ -62,7 +122,7 @@ export class WindowsVolumeCim {
 
   /** MSFT_Partition.Resize(Size) of the volume's partition, then MSFT_Disk.Refresh(). */
   async resizePartition(volumeId: string, sizeBytes: bigint): Promise<void> {
-    await this.#pool.call("volume.resize", { volumeId, size: sizeBytes.toString() }, { timeoutMs: 15 * 60_000 });
+    await this.#storageOp("volume.resize", { volumeId, size: sizeBytes.toString() }, volumeId);
   }
 
   /** SetVolumeMountPointW(mountPoint ending in `\`, volumeId). */

@@ -8,7 +8,8 @@
  *   inspected. A reparse point is never entered: a volume mount point (IO_REPARSE_TAG_MOUNT_POINT)
  *   stops the walk with FailedPrecondition, any other one is removed as an entry.
  * - Handles: the directories being emptied are held without FILE_SHARE_DELETE (nobody can rename or
- *   delete them meanwhile), at most {@link OPEN_DIRS} of them — the deepest levels. A level whose
+ *   delete them meanwhile), at most {@link OPEN_DIRS} of them — the named directory and the deepest
+ *   levels (the named directory's handle is held for the whole walk). A level whose
  *   handle was given up is opened again (by its `\\?\` path) when the walk climbs back to it, and
  *   must have the identity (volume serial + file index) recorded when it was entered; otherwise the
  *   walk stops with FailedPrecondition ("moved while its contents were being removed"). Besides
@@ -18,6 +19,10 @@
  * - Memory: a level keeps its name, identity and at most {@link BATCH} pending names; at most
  *   {@link NAME_BUDGET} pending names over all levels (beyond it a level lists one name per pass). One
  *   path string is kept, the deepest level's; directories are listed {@link BATCH} names per pass.
+ * - The named directory: before each listing pass and once it is empty, its path is opened again (the
+ *   entry itself) and must be the directory held (identity as above); otherwise — renamed away and
+ *   replaced by another directory, a junction or a link, on a filesystem that does not honour the
+ *   share mode — the walk stops with FailedPrecondition and its counts.
  * - One step at a time: nothing runs concurrently, so when a step fails or `signal` aborts (checked
  *   before every entry and every listing pass) nothing is in flight; every handle of the walk is
  *   closed, then the call rejects with the failure's code (DeadlineExceeded/Cancelled for the signal)
@@ -83,20 +88,14 @@ class Walker {
     await this.#win32.closeHandle(h);
   }
 
-  /** Path of frame `i` (0: the named directory), built from the deepest frame's path. */
-  #pathOf(i: number): string {
-    let p = this.#cur;
-    for (let j = this.#stack.length - 1; j > i; j--) p = p.slice(0, p.length - this.#stack[j].name.length - 1);
-    return p;
-  }
-
   /** Enters the directory held by `h` (already inspected): becomes the deepest frame; the shallowest held one beyond the window is given up. */
   async #push(name: string, h: Handle, id: string, p: string): Promise<void> {
     this.#stack.push({ name, h, id, pending: [] });
     this.#cur = p;
+    // the named directory (frame 0) is never given up: held, it cannot be renamed or replaced
     const held = this.#stack.filter((f) => f.h !== null);
     if (held.length > OPEN_DIRS) {
-      const f = held[0];
+      const f = held[1];
       const fh = f.h!;
       f.h = null;
       await this.#close(fh);
@@ -119,6 +118,27 @@ class Walker {
   }
 
   #deleteRoot = false;
+  #rootPath = "";
+
+  /**
+   * FailedPrecondition unless the named directory's path still opens (the entry itself, no link
+   * followed) to the directory the walk holds as its frame 0 (same volume serial + file index).
+   */
+  async #checkRoot(): Promise<void> {
+    const p = this.#rootPath;
+    const h = await this.#open(p, false);
+    let id: string | null = null;
+    if (h !== null) {
+      try {
+        id = (await this.#win32.fileInfo(h, p)).id;
+      } finally {
+        await this.#close(h);
+      }
+    }
+    if (id !== this.#stack[0].id) {
+      throw new CsiProxyError(Code.FailedPrecondition, `${p} no longer names the directory being emptied (${id === null ? "it is gone" : "it is another entry now"}): it was moved or replaced while its contents were being removed; stopped`);
+    }
+  }
 
   /**
    * Opens the entry `p` itself and inspects it: a directory (not a reparse point) is returned with
@@ -183,12 +203,17 @@ class Walker {
    */
   async run(p: string, h: Handle, id: string, deleteRoot: boolean): Promise<void> {
     this.#deleteRoot = deleteRoot;
+    this.#rootPath = p;
     try {
       await this.#push(path.basename(p), h, id, p);
       while (this.#stack.length > 0) {
         const top = this.#stack.at(-1)!;
-        if (top.pending.length === 0) top.pending = await this.#list();
         if (top.pending.length === 0) {
+          await this.#checkRoot();
+          top.pending = await this.#list();
+        }
+        if (top.pending.length === 0) {
+          if (this.#stack.length === 1) await this.#checkRoot();
           // emptied: delete it through its handle (the named directory only for removeAll)
           const th = top.h!;
           top.h = null;

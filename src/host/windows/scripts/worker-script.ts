@@ -141,6 +141,9 @@ $ops = @{
   'volume.supportedSize' = { param($a) $r = Call (VolumePartition (Volume $a)) 'GetSupportedSize'; @{ sizeMin = [string]$r.SizeMin; sizeMax = [string]$r.SizeMax } }
   'volume.resize' = { param($a) $p = VolumePartition (Volume $a); $null = Call $p 'Resize' @{ Size = [uint64][string]$a.size }
     $d = @(Get-CimAssociatedInstance -InputObject $p -ResultClassName MSFT_Disk); if ($d.Count -gt 0) { $null = Call $d[0] 'Refresh' }; $null }
+  'volume.busy' = { param($a) $v = Volume $a
+    $j = @(Get-CimInstance -Namespace $ns -ClassName MSFT_StorageJob | Where-Object { [int]$_.JobState -ge 2 -and [int]$_.JobState -le 4 })
+    @{ runningJobs = [int]$j.Count } }
 }
 ` + WORKER_LOOP;
 
@@ -163,6 +166,7 @@ export const WORKER_OPS = [
   "volume.partition",
   "volume.supportedSize",
   "volume.resize",
+  "volume.busy",
 ] as const;
 
 export type WorkerOp = (typeof WORKER_OPS)[number];

@@ -1,7 +1,7 @@
 /**
  * The server's memory after start-up: what start-up alone needed is not kept.
  *
- * 1. {@link holdOptimizingCompilers} (called by src/heap-limits.ts, which src/main.ts imports before
+ * 1. {@link holdOptimizingCompilers} (called by src/boot/v8-flags.ts, which src/main.ts imports before
  *    the program is loaded): V8's baseline and optimizing compilers (Sparkplug, Maglev, Turbofan) are
  *    held while the program loads and the endpoints start. Start-up code runs once; compiling it
  *    only maps compiler code and fills code space and compiler zones (~8 MB resident idle, measured

@@ -1,0 +1,90 @@
+/**
+ * Cost of the opener scan (src/host/linux/device-openers.ts) on a node with many processes:
+ * `node bench/opener-scan.ts [processes=2000] [descriptors=50] [mix=files|mixed]` starts that many
+ * `sleep` processes, each inheriting that many descriptors (mix "files": every one a regular file,
+ * the worst case, each needs a stat; "mixed": half regular files, half pipes and sockets), then times
+ * scans for a device nobody holds (Linux only): wall time, the scan's CPU time (user + system, the
+ * figure the machine's load does not inflate much) and the event loop's largest stall during a scan
+ * next to its largest stall while idle. Prints one JSON line. Every process it started is
+ * killed before it exits.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { closeSync, mkdtempSync, openSync, rmSync } from "node:fs";
+import { createServer, connect } from "node:net";
+import { tmpdir, loadavg } from "node:os";
+import * as path from "node:path";
+import { scanDeviceOpeners, type OpenerScanStats } from "../src/host/linux/device-openers.ts";
+
+const processes = Number(process.argv[2] ?? 2000);
+const descriptors = Number(process.argv[3] ?? 50);
+const mix = process.argv[4] ?? "files";
+
+const dir = mkdtempSync(path.join(tmpdir(), "opener-scan-"));
+const fds: number[] = [];
+const children: ChildProcess[] = [];
+try {
+  const files = mix === "files" ? descriptors : Math.ceil(descriptors / 2);
+  for (let i = 0; i < files; i++) fds.push(openSync(path.join(dir, `f${i}`), "w"));
+  if (fds.length < descriptors) {
+    // Sockets (one connected pair per two descriptors) for the rest.
+    const server = createServer().listen(path.join(dir, "s"));
+    await new Promise((r) => server.once("listening", r));
+    while (fds.length < descriptors) {
+      const c = connect(path.join(dir, "s"));
+      await new Promise((r) => c.once("connect", r));
+      fds.push((c as unknown as { _handle: { fd: number } })._handle.fd);
+    }
+  }
+  for (let i = 0; i < processes; i++) {
+    children.push(spawn("sleep", ["600"], { stdio: fds }));
+    if (i % 100 === 99) await new Promise((r) => setTimeout(r, 10));
+  }
+  await new Promise((r) => setTimeout(r, 500));
+  /** Largest gap between 1 ms timer ticks over `ms` with nothing else running: the machine's own scheduling noise. */
+  const idleLag = async (ms: number) => {
+    let worst = 0;
+    let last = performance.now();
+    const lag = setInterval(() => {
+      const now = performance.now();
+      worst = Math.max(worst, now - last - 1);
+      last = now;
+    }, 1);
+    await new Promise((r) => setTimeout(r, ms));
+    clearInterval(lag);
+    return Math.round(worst);
+  };
+  const baselineLagMs = await idleLag(2000);
+  const runs: { ms: number; cpuMs: number; stats: OpenerScanStats }[] = [];
+  let maxLagMs = 0;
+  for (let i = 0; i < 5; i++) {
+    const stats: OpenerScanStats = { processes: 0, descriptors: 0, stats: 0, skipped: 0 };
+    let last = performance.now();
+    const lag = setInterval(() => {
+      const now = performance.now();
+      maxLagMs = Math.max(maxLagMs, now - last - 1);
+      last = now;
+    }, 1);
+    const t = performance.now();
+    const cpu = process.cpuUsage();
+    await scanDeviceOpeners([{ major: 4095, minor: 1048575 }], {}, stats);
+    const used = process.cpuUsage(cpu);
+    runs.push({ ms: Math.round(performance.now() - t), cpuMs: Math.round((used.user + used.system) / 1000), stats });
+    clearInterval(lag);
+  }
+  const ms = runs.map((r) => r.ms).sort((a, b) => a - b);
+  const cpuMs = runs.map((r) => r.cpuMs).sort((a, b) => a - b);
+  process.stdout.write(
+    `${JSON.stringify({ processes, descriptors, mix, medianMs: ms[2], minMs: ms[0], maxMs: ms[4], medianCpuMs: cpuMs[2], cpuUsPerDescriptor: +((cpuMs[2] * 1000) / Math.max(1, runs[2].stats.descriptors)).toFixed(1), maxEventLoopLagMs: Math.round(maxLagMs), idleEventLoopLagMs: baselineLagMs, scanned: runs[2].stats, loadavg: loadavg().map((x) => x.toFixed(1)).join(" ") })}\n`,
+  );
+} finally {
+  for (const c of children) c.kill("SIGKILL");
+  for (const fd of fds) {
+    try {
+      closeSync(fd);
+    } catch {
+      // a socket's descriptor is closed with its handle at exit
+    }
+  }
+  rmSync(dir, { recursive: true, force: true });
+  process.exit(0);
+}

@@ -1,0 +1,9 @@
+/**
+ * `csi-proxy-ts/in-process`: csi-proxy without pipes for Node.js drivers running as HostProcess
+ * containers. `createInProcessClient` is shaped like a grpc-js client built by @grpc/proto-loader
+ * (democratic-csi's options), `createInProcessApi` is the typed, strict, versioned API.
+ */
+export { createInProcessClient, DEFAULT_VERSIONS, InProcessMetadata, type InProcessCsiProxyClient, type InProcessClientOptions, type GrpcStyleClient, type ServiceError, type UnaryCallback, type InProcessUnaryCall } from "./grpc-style-client.ts";
+export { createInProcessApi, type InProcessApi, type TypedClient, type CallOptions } from "./typed-api.ts";
+export { CsiProxyError, Code } from "../errors.ts";
+export type { ProxyConfig } from "../proxy-config.ts";

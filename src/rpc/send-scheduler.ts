@@ -1,0 +1,162 @@
+import type { Duplex } from "node:stream";
+import type { FlowControl, WindowedStream } from "./flow-control.ts";
+import { RESPONSE_HEADERS, TRAILERS_OK } from "./grpc-status-trailers.ts";
+import { FLAG_END_HEADERS, FLAG_END_STREAM, TYPE_DATA, TYPE_HEADERS, frame, headersFrames, writeFrameHeader } from "./http2-frames.ts";
+
+/** A stream whose answer the scheduler sends (CallStream is one). */
+export interface ScheduledStream extends WindowedStream {
+  readonly id: number;
+  /** Response bytes (length-prefixed message) waiting for flow-control window, and how many of them were sent. */
+  pending?: Buffer;
+  sent: number;
+}
+
+/**
+ * The write side of one connection (grpc-go's loopyWriter, golang/net's write scheduler, for unary
+ * answers): every frame queued in one event-loop turn goes out in one socket write; an answer that
+ * fits the client's windows goes out as one buffer (HEADERS, DATA, trailers), a larger one waits in
+ * round-robin order for WINDOW_UPDATE and goes out in frames of the client's size. What it holds
+ * unsent (`socketUnsent`, `pendingBytes`) is what the connection's outbound budget counts;
+ * `onFlushed` runs after each socket write so the budget can measure it.
+ */
+export class SendScheduler<S extends ScheduledStream = ScheduledStream> {
+  private readonly socket: Duplex;
+  private readonly flow: FlowControl;
+  /** Called after each socket write. */
+  private readonly onFlushed: () => void;
+  /** Called when HEADERS or DATA is queued (the PING policy counts it). */
+  private readonly onSent: () => void;
+  /** Called once a stream's whole answer (trailers included) is queued. */
+  private readonly onAnswered: (stream: S) => void;
+  private readonly blocked: S[] = [];
+  private out: Buffer[] = [];
+  private outBytes = 0;
+  private pending = 0;
+  private flushScheduled = false;
+  private closed = false;
+
+  constructor(socket: Duplex, flow: FlowControl, options: { onSent: () => void; onAnswered: (stream: S) => void; onFlushed?: () => void }) {
+    this.socket = socket;
+    this.flow = flow;
+    this.onSent = options.onSent;
+    this.onAnswered = options.onAnswered;
+    this.onFlushed = options.onFlushed ?? (() => {});
+  }
+
+  /** Bytes queued in this turn, not yet handed to the socket. */
+  get queuedBytes(): number {
+    return this.outBytes;
+  }
+
+  /** Bytes queued in this turn plus those the socket has not written yet (the client does not read). */
+  get socketUnsent(): number {
+    return this.outBytes + this.socket.writableLength;
+  }
+
+  /** Answer bytes waiting for the client's flow-control window. */
+  get pendingBytes(): number {
+    return this.pending;
+  }
+
+  /** Queues bytes; everything queued in one event-loop turn goes out in one write. */
+  write(bytes: Buffer): void {
+    if (this.closed) return;
+    this.out.push(bytes);
+    this.outBytes += bytes.length;
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(this.flushNow);
+    }
+  }
+
+  private readonly flushNow = () => this.flush();
+
+  /** Hands what is queued to the socket now. */
+  flush(): void {
+    this.flushScheduled = false;
+    const out = this.out;
+    if (!out.length || this.socket.destroyed) return;
+    this.out = [];
+    this.outBytes = 0;
+    this.socket.write(out.length === 1 ? out[0] : Buffer.concat(out));
+    this.onFlushed();
+  }
+
+  /** Queues a successful answer: HEADERS, the length-prefixed message as DATA, trailers OK. */
+  respond(stream: S, response: Uint8Array): void {
+    this.onSent();
+    const payload = 5 + response.length;
+    if (this.flow.fitsWhole(stream, payload)) {
+      // One buffer: HEADERS, DATA, trailers.
+      this.flow.take(stream, payload);
+      const out = Buffer.allocUnsafe(9 + RESPONSE_HEADERS.length + 9 + payload + 9 + TRAILERS_OK.length);
+      let p = writeFrameHeader(out, 0, RESPONSE_HEADERS.length, TYPE_HEADERS, FLAG_END_HEADERS, stream.id);
+      p += RESPONSE_HEADERS.copy(out, p);
+      p = writeFrameHeader(out, p, payload, TYPE_DATA, 0, stream.id);
+      out[p] = 0;
+      out.writeUInt32BE(response.length, p + 1);
+      out.set(response, p + 5);
+      p = writeFrameHeader(out, p + payload, TRAILERS_OK.length, TYPE_HEADERS, FLAG_END_HEADERS | FLAG_END_STREAM, stream.id);
+      TRAILERS_OK.copy(out, p);
+      this.write(out);
+      return this.onAnswered(stream);
+    }
+    this.write(headersFrames(stream.id, RESPONSE_HEADERS, false));
+    const body = Buffer.allocUnsafe(payload);
+    body[0] = 0;
+    body.writeUInt32BE(response.length, 1);
+    body.set(response, 5);
+    stream.pending = body;
+    this.pending += payload;
+    this.blocked.push(stream);
+    this.flushBlocked();
+  }
+
+  /** True when some answer waits for window. */
+  get hasBlocked(): boolean {
+    return this.blocked.length > 0;
+  }
+
+  /** Sends what the windows allow of blocked answers, then their trailers (round robin over streams without window). */
+  flushBlocked(): void {
+    while (this.blocked.length && this.flow.connection > 0) {
+      const stream = this.blocked[0];
+      const pending = stream.pending!;
+      for (let size; stream.sent < pending.length && (size = this.flow.take(stream, pending.length - stream.sent)) > 0; ) {
+        this.write(frame(TYPE_DATA, 0, stream.id, pending.subarray(stream.sent, stream.sent + size)));
+        this.onSent();
+        stream.sent += size;
+        this.pending -= size;
+      }
+      if (stream.sent < pending.length) {
+        if (this.flow.connection <= 0) return;
+        // This stream waits for its own window; serve the others meanwhile.
+        this.blocked.push(this.blocked.shift()!);
+        if (this.blocked.every((s) => s.sendWindow <= 0)) return;
+        continue;
+      }
+      this.blocked.shift();
+      stream.pending = undefined;
+      this.write(headersFrames(stream.id, TRAILERS_OK, true));
+      this.onAnswered(stream);
+    }
+  }
+
+  /** Forgets a stream's waiting answer (the stream was reset or the connection closed). */
+  drop(stream: S): void {
+    const i = this.blocked.indexOf(stream);
+    if (i < 0) return;
+    this.blocked.splice(i, 1);
+    this.pending -= stream.pending!.length - stream.sent;
+    stream.pending = undefined;
+  }
+
+  /** The connection closed: nothing more is queued or sent. */
+  close(): void {
+    this.closed = true;
+    this.blocked.length = 0;
+    this.pending = 0;
+    this.out = [];
+    this.outBytes = 0;
+  }
+}

@@ -1,0 +1,162 @@
+/**
+ * Locks shared by every csi-proxy on one node — the daemon and in-process users (HostProcess
+ * drivers calling the library) — so that node-global state (SMB reference counts, the iSCSI
+ * initiator's database and mutual CHAP secret) and per-device operations are serialised across
+ * processes, per operation, instead of refusing a second instance.
+ *
+ * A key is `<namespace>:<name>` (`disk:3`, `smb-root:\\srv\share`); a key without `:` is its own
+ * namespace. Each key maps to one lock file `<dir>/<namespace>.<stripe>.lock`, the stripe being a
+ * hash of the name modulo {@link STRIPES} (a key without a name has one file): at most STRIPES
+ * files per namespace, created on first use (0600 on Linux; inheriting the state directory's
+ * protected DACL on Windows) and never deleted (deleting a lock file races with its next user).
+ * Two keys of one stripe serialise each other, in-process and across processes.
+ *
+ * Holding: the in-process queue of that stripe first (createKeyedMutex), then the file lock —
+ * Linux flock(2) LOCK_EX on a descriptor of its own; Windows LockFileEx on byte 0 of a handle of its
+ * own — polled with LOCK_NB / LOCKFILE_FAIL_IMMEDIATELY (2 ms doubling to 50 ms between tries), so
+ * a wait never blocks the event loop or a thread. The kernel drops the lock when its holder exits
+ * or dies; a live holder is waited for as long as it holds (as in-process waiters wait). Several
+ * keys are taken in sorted stripe order (no deadlock between multi-key calls). Released when `fn`
+ * settles: unlock, then close.
+ *
+ * Errors: a lock file that cannot be opened or locked rejects the call with FailedPrecondition
+ * naming the file (the call's work has not started).
+ */
+import { nodeCrypto } from "../util/node-crypto.ts";
+import { constants as fsc, promises as fsp } from "node:fs";
+import * as path from "node:path";
+import { Code, CsiProxyError } from "../errors.ts";
+import { createKeyedMutex, type KeyedMutex } from "../util/keyed-mutex.ts";
+import { loadKoffi } from "../win32/native.ts";
+
+/** Lock files per namespace. */
+export const STRIPES = 64;
+const POLL_START_MS = 2;
+const POLL_MAX_MS = 50;
+
+/** One held file lock. */
+interface Held {
+  release(): Promise<void>;
+}
+
+/** Tries once to lock `file`; resolves null while another holder has it. */
+type TryLock = (file: string) => Promise<Held | null>;
+
+/** The lock file of `key` (see module doc). */
+export function lockFileName(key: string): string {
+  const colon = key.indexOf(":");
+  const namespace = (colon < 0 ? key : key.slice(0, colon)).replace(/[^A-Za-z0-9_-]/g, "_").slice(0, 64) || "_";
+  if (colon < 0) return `${namespace}.lock`;
+  const stripe = nodeCrypto().createHash("sha256").update(key.slice(colon + 1)).digest().readUInt32BE(0) % STRIPES;
+  return `${namespace}.${stripe}.lock`;
+}
+
+const fail = (file: string, err: unknown) =>
+  new CsiProxyError(Code.FailedPrecondition, `cannot take the node-wide lock ${file}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+
+async function linuxTryLock(): Promise<TryLock> {
+  const koffi = await loadKoffi();
+  const flock = koffi.load("libc.so.6").func("int flock(int fd, int operation)") as unknown as (fd: number, op: number) => number;
+  const LOCK_EX = 2, LOCK_NB = 4, LOCK_UN = 8, EWOULDBLOCK = 11, EINTR = 4;
+  return async (file) => {
+    const handle = await fsp.open(file, fsc.O_RDWR | fsc.O_CREAT | fsc.O_NOFOLLOW, 0o600);
+    let locked = false;
+    try {
+      for (;;) {
+        if (flock(handle.fd, LOCK_EX | LOCK_NB) === 0) {
+          locked = true;
+          break;
+        }
+        const errno = koffi.errno();
+        if (errno === EINTR) continue;
+        if (errno === EWOULDBLOCK) return null;
+        throw Object.assign(new Error(`flock: errno ${errno}`), { errno });
+      }
+    } finally {
+      if (!locked) await handle.close();
+    }
+    return {
+      async release() {
+        flock(handle.fd, LOCK_UN);
+        await handle.close();
+      },
+    };
+  };
+}
+
+async function windowsTryLock(): Promise<TryLock> {
+  const koffi = await loadKoffi();
+  const k32 = koffi.load("kernel32.dll");
+  const CreateFileW = k32.func("intptr_t __stdcall CreateFileW(const char16_t *name, uint32_t access, uint32_t share, void *sa, uint32_t disposition, uint32_t flags, void *template)") as unknown as (...a: unknown[]) => number | bigint;
+  const LockFileEx = k32.func("int __stdcall LockFileEx(intptr_t file, uint32_t flags, uint32_t reserved, uint32_t low, uint32_t high, void *overlapped)") as unknown as (...a: unknown[]) => number;
+  const UnlockFileEx = k32.func("int __stdcall UnlockFileEx(intptr_t file, uint32_t reserved, uint32_t low, uint32_t high, void *overlapped)") as unknown as (...a: unknown[]) => number;
+  const CloseHandle = k32.func("int __stdcall CloseHandle(intptr_t h)") as unknown as (h: number | bigint) => number;
+  const GetLastError = k32.func("uint32_t __stdcall GetLastError()") as unknown as () => number;
+  const GENERIC_READ = 0x80000000, GENERIC_WRITE = 0x40000000, SHARE_ALL = 7, OPEN_ALWAYS = 4, FILE_ATTRIBUTE_NORMAL = 0x80;
+  const LOCKFILE_FAIL_IMMEDIATELY = 1, LOCKFILE_EXCLUSIVE_LOCK = 2, ERROR_LOCK_VIOLATION = 33, ERROR_IO_PENDING = 997;
+  const INVALID = [-1, -1n];
+  return async (file) => {
+    const h = CreateFileW(file, (GENERIC_READ | GENERIC_WRITE) >>> 0, SHARE_ALL, null, OPEN_ALWAYS, FILE_ATTRIBUTE_NORMAL, null);
+    if (INVALID.includes(h as never)) throw Object.assign(new Error(`CreateFileW: error ${GetLastError()}`), { code: "EACCES" });
+    const overlapped = Buffer.alloc(32); // OVERLAPPED, offset 0
+    if (!LockFileEx(h, LOCKFILE_EXCLUSIVE_LOCK | LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, overlapped)) {
+      const err = GetLastError();
+      CloseHandle(h);
+      if (err === ERROR_LOCK_VIOLATION || err === ERROR_IO_PENDING) return null;
+      throw new Error(`LockFileEx: error ${err}`);
+    }
+    return {
+      async release() {
+        UnlockFileEx(h, 0, 1, 0, Buffer.alloc(32));
+        CloseHandle(h);
+      },
+    };
+  };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The node-wide locks kept in `dir` (created 0700 when missing). */
+export function createNodeLocks(options: { dir: string; platform: "linux" | "win32" }): KeyedMutex {
+  const local = createKeyedMutex();
+  let tryLock: Promise<TryLock> | undefined;
+  let dirReady: Promise<void> | undefined;
+
+  async function hold(name: string): Promise<Held> {
+    const file = path.join(options.dir, name);
+    try {
+      dirReady ??= fsp.mkdir(options.dir, { recursive: true, mode: 0o700 }).then(() => {});
+      await dirReady;
+      const attempt = await (tryLock ??= options.platform === "win32" ? windowsTryLock() : linuxTryLock());
+      for (let wait = POLL_START_MS; ; wait = Math.min(POLL_MAX_MS, wait * 2)) {
+        const held = await attempt(file);
+        if (held) return held;
+        await sleep(wait);
+      }
+    } catch (err) {
+      dirReady = undefined;
+      throw fail(file, err);
+    }
+  }
+
+  async function runAll<T>(keys: readonly string[], fn: () => Promise<T>): Promise<T> {
+    const names = [...new Set(keys.map(lockFileName))].sort();
+    return local.runAll(names, async () => {
+      const held: Held[] = [];
+      try {
+        for (const name of names) held.push(await hold(name));
+        return await fn();
+      } finally {
+        for (const h of held.reverse()) await h.release().catch(() => {});
+      }
+    });
+  }
+
+  return {
+    run: (key, fn) => runAll([key], fn),
+    runAll,
+    get size() {
+      return local.size;
+    },
+  };
+}

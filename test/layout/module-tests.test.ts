@@ -1,0 +1,43 @@
+// Every module of src/ has a test that imports it directly or runs it (scripts/tests-of.ts lists
+// them), or is exempt below with the reason a direct test adds nothing. Convention:
+// docs/architecture.md "Tests".
+import assert from "node:assert/strict";
+import { it } from "node:test";
+import { testsByModule } from "./module-tests.ts";
+
+/** Modules without a direct test, each with why that suffices. A stale entry fails the test. */
+export const exempt: Record<string, string> = {
+  "src/api/adapters.ts": "types only (checked by tsc against every group's adapters)",
+  "src/groups/smb/types.ts": "types only",
+  "src/groups/volume/types.ts": "types only",
+  "src/boot/v8-flags.ts": "boot-time V8 flags set by src/main.ts, which every daemon test runs",
+  "src/boot/thread-pool-size.ts": "boot-time libuv setting imported first by src/main.ts, which every daemon test runs",
+  "src/server-main.ts": "the daemon's entry, loaded by src/main.ts in every daemon test (test/helpers/daemon-process.ts)",
+  "src/version.ts": "one constant; test/package/ checks the bins print the package version",
+  "src/host/linux/compose-linux.ts": "picked by createServices (src/compose.ts), which every integration test and src/index tests build",
+  "src/host/windows/compose-windows.ts": "picked by createServices on win32: the exe under Wine (test/windows/wine-*.test.ts) runs it",
+  "src/host/exec/spawn-worker.ts": "starts powershell.exe: only the exe under Wine runs it (wine-e2e sees Wine's stub answer Unavailable)",
+  "src/host/windows/windows-remove-tree.ts": "reached through WindowsFilesystemHost in test/windows/windows-remove-tree.test.ts (the walker has no other caller)",
+  "src/state/state-subdir.ts": "through the SMB and iSCSI state code in test/redteam/state-dir-links.test.ts and src/state tests",
+  "src/win32/io-limiter.ts": "through win32.ts in test/windows/win32-io.test.ts (the limiter is not exported otherwise)",
+  "src/win32/pipe-security.ts": "needs Win32 security calls: test/windows/wine-pipe-security.test.ts reads the DACL back from every pipe of the exe",
+  "src/rpc/grpc-connection.ts": "through serveEndpoints in test/rpc/*.test.ts and every daemon test",
+  "src/rpc/grpc-status-trailers.ts": "through GrpcConnection in test/rpc/*.test.ts",
+  "src/rpc/grpc-timeout.ts": "through GrpcConnection in test/rpc/*.test.ts",
+  "src/rpc/listen-endpoint.ts": "through serveEndpoints in test/rpc/serve-endpoints.test.ts",
+  "src/rpc/open-file-limit.ts": "through the connection cap in test/redteam/transport-attacks.test.ts",
+  "src/rpc/rate-bucket.ts": "through GrpcConnection in test/rpc/transport-limits.test.ts",
+  "src/in-process/call-options.ts": "through typed-api.ts and service-guard.ts in test/integration/in-process-api.test.ts (every bad options case)",
+  "src/in-process/in-process-engine.ts": "under both in-process clients in test/integration/in-process-differential.test.ts and in-process-api.test.ts",
+  "src/in-process/index.ts": "re-exports only; test/package/consumer.test.ts imports csi-proxy-ts/in-process from the packed package",
+  "src/in-process/strict-message.ts": "through createInProcessApi in test/integration/in-process-api.test.ts (every malformed request case)",
+  "src/state/node-locks-for.ts": "picked by compose-linux/compose-windows; the differential tests share one state dir between the daemon and the in-process client",
+};
+
+it("every src/ module has a direct test or a stated exemption, and no exemption is stale", () => {
+  const map = testsByModule();
+  const missing = [...map].filter(([m, tests]) => tests.length === 0 && !(m in exempt)).map(([m]) => m);
+  assert.deepEqual(missing, [], `modules with no direct test: add <module>.test.ts beside each (or an exemption with its reason)`);
+  const stale = Object.keys(exempt).filter((m) => !map.has(m) || map.get(m)!.length > 0);
+  assert.deepEqual(stale, [], "exemptions of modules that are gone or now have a direct test: remove them");
+});
