@@ -188,6 +188,5 @@ describe("dead mounts under the kubelet dir", { skip: fuseSkipReason() }, () => 
     console.log(`# SIGTERM with 2000 hung calls: exited in ${took} ms`);
     assert.ok(took < 5000, `exited in ${took} ms`);
     fuse.resume();
-    await held.all;
   });
 });
