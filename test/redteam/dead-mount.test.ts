@@ -1,8 +1,8 @@
 // Dead mounts under the kubelet dir (FUSE daemons stopped with SIGSTOP, standing in for dead NFS/SMB
 // servers) with thousands of calls on them: every other call, on every endpoint, keeps answering as
 // fast as it did before (p99 against a same-run baseline with a floor), memory stays bounded, the
-// calls on the dead mount fail Unavailable naming it once it is not responding, everything is normal
-// and within 1 s of the mount answering again.
+// calls on the dead mount fail Unavailable naming it once it is not responding, and everything is normal
+// within 1 s of the mount answering again.
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, readFileSync } from "node:fs";
