@@ -15,6 +15,8 @@ import { defaultSocketDir } from "./api/endpoint.ts";
 import { startDaemon } from "./daemon.ts";
 import { setHostCommandTimeoutCap, stopHostCommands, KILL_GRACE_MS } from "./host/exec/run-command.ts";
 import { version } from "./version.ts";
+import { blockedHostOperations, runningHostOperations } from "./host/mount-gate.ts";
+import { exitWithoutHandlers } from "./host/linux/libc.ts";
 
 export async function runServer(argv: string[], hooks: RunHooks = {}): Promise<number> {
   const specs = serverFlags(process.platform, defaultSocketDir());
@@ -116,6 +118,14 @@ export async function runServer(argv: string[], hooks: RunHooks = {}): Promise<n
     logger.info(`Received ${signal}, stopping`);
     await daemon.stop();
     await endHostCommands();
+    const left = runningHostOperations();
+    if (left > 0 && process.platform === "linux") {
+      // A normal exit would join libuv's pool, whose threads wait in the kernel for a dead mount.
+      const stuck = [...blockedHostOperations()].map(([m, n]) => `${n} under ${m}`).join(", ");
+      logger.warning(`Stopped with ${left} host operation(s) still in the kernel${stuck ? ` (blocked: ${stuck})` : ""}; exiting without waiting for them`);
+      await logger.close();
+      await exitWithoutHandlers(0);
+    }
     logger.info("Stopped");
     return 0;
   } catch (err) {

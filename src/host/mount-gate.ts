@@ -81,6 +81,8 @@ export interface MountGate {
   blocked(): Map<string, number>;
   /** Mount points marked not responding now, with since when (ms). */
   notResponding(): Map<string, number>;
+  /** Operations admitted and not yet returned, on every mount. */
+  running(): number;
 }
 
 export function createMountGate(options: MountGateOptions): MountGate {
@@ -225,6 +227,7 @@ export function createMountGate(options: MountGateOptions): MountGate {
       });
     },
     blocked: () => blockedNow(),
+    running: () => runningTotal,
     notResponding() {
       const out = new Map<string, number>();
       for (const s of mounts.values()) if (s.silentSince !== undefined) out.set(s.mountPoint, s.silentSince);
@@ -249,6 +252,13 @@ const gates = new Set<MountGate>();
 export function registerMountGate(gate: MountGate): MountGate {
   gates.add(gate);
   return gate;
+}
+
+/** Operations admitted and not yet returned, over every registered gate (a stop checks what is left). */
+export function runningHostOperations(): number {
+  let n = 0;
+  for (const g of gates) n += g.running();
+  return n;
 }
 
 /** Blocked operations per mount point, summed over every registered gate. */

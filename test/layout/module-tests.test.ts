@@ -12,6 +12,7 @@ export const exempt: Record<string, string> = {
   "src/groups/volume/types.ts": "types only",
   "src/boot/v8-flags.ts": "boot-time V8 flags set by src/main.ts, which every daemon test runs",
   "src/boot/thread-pool-size.ts": "boot-time libuv setting imported first by src/main.ts, which every daemon test runs",
+  "src/host/gated-filesystem-host.ts": "wraps each filesystem host method in the mount gate's run (mount-gate.test.ts tests the gate); test/redteam/dead-mount.test.ts drives it through the daemon",
   "src/server-main.ts": "the daemon's entry, loaded by src/main.ts in every daemon test (test/helpers/daemon-process.ts)",
   "src/version.ts": "one constant; test/package/ checks the bins print the package version",
   "src/host/linux/compose-linux.ts": "picked by createServices (src/compose.ts), which every integration test and src/index tests build",

@@ -64,3 +64,15 @@ export function loadLibc(): Promise<Libc> {
   })();
   return loading;
 }
+
+/**
+ * _exit(2): ends the process now, without exit handlers. For a stop with host operations still
+ * blocked in the kernel (a dead mount): a normal exit joins libuv's pool threads, which wait there
+ * for as long as the mount does not answer.
+ */
+export async function exitWithoutHandlers(code: number): Promise<never> {
+  const koffi = await loadKoffi();
+  const exit = koffi.load("libc.so.6").func("void _exit(int status)") as unknown as (status: number) => void;
+  exit(code);
+  throw new Error("_exit returned");
+}
