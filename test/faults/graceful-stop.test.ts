@@ -10,17 +10,11 @@ import * as path from "node:path";
 import { CANCEL_GRACE_MS, KILL_GRACE_MS } from "../../src/host/exec/run-command.ts";
 import { createFaultRig, codeOf, driverStage, type FaultRig } from "../helpers/fault-rig.ts";
 import { Code } from "../../src/errors.ts";
+import { processAlive } from "../helpers/process-alive.ts";
 
 const skip = process.getuid?.() !== 0 ? "needs root (loop devices, mount namespace)" : undefined;
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
+const alive = processAlive;
 
 describe("graceful stop with a host command running", { skip }, () => {
   let rig: FaultRig;

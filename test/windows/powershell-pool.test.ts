@@ -12,6 +12,7 @@ import { asciiJson } from "../../src/host/windows/powershell-worker.ts";
 import { WORKER_OPS, WORKER_SCRIPT, powershellArgs } from "../../src/host/windows/scripts/worker-script.ts";
 import { powershellExe } from "../../src/host/windows/block-services.ts";
 import { createFakePool } from "./fake-pool.ts";
+import { processAlive } from "../helpers/process-alive.ts";
 
 const codeOf = (err: unknown) => (err as CsiProxyError).code;
 
@@ -208,15 +209,7 @@ test("the worker script never turns data into code: no Invoke-Expression, script
   assert.deepEqual(depth, { "(": 0, "{": 0, "[": 0 });
 });
 
-/** Whether a process exists (signal 0). */
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
+const alive = processAlive;
 
 test("a cancelled running call ends its worker process before it answers (signal's code); a fresh worker serves the next call", async () => {
   const f = createFakePool({ "volume.format": { hang: true } }, { size: 1 });

@@ -13,6 +13,7 @@ import { WindowsVolumeCim } from "../../src/host/windows/volume-cim.ts";
 import { createKeyedMutex } from "../../src/util/keyed-mutex.ts";
 import { runInCall } from "../../src/util/call-scope.ts";
 import { createFakePool } from "./fake-pool.ts";
+import { processAlive } from "../helpers/process-alive.ts";
 
 /** Requests the fake workers recorded so far (0 while a record line is still being written). */
 const requestsSeen = (f: ReturnType<typeof createFakePool>) => {
@@ -23,14 +24,7 @@ const requestsSeen = (f: ReturnType<typeof createFakePool>) => {
   }
 };
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
+const alive = processAlive;
 
 for (const [op, run] of [
   ["volume.format", (cim: WindowsVolumeCim) => cim.formatVolume("\\\\?\\Volume{1}\\")],
