@@ -1,7 +1,8 @@
 // A call's deadline reaches its tool and its place in the disk's queue, through the daemon on loop
-// devices: FormatVolume whose mkfs hangs (SIGTERM ignored) answers DeadlineExceeded only after that
-// mkfs has exited; a FormatVolume queued behind it whose deadline passes while it waits never runs a
-// tool; a retry afterwards formats. Tools are the fault stand-ins of fault-tools.ts.
+// devices: FormatVolume whose mkfs hangs (SIGTERM ignored) answers DeadlineExceeded and that mkfs is
+// gone 1 s later (the client's own deadline answers it, so the answer's timing against the child's
+// exit is tested in run-command.test.ts); a FormatVolume queued behind it whose deadline passes while
+// it waits never runs a tool; a retry afterwards formats. Tools are the fault stand-ins of fault-tools.ts.
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
