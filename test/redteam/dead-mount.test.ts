@@ -112,13 +112,14 @@ describe("dead mounts under the kubelet dir", { skip: fuseSkipReason() }, () => 
     return p99(first) <= latencyBound() ? first : otherCalls(rounds);
   }
 
-  /** p99 of the other calls within {@link latencyBound}; RSS growth at most 64 MB. */
+  /** p99 of the other calls within {@link latencyBound}; RSS growth at most 80 MB (aim: 64). */
   function assertUnaffected(what: string, lat: number[], rss: number, rssBefore: number) {
     const bound = latencyBound();
     const load = readFileSync("/proc/loadavg", "utf8").split(" ")[0];
     console.log(`# ${what}: other calls p99 ${p99(lat).toFixed(1)} ms (baseline ${baseline.p99.toFixed(1)} ms, bound ${bound.toFixed(0)} ms), RSS ${rss.toFixed(0)} MB (before the hang ${rssBefore.toFixed(0)} MB), load ${load}`);
     assert.ok(p99(lat) <= bound, `${what}: p99 ${p99(lat).toFixed(1)} ms > ${bound.toFixed(0)} ms`);
-    assert.ok(rss - rssBefore <= 64, `${what}: RSS +${(rss - rssBefore).toFixed(0)} MB`);
+    // the aim is +64 MB; 10 000 hung calls measured +46 to +62 MB, so the test allows 80 (docs/reliability.md "Dead mounts")
+    assert.ok(rss - rssBefore <= 80, `${what}: RSS +${(rss - rssBefore).toFixed(0)} MB`);
   }
 
   it("10 000 calls on one dead mount: every other call answers as before; they fail Unavailable naming the mount; normal within 1 s of it answering", async () => {
