@@ -11,6 +11,9 @@ import { createPathPolicy } from "../../policy/path-policy.ts";
 import { createSmbService, type RefCountedSmbService } from "./smb-service.ts";
 import { validateSmbState, type SmbState } from "./smb-state.ts";
 import { rejectsWithCsiProxyError } from "../../../test/helpers/assert-coded.ts";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { KeyedMutex } from "../../util/keyed-mutex.ts";
+import { createNodeLocks } from "../../state/node-locks.ts";
 
 const KUBELET = "/var/lib/kubelet";
 const existing = new Set(["/", "/var", "/var/lib", KUBELET]);
@@ -494,5 +497,65 @@ describe("Windows platform", () => {
     await smb.newSmbGlobalMapping(req(ROOT, "C:\\VAR\\lib\\kubelet\\A"));
     assert.deepEqual(smb.references(), { [ROOT]: 1 });
     await rejectsWithCsiProxyError(smb.newSmbGlobalMapping(req(ROOT, "C:\\var\\lib\\kubelet\\..\\x")), Code.InvalidArgument);
+  });
+});
+
+describe("a call whose caller went away while it waited for its share root", () => {
+  /** A host whose createMapping waits until `pass()`; `entered` settles when the first one started. */
+  class HeldSmbHost extends FakeSmbHost {
+    #enter = () => {};
+    #pass = () => {};
+    readonly entered = new Promise<void>((resolve) => (this.#enter = resolve));
+    readonly #passed = new Promise<void>((resolve) => (this.#pass = resolve));
+    pass(): void {
+      this.#pass();
+    }
+    override async createMapping(root: string, username: string, password: string, requirePrivacy: boolean) {
+      this.#enter();
+      await this.#passed;
+      return super.createMapping(root, username, password, requirePrivacy);
+    }
+  }
+
+  const make = (host: FakeSmbHost, state: JsonStateFile<SmbState>, locks?: KeyedMutex) =>
+    createSmbService({ host, policy: linuxPolicy(), state, requirePrivacy: true, platform: "linux", sweepIntervalMs: 0, locks });
+
+  /** Runs a second call for the root held by a first one whose createMapping is held; its deadline passes while it waits. */
+  async function queuedBehind(first: RefCountedSmbService, second: RefCountedSmbService, host: HeldSmbHost) {
+    const holding = first.newSmbGlobalMapping(req("\\\\server\\share\\a", local("a")));
+    await host.entered;
+    const waiting = second.newSmbGlobalMapping(req("\\\\server\\share\\b", local("b")), { signal: AbortSignal.timeout(100) });
+    waiting.catch(() => {});
+    await sleep(400); // the deadline has passed while the first call holds the root
+    host.pass();
+    await holding;
+    const err = await rejectsWithCsiProxyError(waiting, Code.DeadlineExceeded, /was not started .*nothing was done/);
+    const after = host.calls.filter((c) => !c.startsWith("getMapping") && !c.startsWith("isPathValid"));
+    assert.deepEqual(after, [`createMapping ${ROOT} user=user privacy=true`, `createDirLink ${local("a")} -> \\\\server\\share\\a`], "the dropped call never reached the host");
+    assert.equal(host.entries.has(local("b")), false);
+    return err;
+  }
+
+  it("in-process locks: it leaves the queue with DeadlineExceeded and never runs", async () => {
+    const host = new HeldSmbHost();
+    const smb = await make(host, memoryState());
+    await queuedBehind(smb, smb, host);
+    assert.deepEqual(smb.references(), { [ROOT]: 1 });
+  });
+
+  it("node-wide locks, held by another process: it stops polling the lock file and never runs", async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), "smb-node-locks-"));
+    try {
+      const host = new HeldSmbHost();
+      const state = memoryState();
+      // Two lock sets on one directory are two processes' worth of flock(2) descriptors.
+      const first = await make(host, state, createNodeLocks({ dir, platform: "linux" }));
+      const second = await make(host, state, createNodeLocks({ dir, platform: "linux" }));
+      const err = await queuedBehind(first, second, host);
+      assert.match(err.message, /node-wide lock .* held by another process/);
+      assert.deepEqual(first.references(), { [ROOT]: 1 });
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
+    }
   });
 });
