@@ -8,11 +8,15 @@ import { FakeSmbHost } from "../../../test/doubles/fake-smb-host.ts";
 import { createJsonStateFile, type JsonStateFile } from "../../state/atomic-file.ts";
 import { guardStateFile, StateDirRefusal } from "../../state/state-dir.ts";
 import { createPathPolicy } from "../../policy/path-policy.ts";
-import { createSmbService, type RefCountedSmbService } from "./smb-service.ts";
+import { createRefCountedSmb, type RefCountedSmbService } from "../../../test/helpers/ref-counted-smb.ts";
 import { validateSmbState, type SmbState } from "./smb-state.ts";
 import { rejectsWithCsiProxyError } from "../../../test/helpers/assert-coded.ts";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { KeyedMutex } from "../../util/keyed-mutex.ts";
+import { createKeyedMutex, type KeyedMutex } from "../../util/keyed-mutex.ts";
+import { createSmbService } from "./smb-service.ts";
+import { openSmbReferences } from "./smb-references.ts";
+import { createSmbMappingSteps } from "./smb-mapping-steps.ts";
+import type { SmbService } from "./types.ts";
 import { createNodeLocks } from "../../state/node-locks.ts";
 
 const KUBELET = "/var/lib/kubelet";
@@ -48,7 +52,7 @@ async function setup(options: { host?: FakeSmbHost; state?: ReturnType<typeof me
   const host = options.host ?? new FakeSmbHost();
   const state = options.state ?? memoryState();
   const logs: string[] = [];
-  const smb = await createSmbService({
+  const smb = await createRefCountedSmb({
     host,
     policy: linuxPolicy(),
     state,
@@ -469,7 +473,7 @@ describe("persistence and start-up reconciliation", () => {
       const file = path.join(dir, "smb-mappings.json");
       const host = new FakeSmbHost();
       const mk = () =>
-        createSmbService({ host, policy: linuxPolicy(), state: createJsonStateFile(file, validateSmbState), requirePrivacy: true, platform: "linux", sweepIntervalMs: 0 });
+        createRefCountedSmb({ host, policy: linuxPolicy(), state: createJsonStateFile(file, validateSmbState), requirePrivacy: true, platform: "linux", sweepIntervalMs: 0 });
       const a = await mk();
       await a.newSmbGlobalMapping(req("\\\\server\\share\\a", local("a"), "user", "TopSecret-123"));
       const text = await fs.readFile(file, "utf8");
@@ -491,7 +495,7 @@ describe("Windows platform", () => {
       allowedDirs: ["C:\\var\\lib\\kubelet"],
       resolve: async (p) => (["C:\\", "C:\\var", "C:\\var\\lib", "C:\\var\\lib\\kubelet"].includes(p) ? p : null),
     });
-    const smb = await createSmbService({ host, policy, state: memoryState(), requirePrivacy: true, platform: "win32", sweepIntervalMs: 0 });
+    const smb = await createRefCountedSmb({ host, policy, state: memoryState(), requirePrivacy: true, platform: "win32", sweepIntervalMs: 0 });
     await smb.newSmbGlobalMapping(req(ROOT, "C:\\var\\lib\\kubelet\\a"));
     host.entries.set("C:\\VAR\\lib\\kubelet\\A", host.entries.get("C:\\var\\lib\\kubelet\\a")!);
     await smb.newSmbGlobalMapping(req(ROOT, "C:\\VAR\\lib\\kubelet\\A"));
@@ -517,11 +521,16 @@ describe("a call whose caller went away while it waited for its share root", () 
     }
   }
 
-  const make = (host: FakeSmbHost, state: JsonStateFile<SmbState>, locks?: KeyedMutex) =>
-    createSmbService({ host, policy: linuxPolicy(), state, requirePrivacy: true, platform: "linux", sweepIntervalMs: 0, locks });
+  /** The service over its parts, as smb-group.ts puts them together. */
+  async function make(host: FakeSmbHost, state: JsonStateFile<SmbState>, locks: KeyedMutex = createKeyedMutex()) {
+    const log = { info() {}, warning() {} };
+    const refs = await openSmbReferences({ state, locks, host, platform: "linux", log });
+    const steps = createSmbMappingSteps({ host, refs, requirePrivacy: true, log });
+    return { ...createSmbService({ host, policy: linuxPolicy(), refs, steps, platform: "linux", log }), references: () => refs.counts() };
+  }
 
   /** Runs a second call for the root held by a first one whose createMapping is held; its deadline passes while it waits. */
-  async function queuedBehind(first: RefCountedSmbService, second: RefCountedSmbService, host: HeldSmbHost) {
+  async function queuedBehind(first: SmbService, second: SmbService, host: HeldSmbHost) {
     const holding = first.newSmbGlobalMapping(req("\\\\server\\share\\a", local("a")));
     await host.entered;
     const waiting = second.newSmbGlobalMapping(req("\\\\server\\share\\b", local("b")), { signal: AbortSignal.timeout(100) });
