@@ -53,6 +53,13 @@ export async function createLinuxServices(config: ProxyConfig): Promise<Services
     const removed = await smbHost.removeLeftoverCredentials().catch(() => 0);
     if (removed) config.logger?.warning(`removed ${removed} SMB credentials file(s) left by a daemon that stopped during a mount`);
   }
+  const iscsiHost = new LinuxIscsiHost({ stateDir: config.stateDir, stateRefusal: trust.iscsi });
+  const copies = await iscsiHost.removeLeftoverRecordCopies().catch((err: unknown) => {
+    config.logger?.warning(`the start-up sweep of iSCSI node record copies failed: ${err instanceof Error ? err.message : String(err)}`);
+    return { removed: [], failed: [] };
+  });
+  if (copies.removed.length) config.logger?.warning(`removed ${copies.removed.length} temporary cop${copies.removed.length === 1 ? "y" : "ies"} of iSCSI node records a stopped daemon left: ${copies.removed.join(", ")}`);
+  if (copies.failed.length) config.logger?.warning(`could not remove temporary iSCSI node record copies ${copies.failed.join(", ")} (not regular files): remove them`);
   const blockTools = new LinuxBlockTools({ stateFile: path.join(config.socketDir, "csi-proxy-disk-state.json"), log: config.logger });
   const smb = await createSmbGroup({
     host: smbHost,
@@ -69,7 +76,7 @@ export async function createLinuxServices(config: ProxyConfig): Promise<Services
     disk: createDiskService({ host: new LinuxDiskHost(blockTools), policy, locks }),
     volume: createVolumeService({ host: new LinuxVolumeHost(blockTools, { defaultFileSystem: config.defaultFsType, log: config.logger }), policy, locks }),
     smb: smb.service,
-    iscsi: createIscsiService({ host: new LinuxIscsiHost({ stateDir: config.stateDir, stateRefusal: trust.iscsi }), locks }),
+    iscsi: createIscsiService({ host: iscsiHost, locks }),
     system: createSystemService({ host: new LinuxSystemHost(), platform: "linux", allowedServices: config.allowedServices }),
   };
 }
