@@ -107,6 +107,26 @@ test("Get-SmbGlobalMapping output: Status numbers and names, PS 5.1 array quirks
   assert.equal((await reject(host.getMapping("\\\\x\\y"))).code, Code.Internal);
 });
 
+test("one Get-SmbGlobalMapping listing answers for every root: case-insensitive, a usable row wins, one row unwrapped, malformed → Internal", async () => {
+  const OTHER = { remotePath: "\\\\FS2\\Data", localPath: "", status: 2 };
+  const p = pool({
+    "smb.listMappings": [
+      { result: [MAPPING_UNAVAILABLE, OTHER, MAPPING_OK] },
+      { result: OTHER },
+      { result: null },
+      { result: ["x"] },
+    ],
+  });
+  const host = new WindowsSmbHost(p.pool, recordingWin32().w);
+  const roots = ["\\\\fs1.contoso.com\\public", "\\\\fs2\\data", "\\\\gone\\x"];
+  assert.deepEqual(await host.getMappings(roots), new Map([[roots[0], { status: "OK" }], [roots[1], { status: "Disconnected" }]]));
+  assert.deepEqual(await host.getMappings(roots), new Map([[roots[1], { status: "Disconnected" }]]));
+  assert.deepEqual(await host.getMappings(roots), new Map());
+  assert.deepEqual(await host.getMappings([]), new Map(), "no roots: no round trip");
+  assert.equal((await reject(host.getMappings(roots))).code, Code.Internal);
+  assert.equal(p.recorded().requests.filter((r) => r.op === "smb.listMappings").length, 4);
+});
+
 test("SMB errors: Windows System Error numbers of the SMB cmdlets become gRPC codes", async () => {
   assert.equal(windowsErrorOf(smbCmdletError(53, "The network path was not found.")), 53);
   assert.equal(windowsErrorOf({ fqid: "HRESULT 0x80070035,New-SmbGlobalMapping" }), 53);
