@@ -10,7 +10,7 @@
  */
 import { readFileSync, readdirSync, realpathSync } from "node:fs";
 import * as path from "node:path";
-import type { BlockDisk, BlockPartition, PartitionTable } from "./block-tools-api.ts";
+import type { BlockDisk, BlockPartition, PartitionTable } from "./block-types.ts";
 import { mbrPartUuid, readPartitionTable } from "./partition-table.ts";
 
 export const SYS_BLOCK = "/sys/block";
