@@ -11,6 +11,7 @@ import type { BlockDisk, BlockMount, BlockPartition, DeviceOpener, DevNumber, Lo
 import type { BlockReads } from "./block-reads.ts";
 import type { DeviceClaims } from "./device-claims.ts";
 import type { OfflineMarks } from "./device-state.ts";
+import { lastAtDeepest } from "./mount-index.ts";
 
 /* ---------------------------------------------------------------- disk numbers */
 
@@ -275,15 +276,7 @@ export function mountAt(snap: Pick<BlockSnapshot, "mounts">, mountPoint: string)
  * ancestors. Cost: one map lookup per path component.
  */
 export function mountHoldingPath(snap: Pick<BlockSnapshot, "mounts">, path: string): BlockMount | undefined {
-  const byPoint = blockIndex(snap.mounts).byPoint;
-  let p = path.length > 1 && path.endsWith("/") ? path.slice(0, -1) : path;
-  for (;;) {
-    const here = byPoint.get(p);
-    if (here) return here[here.length - 1];
-    if (p === "/" || p === "") return undefined;
-    const cut = p.lastIndexOf("/");
-    p = cut <= 0 ? "/" : p.slice(0, cut);
-  }
+  return lastAtDeepest(blockIndex(snap.mounts).byPoint, path);
 }
 
 /** The device holding `/`. */

@@ -1,13 +1,11 @@
 // The reads of block-reads.ts against this machine's kernel: the mount table and /proc/filesystems
 // everywhere, and (as root) a loop device this test attaches to its own image.
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
-import * as path from "node:path";
+import { readFileSync, statSync } from "node:fs";
 import { createBlockReads } from "./block-reads.ts";
-import { createLoopDevice, loopDeviceSkipReason } from "../../../test/helpers/loop-device.ts";
+import { loopDeviceSkipReason, withLoopDevice } from "../../../test/helpers/loop-device.ts";
 
 const MiB = 1024 * 1024;
 
@@ -28,12 +26,8 @@ it("no disk and no whole disk for a device number the kernel does not have", asy
 });
 
 describe("a loop device of this test's own", { skip: loopDeviceSkipReason() ?? false }, () => {
-  const dir = mkdtempSync(path.join(tmpdir(), "csi-reads-"));
-  after(() => rmSync(dir, { recursive: true, force: true }));
-
-  it("is listed with its size, found by number, its partition mapped to it, its backing file identified", async () => {
-    const loop = createLoopDevice(dir, 16 * MiB, "reads");
-    try {
+  it("is listed with its size, found by number, its partition mapped to it, its backing file identified", () =>
+    withLoopDevice(16 * MiB, "reads", async (loop) => {
       execFileSync("sfdisk", ["--quiet", loop.device], { input: "label: gpt\n,4MiB\n" });
       execFileSync("partx", ["--update", loop.device]);
       const reads = createBlockReads();
@@ -61,8 +55,5 @@ describe("a loop device of this test's own", { skip: loopDeviceSkipReason() ?? f
       assert.equal(looped?.backingFile, loop.file);
       assert.equal(looped?.sizeBytes, BigInt(16 * MiB));
       assert.deepEqual(looped?.backing?.kind === "file" ? looped.backing.ino : null, st.ino);
-    } finally {
-      loop.cleanup();
-    }
-  });
+    }));
 });

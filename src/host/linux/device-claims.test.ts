@@ -1,13 +1,11 @@
 // In-use facts on this machine: the kernel's exclusive claim on a loop device of this test's own,
 // swaps as /proc/swaps lists them, and this namespace's mounts.
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
-import * as path from "node:path";
+import { readFileSync, statSync } from "node:fs";
 import { createDeviceClaims } from "./device-claims.ts";
 import { decodeDev } from "./block-parsers.ts";
-import { createLoopDevice, loopDeviceSkipReason } from "../../../test/helpers/loop-device.ts";
+import { loopDeviceSkipReason, withLoopDevice } from "../../../test/helpers/loop-device.ts";
 import { Code } from "../../errors.ts";
 
 const MiB = 1024 * 1024;
@@ -25,12 +23,8 @@ it("the filesystem holding / is mounted at / in this process's namespace", async
 });
 
 describe("the exclusive claim", { skip: loopDeviceSkipReason() ?? false }, () => {
-  const dir = mkdtempSync(path.join(tmpdir(), "csi-claims-"));
-  after(() => rmSync(dir, { recursive: true, force: true }));
-
-  it("held: a second claim is refused; released (idempotently): it can be taken again; another device number: refused", async () => {
-    const loop = createLoopDevice(dir, 4 * MiB, "claims");
-    try {
+  it("held: a second claim is refused; released (idempotently): it can be taken again; another device number: refused", () =>
+    withLoopDevice(4 * MiB, "claims", async (loop) => {
       const claims = createDeviceClaims();
       const dev = { major: loop.major, minor: loop.minor };
       const held = await claims.claimExclusive(loop.device, dev);
@@ -42,12 +36,9 @@ describe("the exclusive claim", { skip: loopDeviceSkipReason() ?? false }, () =>
       await (await claims.claimExclusive(loop.device, dev)).release();
       await assert.rejects(claims.claimExclusive(loop.device, { major: dev.major, minor: dev.minor + 1 }), { code: Code.FailedPrecondition, message: /is now device/ });
       assert.deepEqual(await claims.deviceOpeners([dev]), [], "no process holds it");
-    } finally {
-      loop.cleanup();
-    }
-  });
+    }));
 
   it("a node that is gone: FailedPrecondition, the device changed", async () => {
-    await assert.rejects(createDeviceClaims().claimExclusive(path.join(dir, "no-such-node"), { major: 7, minor: 0 }), { code: Code.FailedPrecondition, message: /is gone/ });
+    await assert.rejects(createDeviceClaims().claimExclusive("/dev/csi-proxy-no-such-node", { major: 7, minor: 0 }), { code: Code.FailedPrecondition, message: /is gone/ });
   });
 });

@@ -5,7 +5,7 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { createDeviceState } from "./device-state.ts";
-import { createLoopDevice, loopDeviceSkipReason } from "../../../test/helpers/loop-device.ts";
+import { loopDeviceSkipReason, withLoopDevice } from "../../../test/helpers/loop-device.ts";
 import { Code } from "../../errors.ts";
 
 const MiB = 1024 * 1024;
@@ -29,9 +29,8 @@ it("SCSI hosts: the numbers of /sys/class/scsi_host; a write to a device that is
 });
 
 describe("a loop device of this test's own", { skip: loopDeviceSkipReason() ?? false }, () => {
-  it("read-only flag set and cleared; a grown backing file seen after the capacity refresh", async () => {
-    const loop = createLoopDevice(dir, 4 * MiB, "state");
-    try {
+  it("read-only flag set and cleared; a grown backing file seen after the capacity refresh", () =>
+    withLoopDevice(4 * MiB, "state", async (loop) => {
       const state = createDeviceState({ stateFile: path.join(dir, "unused.json") });
       const sys = (f: string) => readFileSync(`/sys/block/${loop.name}/${f}`, "utf8").trim();
       await state.setReadOnly(loop.device, true);
@@ -42,8 +41,5 @@ describe("a loop device of this test's own", { skip: loopDeviceSkipReason() ?? f
       assert.equal(Number(sys("size")) * 512, 4 * MiB);
       await state.refreshLoopCapacity(loop.device);
       assert.equal(Number(sys("size")) * 512, 8 * MiB);
-    } finally {
-      loop.cleanup();
-    }
-  });
+    }));
 });

@@ -6,7 +6,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync 
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { createMountTools } from "./mount-tools.ts";
-import { createLoopDevice, loopDeviceSkipReason } from "../../../test/helpers/loop-device.ts";
+import { loopDeviceSkipReason, withLoopDevice } from "../../../test/helpers/loop-device.ts";
 
 const MiB = 1024 * 1024;
 const dir = mkdtempSync(path.join(tmpdir(), "csi-mt-"));
@@ -35,21 +35,21 @@ it("a temporary directory: private, canonical, removed", async () => {
 });
 
 describe("mount and unmount", { skip: loopDeviceSkipReason() ?? false }, () => {
-  it("an ext4 loop device mounted on a temporary directory, then unmounted", async () => {
-    const loop = createLoopDevice(dir, 8 * MiB, "mt");
-    const mt = createMountTools();
-    const target = await mt.makeTempDir();
-    try {
-      execFileSync("mkfs.ext4", ["-q", loop.device]);
-      await mt.mount(loop.device, target, "ext4");
-      const dev = `${loop.major}:${loop.minor}`;
-      const at = () => readFileSync("/proc/self/mountinfo", "utf8").split("\n").some((l) => l.split(" ")[2] === dev && l.split(" ")[4] === target);
-      assert.equal(at(), true);
-      await mt.unmount(target);
-      assert.equal(at(), false);
-    } finally {
-      loop.cleanup();
-      await mt.removeTempDir(target);
-    }
-  });
+  it("an ext4 loop device mounted on a temporary directory, then unmounted", () =>
+    withLoopDevice(8 * MiB, "mt", async (loop) => {
+      const mt = createMountTools();
+      const target = await mt.makeTempDir();
+      try {
+        execFileSync("mkfs.ext4", ["-q", loop.device]);
+        await mt.mount(loop.device, target, "ext4");
+        const dev = `${loop.major}:${loop.minor}`;
+        const at = () => readFileSync("/proc/self/mountinfo", "utf8").split("\n").some((l) => l.split(" ")[2] === dev && l.split(" ")[4] === target);
+        assert.equal(at(), true);
+        await mt.unmount(target);
+        assert.equal(at(), false);
+      } finally {
+        if (loop.mounts().includes(target)) execFileSync("umount", [target]);
+        await mt.removeTempDir(target);
+      }
+    }));
 });

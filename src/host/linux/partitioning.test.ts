@@ -1,12 +1,10 @@
 // Partition table writes on a loop device of this test's own: sfdisk writes, partx tells the kernel.
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import * as path from "node:path";
+import { existsSync, readFileSync } from "node:fs";
 import { createPartitioning } from "./partitioning.ts";
-import { createLoopDevice, loopDeviceSkipReason } from "../../../test/helpers/loop-device.ts";
+import { loopDeviceSkipReason, withLoopDevice } from "../../../test/helpers/loop-device.ts";
 
 const MiB = 1024 * 1024;
 const LINUX_FS = "0fc63daf-8483-4772-8e79-3d69d8477de4";
@@ -15,12 +13,8 @@ const table = (dev: string) =>
 const sectors = (name: string, part: string) => Number(readFileSync(`/sys/block/${name}/${part}/size`, "utf8"));
 
 describe("partition table writes", { skip: loopDeviceSkipReason() ?? false }, () => {
-  const dir = mkdtempSync(path.join(tmpdir(), "csi-parts-"));
-  after(() => rmSync(dir, { recursive: true, force: true }));
-
-  it("an empty GPT, a partition appended and shown by the kernel, resized, the backup header moved after the disk grew", async () => {
-    const loop = createLoopDevice(dir, 16 * MiB, "parts");
-    try {
+  it("an empty GPT, a partition appended and shown by the kernel, resized, the backup header moved after the disk grew", () =>
+    withLoopDevice(16 * MiB, "parts", async (loop) => {
       const parts = createPartitioning();
       await parts.createGptTable(loop.device);
       assert.equal(table(loop.device).label, "gpt");
@@ -43,8 +37,5 @@ describe("partition table writes", { skip: loopDeviceSkipReason() ?? false }, ()
       assert.ok(existsSync(`/sys/block/${loop.name}/${loop.name}p1`), "the kernel kept the partition");
       await parts.syncPartitions(loop.device);
       assert.equal(sectors(loop.name, `${loop.name}p1`), 8192);
-    } finally {
-      loop.cleanup();
-    }
-  });
+    }));
 });

@@ -5,7 +5,7 @@ import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "n
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { createWriteBack } from "./write-back.ts";
-import { createLoopDevice, loopDeviceSkipReason } from "../../../test/helpers/loop-device.ts";
+import { loopDeviceSkipReason, withLoopDevice } from "../../../test/helpers/loop-device.ts";
 import { Code } from "../../errors.ts";
 
 const MiB = 1024 * 1024;
@@ -34,14 +34,10 @@ it("fsync of a node that is no block device: FailedPrecondition, nothing flushed
 });
 
 describe("fsync of a loop device of this test's own", { skip: loopDeviceSkipReason() ?? false }, () => {
-  it("its own number: OK; another: FailedPrecondition", async () => {
-    const loop = createLoopDevice(dir, 4 * MiB, "wb");
-    try {
+  it("its own number: OK; another: FailedPrecondition", () =>
+    withLoopDevice(4 * MiB, "wb", async (loop) => {
       const wb = createWriteBack();
       await wb.flushDevice(loop.device, { major: loop.major, minor: loop.minor });
       await assert.rejects(wb.flushDevice(loop.device, { major: loop.major, minor: loop.minor + 1 }), { code: Code.FailedPrecondition });
-    } finally {
-      loop.cleanup();
-    }
-  });
+    }));
 });
