@@ -27,7 +27,7 @@ import { createLinuxMountGate } from "./linux-mount-gate.ts";
 import { gateFilesystemHost, gateResolver } from "../gated-filesystem-host.ts";
 import { cachedBindSources } from "./bind-mount-source.ts";
 import { processMountTable } from "./mount-index.ts";
-import { LinuxBlockTools } from "./linux-block-tools.ts";
+import { createLinuxBlockTools } from "./linux-block-tools.ts";
 import { LinuxDiskHost } from "./disk.ts";
 import { LinuxVolumeHost } from "./volume.ts";
 import { LinuxSmbHost } from "./smb.ts";
@@ -60,7 +60,7 @@ export async function createLinuxServices(config: ProxyConfig): Promise<Services
   });
   if (copies.removed.length) config.logger?.warning(`removed ${copies.removed.length} temporary cop${copies.removed.length === 1 ? "y" : "ies"} of iSCSI node records a stopped daemon left: ${copies.removed.join(", ")}`);
   if (copies.failed.length) config.logger?.warning(`could not remove temporary iSCSI node record copies ${copies.failed.join(", ")} (not regular files): remove them`);
-  const blockTools = new LinuxBlockTools({ stateFile: path.join(config.socketDir, "csi-proxy-disk-state.json"), log: config.logger });
+  const blockTools = createLinuxBlockTools({ stateFile: path.join(config.socketDir, "csi-proxy-disk-state.json"), log: config.logger });
   const smb = await createSmbGroup({
     host: smbHost,
     policy,
