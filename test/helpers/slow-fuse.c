@@ -3,8 +3,9 @@
  * reads and writes are slow on purpose and whose file "held" can hang in the kernel on demand.
  * Built and started by test/helpers/slow-fuse.ts (compiled once per source text, cached).
  *
- *   $SLOW_FUSE_DELAY_US  every read and write of a mirrored file sleeps this long first (default 0):
- *                        an image file here behind a loop device is a slow disk.
+ *   $SLOW_FUSE_WRITE_DELAY_US, $SLOW_FUSE_READ_DELAY_US  every write / read of a mirrored file
+ *                        sleeps this long first (default 0): an image file here behind a loop device
+ *                        is a slow disk.
  *   $SLOW_FUSE_HOLD      while this path exists, a lookup/getattr of "/held" does not answer: the
  *                        process asking waits in the kernel for the answer, and once the request was
  *                        handed to this daemon not even SIGKILL ends it before the answer (a tool
@@ -13,6 +14,7 @@
  * Usage: slow-fuse <mountpoint> [fuse options...]  (runs in the foreground, multithreaded)
  */
 #define FUSE_USE_VERSION 31
+#define _GNU_SOURCE
 #include <fuse.h>
 #include <dirent.h>
 #include <errno.h>
@@ -27,7 +29,7 @@
 
 static const char *src;
 static const char *hold;
-static useconds_t delay_us;
+static useconds_t write_delay_us, read_delay_us;
 
 static int real(char *out, const char *path) {
   if (snprintf(out, PATH_MAX, "%s%s", src, path) >= PATH_MAX) return -ENAMETOOLONG;
@@ -74,14 +76,14 @@ static int sf_open(const char *path, struct fuse_file_info *fi) {
 
 static int sf_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi) {
   (void)path;
-  if (delay_us) usleep(delay_us);
+  if (read_delay_us) usleep(read_delay_us);
   ssize_t n = pread(fi->fh, buf, size, off);
   return n == -1 ? -errno : (int)n;
 }
 
 static int sf_write(const char *path, const char *buf, size_t size, off_t off, struct fuse_file_info *fi) {
   (void)path;
-  if (delay_us) usleep(delay_us);
+  if (write_delay_us) usleep(write_delay_us);
   ssize_t n = pwrite(fi->fh, buf, size, off);
   return n == -1 ? -errno : (int)n;
 }
@@ -105,6 +107,12 @@ static int sf_truncate(const char *path, off_t size, struct fuse_file_info *fi) 
   return truncate(p, size) == -1 ? -errno : 0;
 }
 
+/* Zeroing and discards (fallocate ZERO_RANGE / PUNCH_HOLE from the loop device) are passed on at once, not delayed. */
+static int sf_fallocate(const char *path, int mode, off_t off, off_t len, struct fuse_file_info *fi) {
+  (void)path;
+  return fallocate(fi->fh, mode, off, len) == -1 ? -errno : 0;
+}
+
 static int sf_statfs(const char *path, struct statvfs *st) {
   (void)path;
   return statvfs(src, st) == -1 ? -errno : 0;
@@ -120,13 +128,15 @@ static const struct fuse_operations ops = {
   .release = sf_release,
   .truncate = sf_truncate,
   .statfs = sf_statfs,
+  .fallocate = sf_fallocate,
 };
 
 int main(int argc, char *argv[]) {
   src = getenv("SLOW_FUSE_SRC");
   hold = getenv("SLOW_FUSE_HOLD");
-  const char *d = getenv("SLOW_FUSE_DELAY_US");
-  delay_us = d ? (useconds_t)strtoul(d, NULL, 10) : 0;
+  const char *w = getenv("SLOW_FUSE_WRITE_DELAY_US"), *r = getenv("SLOW_FUSE_READ_DELAY_US");
+  write_delay_us = w ? (useconds_t)strtoul(w, NULL, 10) : 0;
+  read_delay_us = r ? (useconds_t)strtoul(r, NULL, 10) : 0;
   if (!src || argc < 2) {
     fprintf(stderr, "usage: SLOW_FUSE_SRC=<dir> slow-fuse <mountpoint> [fuse options]\n");
     return 2;

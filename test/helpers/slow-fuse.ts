@@ -50,8 +50,9 @@ export interface SlowFuse {
 }
 
 export interface SlowFuseOptions {
-  /** Sleep before each read and write, µs. */
-  delayUs?: number;
+  /** Sleep before each write / read of a mirrored file, µs. */
+  writeDelayUs?: number;
+  readDelayUs?: number;
   /** Prefix running the daemon in another mount namespace (`nsenter -t <pid> -m --`). */
   wrapper?: string[];
   /** The mount table the daemon's mounts show up in (default /proc/self/mountinfo). */
@@ -71,7 +72,7 @@ export async function startSlowFuse(mountpoint: string, options: SlowFuseOptions
   const argv = [...wrapper, bin, mountpoint, "-f", "-o", "allow_other"];
   const child: ChildProcess = spawn(argv[0], argv.slice(1), {
     stdio: ["ignore", "ignore", "pipe"],
-    env: { ...process.env, SLOW_FUSE_SRC: src, SLOW_FUSE_HOLD: holdFile, SLOW_FUSE_DELAY_US: String(options.delayUs ?? 0) },
+    env: { ...process.env, SLOW_FUSE_SRC: src, SLOW_FUSE_HOLD: holdFile, SLOW_FUSE_WRITE_DELAY_US: String(options.writeDelayUs ?? 0), SLOW_FUSE_READ_DELAY_US: String(options.readDelayUs ?? 0) },
   });
   let log = "";
   child.stderr!.setEncoding("utf8").on("data", (c: string) => (log += c));
