@@ -119,7 +119,7 @@ describe("the served Windows filesystem host's recursive deletes on a share that
       deleteByHandle: (h, p) => held(handlePaths.get(h) ?? p, () => fake.deleteByHandle(h, p)),
       closeHandle: (h) => fake.closeHandle(h),
     };
-    const thresholdMs = 300;
+    const thresholdMs = 1500;
     const gate = createMountGate({
       mountOf: async (p) => (under(p) ? dead : "/"),
       probe: (m) => held(m, () => fs.promises.statfs(m)),
@@ -143,7 +143,7 @@ describe("the served Windows filesystem host's recursive deletes on a share that
     // Another root's deletes go on meanwhile.
     const t0 = performance.now();
     for (let i = 0; i < 10; i++) await host.removeAll(path.join(live, `t${i}`));
-    assert.ok(performance.now() - t0 < 2000, "deletes on another root are not held");
+    assert.ok(performance.now() - t0 < thresholdMs, "deletes on another root neither wait for a slot nor fail");
     assert.equal(fs.existsSync(path.join(live, "t0")), false);
     // Once the watchdog has marked the share, the waiting calls fail Unavailable, later ones at once.
     for (const t1 = Date.now(); codes.length < 27 && Date.now() - t1 < 5000; ) await sleep(20);
@@ -153,7 +153,7 @@ describe("the served Windows filesystem host's recursive deletes on a share that
     const later = await host.removeAll(path.join(dead, "t29")).then(() => undefined, (e: CsiProxyError) => e);
     assert.equal(later?.code, Code.Unavailable);
     assert.match(later!.message, /is not responding: it has not answered for \d+\.\d s/);
-    assert.ok(performance.now() - t2 < thresholdMs, "a later call fails at once");
+    assert.ok(performance.now() - t2 < thresholdMs * 0.66, "a later call fails at once, without waiting for a slot");
     await host.removeAll(path.join(live, "t10"));
     assert.equal(maxInFlight, 3, "never more than three held under the share");
 
