@@ -12,8 +12,8 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { Code, CsiProxyError } from "../../src/errors.ts";
-import { createMountGate } from "../../src/host/mount-gate.ts";
-import { createWindowsGateKeys, gateLearningResolver, MAX_LEARNED_LINKS, probePath, windowsRootOf } from "../../src/host/windows/windows-mount-gate.ts";
+import { blockedHostOperations, createMountGate } from "../../src/host/mount-gate.ts";
+import { createWindowsGateKeys, createWindowsMountGate, gateLearningResolver, MAX_LEARNED_LINKS, probePath, windowsRootOf } from "../../src/host/windows/windows-mount-gate.ts";
 import { gatedWindowsFilesystemHost } from "../../src/host/windows/gated-windows-filesystem-host.ts";
 import type { ReparseProbe } from "../../src/host/windows/filesystem.ts";
 import { fakeWin32Handles } from "../doubles/fake-win32-handles.ts";
@@ -69,6 +69,29 @@ describe("Windows gate keys", () => {
     await resolve("C:\\k\\link\\x");
     await resolve("C:\\k\\link\\y");
     assert.deepEqual(seen, ["C:\\", "\\\\srv\\share\\"]);
+  });
+});
+
+describe("the Windows gate", () => {
+  it("counts a blocked call under its root for the metric, probes the root with a fresh name, answers again when the probe does", async () => {
+    const probed: string[] = [];
+    let answerProbe!: () => void;
+    const gate = createWindowsMountGate(createWindowsGateKeys(), (p) => (probed.push(p), new Promise<void>((r) => (answerProbe = r))), { notRespondingAfterMs: 100 });
+    let release!: () => void;
+    const held = gate.run("q:\\dir\\x", () => new Promise<void>((r) => (release = r)));
+    await sleep(250);
+    assert.equal(blockedHostOperations().get("Q:\\"), 1, "the metric's series for Q:\\");
+    const err = await gate.run("Q:\\other", async () => 1).then(() => undefined, (e: CsiProxyError) => e);
+    assert.equal(err?.code, Code.Unavailable);
+    assert.match(err!.message, /the filesystem mounted at Q:\\ is not responding/);
+    assert.equal(probed.length, 1);
+    assert.match(probed[0], /^Q:\\\.csi-proxy-probe-\d+-\d+$/);
+    answerProbe();
+    await sleep(10);
+    assert.equal(await gate.run("Q:\\other", async () => 2), 2, "answering again once the probe returns");
+    release();
+    await held;
+    assert.equal(blockedHostOperations().get("Q:\\"), undefined);
   });
 });
 

@@ -1,6 +1,7 @@
 /**
  * The Windows branch of compose.ts (loaded only on win32): builds the group services over the
- * Windows hosts. Filesystem: Node fs + Win32 (koffi). Disk and volume: CIM through the storage
+ * Windows hosts. Filesystem: Node fs + Win32 (koffi, on its own `io` limiter), every call on a path
+ * admitted per volume or share root (windows-mount-gate.ts). Disk and volume: CIM through the storage
  * PowerShell worker pool + Win32 (koffi). SMB and iSCSI: CIM/SMB cmdlets through a second worker
  * pool running the SMB/iSCSI/System script (+ CreateSymbolicLinkW for SMB links). System: the BIOS
  * serial through that pool, services through the Service Control Manager (koffi, no process).
