@@ -15,6 +15,7 @@ import { Code, CsiProxyError } from "../../src/errors.ts";
 import { blockedHostOperations, createMountGate } from "../../src/host/mount-gate.ts";
 import { createWindowsGateKeys, createWindowsMountGate, gateLearningResolver, MAX_LEARNED_LINKS, probePath, windowsRootOf } from "../../src/host/windows/windows-mount-gate.ts";
 import { gatedWindowsFilesystemHost } from "../../src/host/windows/gated-windows-filesystem-host.ts";
+import { gateWalkWin32 } from "../../src/host/windows/gated-win32.ts";
 import type { ReparseProbe } from "../../src/host/windows/filesystem.ts";
 import { fakeWin32Handles } from "../doubles/fake-win32-handles.ts";
 
@@ -92,6 +93,47 @@ describe("the Windows gate", () => {
     release();
     await held;
     assert.equal(blockedHostOperations().get("Q:\\"), undefined);
+  });
+});
+
+describe("the walk's gated Win32 calls", () => {
+  it("a call on a handle runs under the key of the path the handle was opened with; closing is never refused", async () => {
+    const keys: string[] = [];
+    let refuse = false;
+    const gate = {
+      run: async <T>(p: string, op: () => Promise<T>) => {
+        keys.push(windowsRootOf(p));
+        if (refuse) throw new CsiProxyError(Code.Unavailable, `${windowsRootOf(p)} is not responding`);
+        return op();
+      },
+      blocked: () => new Map(),
+      notResponding: () => new Map(),
+      running: () => 0,
+    };
+    const closed: unknown[] = [];
+    const win32 = gateWalkWin32(
+      {
+        getFileAttributes: () => 0x10,
+        reparseTag: () => null,
+        openEntryNoFollow: () => 7,
+        fileInfo: () => ({ id: "1:2:3", attributes: 0x10 }),
+        openListing: () => 8,
+        readDirectoryBatch: () => null,
+        deleteByHandle: () => undefined,
+        closeHandle: (h) => void closed.push(h),
+      },
+      gate,
+    );
+    const h = (await win32.openEntryNoFollow("\\\\?\\UNC\\srv\\share\\d", true))!;
+    await win32.fileInfo(h, "named-for-messages-only");
+    const lh = await win32.openListing(h, "named-for-messages-only");
+    await win32.readDirectoryBatch(lh, true, "named-for-messages-only");
+    assert.deepEqual(keys, Array(4).fill("\\\\srv\\share\\"));
+    refuse = true;
+    await assert.rejects(Promise.resolve(win32.deleteByHandle(h, "x")), (e: CsiProxyError) => e.code === Code.Unavailable);
+    await win32.closeHandle(lh);
+    await win32.closeHandle(h);
+    assert.deepEqual(closed, [8, 7], "both closed while the share is refused");
   });
 });
 
