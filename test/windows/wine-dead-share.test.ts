@@ -37,6 +37,11 @@ const { w, skip } = await wineSuite("dead-share", {
   async before(w) {
     if (fuseSkip) return;
     fuse = await startStoppableFuse(path.join(os.tmpdir(), `csi-wine-share-${process.pid}`), ["attr_timeout=3600", "entry_timeout=3600"]);
+    // A stopped FUSE daemon left behind would hang every later lookup under its mount: resumed and
+    // unmounted however this process ends (after() does it on the normal path).
+    const cleanUp = () => fuse?.remove();
+    process.once("exit", cleanUp);
+    for (const sig of ["SIGINT", "SIGTERM"] as const) process.once(sig, () => (cleanUp(), process.exit(1)));
     drive = path.join(w.prefix, "dosdevices", "q:");
     fs.rmSync(drive, { force: true });
     fs.symlinkSync(fuse.mountpoint, drive);
