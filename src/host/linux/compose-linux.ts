@@ -27,7 +27,7 @@ import { createLinuxMountGate } from "./linux-mount-gate.ts";
 import { gateFilesystemHost, gateResolver } from "../gated-filesystem-host.ts";
 import { cachedBindSources } from "./bind-mount-source.ts";
 import { processMountTable } from "./mount-index.ts";
-import { LinuxBlockTools } from "./linux-block-tools.ts";
+import { createLinuxBlockTools } from "./linux-block-tools.ts";
 import { LinuxDiskHost } from "./disk.ts";
 import { LinuxVolumeHost } from "./volume.ts";
 import { LinuxSmbHost } from "./smb.ts";
@@ -53,7 +53,7 @@ export async function createLinuxServices(config: ProxyConfig): Promise<Services
     const removed = await smbHost.removeLeftoverCredentials().catch(() => 0);
     if (removed) config.logger?.warning(`removed ${removed} SMB credentials file(s) left by a daemon that stopped during a mount`);
   }
-  const blockTools = new LinuxBlockTools({ stateFile: path.join(config.socketDir, "csi-proxy-disk-state.json"), log: config.logger });
+  const blockTools = createLinuxBlockTools({ stateFile: path.join(config.socketDir, "csi-proxy-disk-state.json"), log: config.logger });
   return {
     filesystem: createFilesystemService({ host: gateFilesystemHost(new LinuxFilesystemHost(), gate), policy, platform: "linux" }),
     disk: createDiskService({ host: new LinuxDiskHost(blockTools), policy, locks }),
