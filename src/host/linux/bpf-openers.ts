@@ -1,0 +1,276 @@
+/**
+ * Block device nodes every process holds open or mapped, listed by the kernel itself: two BPF
+ * iterator programs (task_file: every open file of every process; task_vma: every mapping) that
+ * write one 16-byte record per file whose inode is a block device node — pid (tgid), descriptor
+ * (0xffffffff for a mapping), the node's device number, the file's open flags. The same facts as
+ * fuser's walk of /proc/<pid>/fd and /proc/<pid>/map_files with a stat of each (the node's st_rdev),
+ * without a syscall per descriptor: the walk happens inside the kernel, reads only in-memory
+ * structures (never a filesystem, so a dead NFS server or a hung FUSE daemon cannot make it wait) and
+ * hands back only the block device openers.
+ *
+ * Available when: Linux with BTF (/sys/kernel/btf/vmlinux), the task_vma iterator (5.12+), the
+ * privilege to load tracing programs (CAP_BPF + CAP_PERFMON, or CAP_SYS_ADMIN), not locked down, and
+ * this process in the initial PID namespace (the records carry the kernel's global pids, which are
+ * the /proc pids only there). {@link openBpfOpenerSource} resolves null otherwise, and the caller
+ * walks /proc instead (device-openers.ts).
+ *
+ * Owned resources, for the process's lifetime, opened on first use: two loaded programs and their
+ * two iterator links (4 descriptors). Each listing opens one iterator descriptor, reads it to its end
+ * and closes it. Cost: the kernel's walk over every task's file table and mappings (~0.1–0.3 µs per
+ * descriptor or mapping), the record copy for block device files only; the first use also reads the
+ * kernel's BTF (kernel-btf.ts) for the structure offsets.
+ */
+import { closeSync, readSync, readlinkSync } from "node:fs";
+import { loadKoffi, type Koffi } from "../../win32/native.ts";
+import { readKernelBtf, KIND_FUNC } from "./kernel-btf.ts";
+
+/** One open or mapped block device node. */
+export interface BlockFileRecord {
+  pid: number;
+  /** The descriptor number; -1 for a mapping. */
+  fd: number;
+  major: number;
+  minor: number;
+  /** The file's open flags (O_ACCMODE in the low two bits), 0 for a mapping. */
+  flags: number;
+}
+
+export interface BpfOpenerSource {
+  /**
+   * Every record, as of one walk of the kernel's tasks. `beforeRead` runs before each read(2) (one
+   * read covers up to a million tasks, files and mappings): it may throw to stop the listing.
+   */
+  list(beforeRead?: () => Promise<void>): Promise<BlockFileRecord[]>;
+}
+
+const SYS_BPF: Record<string, number> = { x64: 321, arm64: 280 };
+const BPF_PROG_LOAD = 5;
+const BPF_LINK_CREATE = 28;
+const BPF_ITER_CREATE = 33;
+const BPF_PROG_TYPE_TRACING = 26;
+const BPF_TRACE_ITER = 28;
+const BPF_FUNC_SEQ_WRITE = 127;
+/** The initial PID namespace's inode number (PROC_PID_INIT_INO). */
+const INIT_PID_NS = "pid:[4026531836]";
+const RECORD_BYTES = 16;
+
+/** One BPF instruction. */
+const insn = (code: number, dst: number, src: number, off: number, imm: number) => ({ code, dst, src, off, imm });
+type Insn = ReturnType<typeof insn>;
+const LDX = { 1: 0x71, 2: 0x69, 4: 0x61, 8: 0x79 } as Record<number, number>;
+const ldx = (dst: number, src: number, off: number, size: number) => {
+  const code = LDX[size];
+  if (code === undefined) throw new Error(`no load of ${size} bytes`);
+  return insn(code, dst, src, off, 0);
+};
+const stxW = (dst: number, off: number, src: number) => insn(0x63, dst, src, off, 0);
+const stW = (dst: number, off: number, imm: number) => insn(0x62, dst, 0, off, imm);
+const movReg = (dst: number, src: number) => insn(0xbf, dst, src, 0, 0);
+const movImm = (dst: number, imm: number) => insn(0xb7, dst, 0, 0, imm);
+const addImm = (dst: number, imm: number) => insn(0x07, dst, 0, 0, imm);
+const andImm = (dst: number, imm: number) => insn(0x57, dst, 0, 0, imm);
+const EXIT_LABEL = 0x7fff;
+const jeqImm = (dst: number, imm: number) => insn(0x15, dst, 0, EXIT_LABEL, imm);
+const jneImm = (dst: number, imm: number) => insn(0x55, dst, 0, EXIT_LABEL, imm);
+const call = (helper: number) => insn(0x85, 0, 0, 0, helper);
+
+interface Offsets {
+  ctxMeta: number;
+  ctxTask: number;
+  ctxFd: number;
+  ctxFile: number;
+  ctxVma: number;
+  metaSeq: number;
+  fileInode: { offset: number; size: number };
+  fileFlags: { offset: number; size: number };
+  inodeMode: { offset: number; size: number };
+  inodeRdev: { offset: number; size: number };
+  taskTgid: { offset: number; size: number };
+  vmaFile: { offset: number; size: number };
+}
+
+/**
+ * The program's body once r7 holds a `struct file *` (not null) and r6 the context: a record on the
+ * stack (tgid, fd, rdev, flags) written to the iterator's output when the file's inode is a block device.
+ */
+function emitBlockFile(o: Offsets, fd: "ctx" | "mapping"): Insn[] {
+  return [
+    ldx(8, 7, o.fileInode.offset, 8),
+    jeqImm(8, 0),
+    ldx(2, 8, o.inodeMode.offset, o.inodeMode.size),
+    andImm(2, 0xf000),
+    jneImm(2, 0x6000), // S_IFBLK
+    ldx(2, 8, o.inodeRdev.offset, o.inodeRdev.size),
+    stxW(10, -8, 2),
+    ...(fd === "ctx" ? [ldx(2, 7, o.fileFlags.offset, o.fileFlags.size), stxW(10, -4, 2), ldx(2, 6, o.ctxFd, 4), stxW(10, -12, 2)] : [stW(10, -4, 0), stW(10, -12, -1)]),
+    ldx(2, 6, o.ctxTask, 8),
+    jeqImm(2, 0),
+    ldx(2, 2, o.taskTgid.offset, o.taskTgid.size),
+    stxW(10, -16, 2),
+    ldx(1, 6, o.ctxMeta, 8),
+    ldx(1, 1, o.metaSeq, 8),
+    movReg(2, 10),
+    addImm(2, -RECORD_BYTES),
+    movImm(3, RECORD_BYTES),
+    call(BPF_FUNC_SEQ_WRITE),
+  ];
+}
+
+function assemble(body: Insn[]): Buffer {
+  const all = [...body, movImm(0, 0), insn(0x95, 0, 0, 0, 0)];
+  const exitAt = all.length - 2;
+  const out = Buffer.alloc(all.length * 8);
+  all.forEach((i, pc) => {
+    out.writeUInt8(i.code, pc * 8);
+    out.writeUInt8((i.src << 4) | i.dst, pc * 8 + 1);
+    out.writeInt16LE(i.off === EXIT_LABEL ? exitAt - (pc + 1) : i.off, pc * 8 + 2);
+    out.writeInt32LE(i.imm, pc * 8 + 4);
+  });
+  return out;
+}
+
+function fileProgram(o: Offsets): Buffer {
+  return assemble([movReg(6, 1), ldx(7, 6, o.ctxFile, 8), jeqImm(7, 0), ...emitBlockFile(o, "ctx")]);
+}
+
+function vmaProgram(o: Offsets): Buffer {
+  return assemble([movReg(6, 1), ldx(7, 6, o.ctxVma, 8), jeqImm(7, 0), ldx(7, 7, o.vmaFile.offset, 8), jeqImm(7, 0), ...emitBlockFile(o, "mapping")]);
+}
+
+type Syscall = (nr: number, ...args: unknown[]) => number | bigint;
+
+function bpfCall(koffi: Koffi, syscall: Syscall, cmd: number, attr: Buffer): number {
+  const r = Number(syscall(SYS_BPF[process.arch], "int", cmd, "void *", attr, "unsigned int", attr.length));
+  if (r < 0) {
+    const errno = koffi.errno();
+    const name = Object.entries(koffi.os.errno).find(([, n]) => n === errno)?.[0] ?? `E${errno}`;
+    throw Object.assign(new Error(`bpf(${cmd}): ${name}`), { code: name, errno });
+  }
+  return r;
+}
+
+function loadIterator(koffi: Koffi, syscall: Syscall, program: Buffer, btfId: number): number {
+  const license = Buffer.from("GPL\0");
+  const log = Buffer.alloc(64 * 1024);
+  const attr = Buffer.alloc(128);
+  attr.writeUInt32LE(BPF_PROG_TYPE_TRACING, 0);
+  attr.writeUInt32LE(program.length / 8, 4);
+  attr.writeBigUInt64LE(koffi.address(program), 8);
+  attr.writeBigUInt64LE(koffi.address(license), 16);
+  attr.writeUInt32LE(1, 24); // log_level
+  attr.writeUInt32LE(log.length, 28);
+  attr.writeBigUInt64LE(koffi.address(log), 32);
+  attr.write("csi_openers", 48, "latin1");
+  attr.writeUInt32LE(BPF_TRACE_ITER, 68); // expected_attach_type
+  attr.writeUInt32LE(btfId, 108); // attach_btf_id
+  let prog: number;
+  try {
+    prog = bpfCall(koffi, syscall, BPF_PROG_LOAD, attr);
+  } catch (err) {
+    const text = log.toString("utf8", 0, Math.max(0, log.indexOf(0))).trim().split("\n").slice(-3).join("; ");
+    throw new Error(`${(err as Error).message}${text ? ` (verifier: ${text})` : ""}`, { cause: err });
+  } finally {
+    void [license, log, program]; // kept alive across the call
+  }
+  try {
+    const link = Buffer.alloc(32);
+    link.writeUInt32LE(prog, 0);
+    link.writeUInt32LE(BPF_TRACE_ITER, 8);
+    return bpfCall(koffi, syscall, BPF_LINK_CREATE, link);
+  } finally {
+    closeSync(prog); // the link holds the program
+  }
+}
+
+async function open(): Promise<BpfOpenerSource> {
+  if (process.platform !== "linux" || !(process.arch in SYS_BPF)) throw new Error("not Linux x64/arm64");
+  if (readlinkSync("/proc/self/ns/pid") !== INIT_PID_NS) throw new Error("not in the initial PID namespace");
+  const koffi = await loadKoffi();
+  const syscall = koffi.load("libc.so.6").func("long syscall(long number, ...)") as unknown as Syscall;
+  const btf = readKernelBtf();
+  const need = (s: string, m: string) => {
+    const found = btf.memberOffset(s, m);
+    if (!found) throw new Error(`kernel BTF has no ${s}.${m}`);
+    return found;
+  };
+  const o: Offsets = {
+    ctxMeta: need("bpf_iter__task_file", "meta").offset,
+    ctxTask: need("bpf_iter__task_file", "task").offset,
+    ctxFd: need("bpf_iter__task_file", "fd").offset,
+    ctxFile: need("bpf_iter__task_file", "file").offset,
+    ctxVma: need("bpf_iter__task_vma", "vma").offset,
+    metaSeq: need("bpf_iter_meta", "seq").offset,
+    fileInode: need("file", "f_inode"),
+    fileFlags: need("file", "f_flags"),
+    inodeMode: need("inode", "i_mode"),
+    inodeRdev: need("inode", "i_rdev"),
+    taskTgid: need("task_struct", "tgid"),
+    vmaFile: need("vm_area_struct", "vm_file"),
+  };
+  if (need("bpf_iter__task_vma", "task").offset !== o.ctxTask || need("bpf_iter__task_vma", "meta").offset !== o.ctxMeta) throw new Error("unexpected task_vma context");
+  const fnId = (n: string) => {
+    const id = btf.typeId(n, KIND_FUNC);
+    if (id === undefined) throw new Error(`kernel has no ${n}`);
+    return id;
+  };
+  const fileIter = loadIterator(koffi, syscall, fileProgram(o), fnId("bpf_iter_task_file"));
+  let vmaIter: number;
+  try {
+    vmaIter = loadIterator(koffi, syscall, vmaProgram(o), fnId("bpf_iter_task_vma"));
+  } catch (err) {
+    closeSync(fileIter);
+    throw err;
+  }
+  const buf = Buffer.alloc(64 * 1024);
+  const attr = Buffer.alloc(8);
+  const iterate = async (link: number, out: BlockFileRecord[], beforeRead?: () => Promise<void>) => {
+    attr.writeUInt32LE(link, 0);
+    const fd = bpfCall(koffi, syscall, BPF_ITER_CREATE, attr);
+    try {
+      let pending = Buffer.alloc(0);
+      for (;;) {
+        await beforeRead?.();
+        let n: number;
+        try {
+          n = readSync(fd, buf, 0, buf.length, null);
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code === "EAGAIN") continue; // a million objects without a record: read on
+          throw err;
+        }
+        if (n === 0) break;
+        const data = pending.length ? Buffer.concat([pending, buf.subarray(0, n)]) : buf.subarray(0, n);
+        const whole = data.length - (data.length % RECORD_BYTES);
+        for (let p = 0; p < whole; p += RECORD_BYTES) {
+          const rdev = data.readUInt32LE(p + 8);
+          out.push({ pid: data.readUInt32LE(p), fd: data.readInt32LE(p + 4), major: rdev >>> 20, minor: rdev & 0xfffff, flags: data.readUInt32LE(p + 12) });
+        }
+        pending = Buffer.from(data.subarray(whole));
+      }
+    } finally {
+      closeSync(fd);
+    }
+  };
+  return {
+    async list(beforeRead) {
+      const out: BlockFileRecord[] = [];
+      await iterate(fileIter, out, beforeRead);
+      await iterate(vmaIter, out, beforeRead);
+      return out;
+    },
+  };
+}
+
+let opening: Promise<BpfOpenerSource | null> | undefined;
+let why: string | undefined;
+
+/** The kernel's listing, opened once per process; null where it cannot be had ({@link bpfUnavailableReason} says why). */
+export function openBpfOpenerSource(): Promise<BpfOpenerSource | null> {
+  opening ??= open().catch((err: Error) => {
+    why = err.message;
+    return null;
+  });
+  return opening;
+}
+
+/** Why the kernel's listing is not used (after {@link openBpfOpenerSource} resolved null). */
+export const bpfUnavailableReason = () => why;
