@@ -5,7 +5,7 @@
  * files on a filesystem mounted from the device are not openers of its node (the mount holds it
  * inside the kernel), and neither are the kernel's own holders (dm, md, loop): those are other facts.
  *
- * Two ways to the same facts. Where it can be had, the kernel lists them itself (bpf-openers.ts: an
+ * Two ways to the same facts. Where it can be had, the kernel lists them itself (kernel-task-listing.ts: an
  * iterator over every task's open files and mappings that hands back only block device files — one
  * walk inside the kernel, ~0.3 µs per descriptor or mapping, no syscall per descriptor). Elsewhere
  * (no BTF, no privilege to load it, another PID namespace, tests with a fake /proc) the walk of /proc:
@@ -33,7 +33,7 @@ import type { DeviceOpener, DevNumber } from "./block-tools-api.ts";
 import { parseMountInfo } from "./mountinfo.ts";
 import { Code, CsiProxyError } from "../../errors.ts";
 import { loadKoffi } from "../../win32/native.ts";
-import { openBpfOpenerSource, type BpfOpenerSource } from "./bpf-openers.ts";
+import { openKernelTaskListing, type KernelTaskListing } from "./kernel-task-listing.ts";
 
 
 export interface OpenerScanOptions {
@@ -46,7 +46,7 @@ export interface OpenerScanOptions {
   /** The scan gives up (Unavailable) after this long, not having looked at every process; default {@link SCAN_DEADLINE_MS}. */
   deadlineMs?: number;
   /**
-   * How: "kernel" — the kernel's own listing of open and mapped block device files (bpf-openers.ts),
+   * How: "kernel" — the kernel's own listing of open and mapped block device files (kernel-task-listing.ts),
    * "procfs" — the walk of /proc. Default: the kernel's listing where it can be had and `procRoot` is
    * not given, else the walk.
    */
@@ -166,7 +166,7 @@ const procCalls = () => (calls ??= koffiCalls().catch(() => nodeCalls));
  */
 export async function scanDeviceOpeners(devs: readonly DevNumber[], options: OpenerScanOptions = {}, stats?: OpenerScanStats): Promise<DeviceOpener[]> {
   if (devs.length === 0) return [];
-  const kernel = options.via === "procfs" || (options.via === undefined && options.procRoot !== undefined) ? null : await openBpfOpenerSource();
+  const kernel = options.via === "procfs" || (options.via === undefined && options.procRoot !== undefined) ? null : await openKernelTaskListing();
   if (options.via === "kernel" && !kernel) throw new CsiProxyError(Code.Unavailable, "the kernel's listing of block device openers cannot be had here");
   if (stats) stats.via = kernel ? "kernel" : "procfs";
   return kernel ? listWithKernel(kernel, devs, options, stats) : walkProc(devs, options, stats);
@@ -187,14 +187,14 @@ function deadlineError(ms: number, progress: string): CsiProxyError {
 }
 
 /** {@link scanDeviceOpeners} from the kernel's listing: one walk inside the kernel, records only for block device files. */
-async function listWithKernel(kernel: BpfOpenerSource, devs: readonly DevNumber[], options: OpenerScanOptions, stats?: OpenerScanStats): Promise<DeviceOpener[]> {
+async function listWithKernel(kernel: KernelTaskListing, devs: readonly DevNumber[], options: OpenerScanOptions, stats?: OpenerScanStats): Promise<DeviceOpener[]> {
   const self = options.selfPid ?? process.pid;
   const wanted = new Set(devs.map((d) => `${d.major}:${d.minor}`));
   const only = options.pids ? new Set(options.pids) : null;
   const started = performance.now();
   const deadlineMs = options.deadlineMs ?? SCAN_DEADLINE_MS;
   let reads = 0;
-  const records = await kernel.list(async () => {
+  const records = await kernel.blockFiles(async () => {
     if (reads++ === 0) return;
     if (performance.now() - started > deadlineMs) throw deadlineError(deadlineMs, `${reads - 1} reads of the kernel's listing`);
     await new Promise((r) => setImmediate(r));

@@ -1,24 +1,25 @@
-// The kernel's listing of block device openers (bpf-openers.ts) against the walk of /proc
+// The kernel's task listings (kernel-task-listing.ts) against the walk of /proc
 // (device-openers.ts "procfs"): on a loop device of this test's own image, held read-write, read-only,
 // only mapped, through a device node outside /dev (mknod in a temporary directory), and by a process
 // in another mount namespace, both ways name the same processes with the same access; the daemon
-// itself is left out; a holder that exits is gone from the next listing.
+// itself is left out; a holder that exits is gone from the next listing. Each process's mount
+// namespace is the one its /proc/<pid>/ns/mnt link names.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync, openSync, closeSync } from "node:fs";
+import { mkdtempSync, rmSync, openSync, closeSync, readlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
-import { openBpfOpenerSource, bpfUnavailableReason } from "./bpf-openers.ts";
+import { openKernelTaskListing, kernelListingUnavailableReason } from "./kernel-task-listing.ts";
 import { scanDeviceOpeners } from "./device-openers.ts";
 import { createLoopDevice, loopDeviceSkipReason, type LoopDevice } from "../../../test/helpers/loop-device.ts";
 
-const skip = loopDeviceSkipReason() ?? ((await openBpfOpenerSource()) ? null : `the kernel's listing cannot be had here: ${bpfUnavailableReason()}`);
+const skip = loopDeviceSkipReason() ?? ((await openKernelTaskListing()) ? null : `the kernel's listing cannot be had here: ${kernelListingUnavailableReason()}`);
 if (skip) process.stderr.write(`kernel opener listing suite skipped: ${skip}\n`);
 
 const HOLDER = path.join(import.meta.dirname, "../../../test/helpers/device-holder.ts");
 
-describe("the kernel's listing of block device openers gives the /proc walk's answer", { skip: skip ?? false }, () => {
+describe("the kernel's task listings give the /proc walk's answers", { skip: skip ?? false }, () => {
   let dir: string;
   let loop: LoopDevice;
   const holders: ChildProcess[] = [];
@@ -72,6 +73,10 @@ describe("the kernel's listing of block device openers gives the /proc walk's an
       assert.deepEqual(await scanDeviceOpeners([{ major: loop.major, minor: loop.minor + 1 }], { via: "kernel" }), []);
       // Only the pids asked about.
       assert.deepEqual(shape(await scanDeviceOpeners([dev], { via: "kernel", pids: [ro.pid!] })), [{ pid: ro.pid!, access: "read" }]);
+      // Each process's mount namespace, as its /proc/<pid>/ns/mnt link names it.
+      const namespaces = await (await openKernelTaskListing())!.mountNamespaces();
+      for (const pid of [process.pid, otherNs.pid!, rw.pid!]) assert.equal(namespaces.get(pid), readlinkSync(`/proc/${pid}/ns/mnt`), `pid ${pid}`);
+      assert.notEqual(namespaces.get(otherNs.pid!), namespaces.get(process.pid));
       const gone = new Promise((r) => rw.once("exit", r));
       rw.kill("SIGKILL");
       await gone;

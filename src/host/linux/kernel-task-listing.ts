@@ -1,24 +1,30 @@
 /**
- * Block device nodes every process holds open or mapped, listed by the kernel itself: two BPF
- * iterator programs (task_file: every open file of every process; task_vma: every mapping) that
- * write one 16-byte record per file whose inode is a block device node — pid (tgid), descriptor
- * (0xffffffff for a mapping), the node's device number, the file's open flags. The same facts as
- * fuser's walk of /proc/<pid>/fd and /proc/<pid>/map_files with a stat of each (the node's st_rdev),
- * without a syscall per descriptor: the walk happens inside the kernel, reads only in-memory
- * structures (never a filesystem, so a dead NFS server or a hung FUSE daemon cannot make it wait) and
- * hands back only the block device openers.
+ * Facts about every process, listed by the kernel itself through BPF iterator programs, instead of a
+ * walk of /proc with a syscall per process and per descriptor:
+ *
+ * - {@link KernelTaskListing.blockFiles}: block device nodes every process holds open or mapped (a
+ *   task_file iterator: every open file of every process; a task_vma iterator: every mapping), one
+ *   16-byte record per file whose inode is a block device node — pid (tgid), descriptor (0xffffffff
+ *   for a mapping), the node's device number, the file's open flags. The same facts as fuser's walk
+ *   of /proc/<pid>/fd and /proc/<pid>/map_files with a stat of each (the node's st_rdev).
+ * - {@link KernelTaskListing.mountNamespaces}: each process's mount namespace (a task iterator: pid
+ *   and the namespace's inode number, what /proc/<pid>/ns/mnt's link text `mnt:[inode]` names).
+ *
+ * The walks happen inside the kernel and read only in-memory structures (never a filesystem, so a
+ * dead NFS server or a hung FUSE daemon cannot make them wait).
  *
  * Available when: Linux with BTF (/sys/kernel/btf/vmlinux), the task_vma iterator (5.12+), the
  * privilege to load tracing programs (CAP_BPF + CAP_PERFMON, or CAP_SYS_ADMIN), not locked down, and
  * this process in the initial PID namespace (the records carry the kernel's global pids, which are
- * the /proc pids only there). {@link openBpfOpenerSource} resolves null otherwise, and the caller
- * walks /proc instead (device-openers.ts).
+ * the /proc pids only there). {@link openKernelTaskListing} resolves null otherwise, and the callers
+ * walk /proc instead (device-openers.ts, namespace-mounts.ts).
  *
- * Owned resources, for the process's lifetime, opened on first use: two loaded programs and their
- * two iterator links (4 descriptors). Each listing opens one iterator descriptor, reads it to its end
- * and closes it. Cost: the kernel's walk over every task's file table and mappings (~0.1–0.3 µs per
- * descriptor or mapping), the record copy for block device files only; the first use also reads the
- * kernel's BTF (kernel-btf.ts) for the structure offsets.
+ * Owned resources, for the process's lifetime, opened on first use: three iterator links (3
+ * descriptors; each holds its loaded program). Each listing opens one iterator descriptor, reads it to
+ * its end and closes it. Cost: the kernel's walk over every task's file table and mappings (~0.1–0.3 µs
+ * per descriptor or mapping), the record copy for block device files only; one record per process for
+ * the namespaces. The first use also reads the kernel's BTF (kernel-btf.ts) for the structure offsets
+ * (0.1–0.3 s, once).
  */
 import { closeSync, readSync, readlinkSync } from "node:fs";
 import { loadKoffi, type Koffi } from "../../win32/native.ts";
@@ -35,12 +41,15 @@ export interface BlockFileRecord {
   flags: number;
 }
 
-export interface BpfOpenerSource {
+export interface KernelTaskListing {
   /**
-   * Every record, as of one walk of the kernel's tasks. `beforeRead` runs before each read(2) (one
-   * read covers up to a million tasks, files and mappings): it may throw to stop the listing.
+   * Every open or mapped block device file, as of one walk of the kernel's tasks. `beforeRead` runs
+   * before each read(2) (one read covers up to a million tasks, files and mappings): it may throw to
+   * stop the listing.
    */
-  list(beforeRead?: () => Promise<void>): Promise<BlockFileRecord[]>;
+  blockFiles(beforeRead?: () => Promise<void>): Promise<BlockFileRecord[]>;
+  /** Each process's (thread group leader's) mount namespace as /proc/<pid>/ns/mnt names it (`mnt:[inode]`), by pid; exiting processes are left out. */
+  mountNamespaces(): Promise<Map<number, string>>;
 }
 
 const SYS_BPF: Record<string, number> = { x64: 321, arm64: 280 };
@@ -72,6 +81,7 @@ const andImm = (dst: number, imm: number) => insn(0x57, dst, 0, 0, imm);
 const EXIT_LABEL = 0x7fff;
 const jeqImm = (dst: number, imm: number) => insn(0x15, dst, 0, EXIT_LABEL, imm);
 const jneImm = (dst: number, imm: number) => insn(0x55, dst, 0, EXIT_LABEL, imm);
+const jneReg = (dst: number, src: number) => insn(0x5d, dst, src, EXIT_LABEL, 0);
 const call = (helper: number) => insn(0x85, 0, 0, 0, helper);
 
 interface Offsets {
@@ -86,6 +96,11 @@ interface Offsets {
   inodeMode: { offset: number; size: number };
   inodeRdev: { offset: number; size: number };
   taskTgid: { offset: number; size: number };
+  taskPid: { offset: number; size: number };
+  taskNsproxy: { offset: number; size: number };
+  nsproxyMntNs: { offset: number; size: number };
+  /** Of `struct mnt_namespace`'s `ns.inum`. */
+  mntNsInum: { offset: number; size: number };
   vmaFile: { offset: number; size: number };
 }
 
@@ -114,6 +129,33 @@ function emitBlockFile(o: Offsets, fd: "ctx" | "mapping"): Insn[] {
     movImm(3, RECORD_BYTES),
     call(BPF_FUNC_SEQ_WRITE),
   ];
+}
+
+/** The record: tgid, 0, the mount namespace's inode number, 0 — for thread group leaders with a namespace. */
+function taskProgram(o: Offsets): Buffer {
+  return assemble([
+    movReg(6, 1),
+    ldx(7, 6, o.ctxTask, 8),
+    jeqImm(7, 0),
+    ldx(2, 7, o.taskPid.offset, o.taskPid.size),
+    ldx(3, 7, o.taskTgid.offset, o.taskTgid.size),
+    jneReg(2, 3),
+    ldx(8, 7, o.taskNsproxy.offset, 8),
+    jeqImm(8, 0),
+    ldx(8, 8, o.nsproxyMntNs.offset, 8),
+    jeqImm(8, 0),
+    ldx(2, 8, o.mntNsInum.offset, o.mntNsInum.size),
+    stxW(10, -8, 2),
+    stxW(10, -16, 3),
+    stW(10, -12, 0),
+    stW(10, -4, 0),
+    ldx(1, 6, o.ctxMeta, 8),
+    ldx(1, 1, o.metaSeq, 8),
+    movReg(2, 10),
+    addImm(2, -RECORD_BYTES),
+    movImm(3, RECORD_BYTES),
+    call(BPF_FUNC_SEQ_WRITE),
+  ]);
 }
 
 function assemble(body: Insn[]): Buffer {
@@ -182,7 +224,7 @@ function loadIterator(koffi: Koffi, syscall: Syscall, program: Buffer, btfId: nu
   }
 }
 
-async function open(): Promise<BpfOpenerSource> {
+async function open(): Promise<KernelTaskListing> {
   if (process.platform !== "linux" || !(process.arch in SYS_BPF)) throw new Error("not Linux x64/arm64");
   if (readlinkSync("/proc/self/ns/pid") !== INIT_PID_NS) throw new Error("not in the initial PID namespace");
   const koffi = await loadKoffi();
@@ -205,22 +247,34 @@ async function open(): Promise<BpfOpenerSource> {
     inodeMode: need("inode", "i_mode"),
     inodeRdev: need("inode", "i_rdev"),
     taskTgid: need("task_struct", "tgid"),
+    taskPid: need("task_struct", "pid"),
+    taskNsproxy: need("task_struct", "nsproxy"),
+    nsproxyMntNs: need("nsproxy", "mnt_ns"),
+    mntNsInum: (() => {
+      const ns = need("mnt_namespace", "ns");
+      const inum = need("ns_common", "inum");
+      return { offset: ns.offset + inum.offset, size: inum.size };
+    })(),
     vmaFile: need("vm_area_struct", "vm_file"),
   };
-  if (need("bpf_iter__task_vma", "task").offset !== o.ctxTask || need("bpf_iter__task_vma", "meta").offset !== o.ctxMeta) throw new Error("unexpected task_vma context");
+  for (const ctx of ["bpf_iter__task_vma", "bpf_iter__task"]) {
+    if (need(ctx, "task").offset !== o.ctxTask || need(ctx, "meta").offset !== o.ctxMeta) throw new Error(`unexpected ${ctx} context`);
+  }
   const fnId = (n: string) => {
     const id = btf.typeId(n, KIND_FUNC);
     if (id === undefined) throw new Error(`kernel has no ${n}`);
     return id;
   };
-  const fileIter = loadIterator(koffi, syscall, fileProgram(o), fnId("bpf_iter_task_file"));
-  let vmaIter: number;
+  const links: number[] = [];
   try {
-    vmaIter = loadIterator(koffi, syscall, vmaProgram(o), fnId("bpf_iter_task_vma"));
+    links.push(loadIterator(koffi, syscall, fileProgram(o), fnId("bpf_iter_task_file")));
+    links.push(loadIterator(koffi, syscall, vmaProgram(o), fnId("bpf_iter_task_vma")));
+    links.push(loadIterator(koffi, syscall, taskProgram(o), fnId("bpf_iter_task")));
   } catch (err) {
-    closeSync(fileIter);
+    for (const l of links) closeSync(l);
     throw err;
   }
+  const [fileIter, vmaIter, taskIter] = links;
   const buf = Buffer.alloc(64 * 1024);
   const attr = Buffer.alloc(8);
   const iterate = async (link: number, out: BlockFileRecord[], beforeRead?: () => Promise<void>) => {
@@ -251,20 +305,26 @@ async function open(): Promise<BpfOpenerSource> {
     }
   };
   return {
-    async list(beforeRead) {
+    async blockFiles(beforeRead) {
       const out: BlockFileRecord[] = [];
       await iterate(fileIter, out, beforeRead);
       await iterate(vmaIter, out, beforeRead);
       return out;
     },
+    async mountNamespaces() {
+      const out: BlockFileRecord[] = [];
+      await iterate(taskIter, out);
+      // The record's device field carries the inode number; undo its major/minor split.
+      return new Map(out.map((r) => [r.pid, `mnt:[${r.major * 0x100000 + r.minor}]`]));
+    },
   };
 }
 
-let opening: Promise<BpfOpenerSource | null> | undefined;
+let opening: Promise<KernelTaskListing | null> | undefined;
 let why: string | undefined;
 
-/** The kernel's listing, opened once per process; null where it cannot be had ({@link bpfUnavailableReason} says why). */
-export function openBpfOpenerSource(): Promise<BpfOpenerSource | null> {
+/** The kernel's listings, opened once per process; null where they cannot be had ({@link kernelListingUnavailableReason} says why). */
+export function openKernelTaskListing(): Promise<KernelTaskListing | null> {
   opening ??= open().catch((err: Error) => {
     why = err.message;
     return null;
@@ -272,5 +332,5 @@ export function openBpfOpenerSource(): Promise<BpfOpenerSource | null> {
   return opening;
 }
 
-/** Why the kernel's listing is not used (after {@link openBpfOpenerSource} resolved null). */
-export const bpfUnavailableReason = () => why;
+/** Why the kernel's listings are not used (after {@link openKernelTaskListing} resolved null). */
+export const kernelListingUnavailableReason = () => why;
