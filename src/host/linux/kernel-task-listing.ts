@@ -44,8 +44,8 @@ export interface BlockFileRecord {
 export interface KernelTaskListing {
   /**
    * Every open or mapped block device file, as of one walk of the kernel's tasks. `beforeRead` runs
-   * before each read(2) (one read covers up to a million tasks, files and mappings): it may throw to
-   * stop the listing.
+   * before each read(2) (one read covers at most 4 096 files or mappings, a few ms; the event loop can
+   * have a turn there): it may throw to stop the listing.
    */
   blockFiles(beforeRead?: () => Promise<void>): Promise<BlockFileRecord[]>;
   /** Each process's (thread group leader's) mount namespace as /proc/<pid>/ns/mnt names it (`mnt:[inode]`), by pid; exiting processes are left out. */
@@ -91,6 +91,7 @@ interface Offsets {
   ctxFile: number;
   ctxVma: number;
   metaSeq: number;
+  metaSeqNum: number;
   fileInode: { offset: number; size: number };
   fileFlags: { offset: number; size: number };
   inodeMode: { offset: number; size: number };
@@ -171,12 +172,27 @@ function assemble(body: Insn[]): Buffer {
   return out;
 }
 
+/** Objects (files, mappings) the kernel walks between two {@link TICK} records. */
+const TICK_EVERY = 4096;
+/** The descriptor field of a tick record (pid 0): no file, only a point where a read(2) returns. */
+const TICK = -2;
+
+/**
+ * With r6 the context: a tick record every {@link TICK_EVERY} objects (the iterator's seq_num), so
+ * that a read(2) of one record's size returns after at most that many objects and the event loop
+ * gets a turn between reads.
+ */
+function emitTick(o: Offsets): Insn[] {
+  const write = [stW(10, -16, 0), stW(10, -12, TICK), stW(10, -8, 0), stW(10, -4, 0), ldx(1, 1, o.metaSeq, 8), movReg(2, 10), addImm(2, -RECORD_BYTES), movImm(3, RECORD_BYTES), call(BPF_FUNC_SEQ_WRITE)];
+  return [ldx(1, 6, o.ctxMeta, 8), ldx(2, 1, o.metaSeqNum, 8), andImm(2, TICK_EVERY - 1), insn(0x55, 2, 0, write.length, 0), ...write];
+}
+
 function fileProgram(o: Offsets): Buffer {
-  return assemble([movReg(6, 1), ldx(7, 6, o.ctxFile, 8), jeqImm(7, 0), ...emitBlockFile(o, "ctx")]);
+  return assemble([movReg(6, 1), ...emitTick(o), ldx(7, 6, o.ctxFile, 8), jeqImm(7, 0), ...emitBlockFile(o, "ctx")]);
 }
 
 function vmaProgram(o: Offsets): Buffer {
-  return assemble([movReg(6, 1), ldx(7, 6, o.ctxVma, 8), jeqImm(7, 0), ldx(7, 7, o.vmaFile.offset, 8), jeqImm(7, 0), ...emitBlockFile(o, "mapping")]);
+  return assemble([movReg(6, 1), ...emitTick(o), ldx(7, 6, o.ctxVma, 8), jeqImm(7, 0), ldx(7, 7, o.vmaFile.offset, 8), jeqImm(7, 0), ...emitBlockFile(o, "mapping")]);
 }
 
 type Syscall = (nr: number, ...args: unknown[]) => number | bigint;
@@ -242,6 +258,7 @@ async function open(): Promise<KernelTaskListing> {
     ctxFile: need("bpf_iter__task_file", "file").offset,
     ctxVma: need("bpf_iter__task_vma", "vma").offset,
     metaSeq: need("bpf_iter_meta", "seq").offset,
+    metaSeqNum: need("bpf_iter_meta", "seq_num").offset,
     fileInode: need("file", "f_inode"),
     fileFlags: need("file", "f_flags"),
     inodeMode: need("inode", "i_mode"),
@@ -277,7 +294,8 @@ async function open(): Promise<KernelTaskListing> {
   const [fileIter, vmaIter, taskIter] = links;
   const buf = Buffer.alloc(64 * 1024);
   const attr = Buffer.alloc(8);
-  const iterate = async (link: number, out: BlockFileRecord[], beforeRead?: () => Promise<void>) => {
+  /** Reads iterator `link` to its end: `readBytes` at a time (one record: a read returns at each tick). */
+  const iterate = async (link: number, out: BlockFileRecord[], readBytes: number, beforeRead?: () => Promise<void>) => {
     attr.writeUInt32LE(link, 0);
     const fd = bpfCall(koffi, syscall, BPF_ITER_CREATE, attr);
     try {
@@ -286,7 +304,7 @@ async function open(): Promise<KernelTaskListing> {
         await beforeRead?.();
         let n: number;
         try {
-          n = readSync(fd, buf, 0, buf.length, null);
+          n = readSync(fd, buf, 0, readBytes, null);
         } catch (err) {
           if ((err as NodeJS.ErrnoException).code === "EAGAIN") continue; // a million objects without a record: read on
           throw err;
@@ -296,7 +314,8 @@ async function open(): Promise<KernelTaskListing> {
         const whole = data.length - (data.length % RECORD_BYTES);
         for (let p = 0; p < whole; p += RECORD_BYTES) {
           const rdev = data.readUInt32LE(p + 8);
-          out.push({ pid: data.readUInt32LE(p), fd: data.readInt32LE(p + 4), major: rdev >>> 20, minor: rdev & 0xfffff, flags: data.readUInt32LE(p + 12) });
+          const pid = data.readUInt32LE(p);
+          if (pid !== 0) out.push({ pid, fd: data.readInt32LE(p + 4), major: rdev >>> 20, minor: rdev & 0xfffff, flags: data.readUInt32LE(p + 12) });
         }
         pending = Buffer.from(data.subarray(whole));
       }
@@ -307,13 +326,13 @@ async function open(): Promise<KernelTaskListing> {
   return {
     async blockFiles(beforeRead) {
       const out: BlockFileRecord[] = [];
-      await iterate(fileIter, out, beforeRead);
-      await iterate(vmaIter, out, beforeRead);
+      await iterate(fileIter, out, RECORD_BYTES, beforeRead);
+      await iterate(vmaIter, out, RECORD_BYTES, beforeRead);
       return out;
     },
     async mountNamespaces() {
       const out: BlockFileRecord[] = [];
-      await iterate(taskIter, out);
+      await iterate(taskIter, out, buf.length);
       // The record's device field carries the inode number; undo its major/minor split.
       return new Map(out.map((r) => [r.pid, `mnt:[${r.major * 0x100000 + r.minor}]`]));
     },
