@@ -36,8 +36,11 @@ describe("ListDiskIDs read once per uevent", { skip: skip ?? false }, () => {
     assert.ok((await disks.listDiskIds()).has(b.diskNumber), "a second disk attached");
     const renamed = `${b.file}.renamed`;
     renameSync(b.file, renamed);
-    assert.equal((await disks.listDiskIds()).get(b.diskNumber)?.serialNumber, renamed, "the backing file's new name");
-    renameSync(renamed, b.file);
+    try {
+      assert.equal((await disks.listDiskIds()).get(b.diskNumber)?.serialNumber, renamed, "the backing file's new name");
+    } finally {
+      renameSync(renamed, b.file); // the fixture's cleanup detaches only a device backed by its own file name
+    }
 
     a.cleanup();
     const withoutA = await disks.listDiskIds();
