@@ -52,7 +52,8 @@ export function readKernelBtf(file = BTF_PATH): KernelBtf {
       case 3: p += 12; break; // ARRAY
       case 4: case 5: case 15: case 19: p += 12 * vlen; break; // STRUCT, UNION, DATASEC, ENUM64
       case 6: case 13: p += 8 * vlen; break; // ENUM, FUNC_PROTO
-      default: break; // PTR, FWD, TYPEDEF, VOLATILE, CONST, RESTRICT, FUNC, FLOAT, TYPE_TAG
+      case 2: case 7: case 8: case 9: case 10: case 11: case 12: case 16: case 18: break; // PTR, FWD, TYPEDEF, VOLATILE, CONST, RESTRICT, FUNC, FLOAT, TYPE_TAG
+      default: throw new Error(`${file}: BTF kind ${kind} unknown here (the ids after it could not be counted)`);
     }
   }
   const kindOf = (id: number) => (buf.readUInt32LE(at[id] + 4) >>> 24) & 0x1f;

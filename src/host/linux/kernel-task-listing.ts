@@ -323,7 +323,7 @@ async function open(): Promise<KernelTaskListing> {
       closeSync(fd);
     }
   };
-  return {
+  const listing: KernelTaskListing = {
     async blockFiles(beforeRead) {
       const out: BlockFileRecord[] = [];
       await iterate(fileIter, out, RECORD_BYTES, beforeRead);
@@ -337,6 +337,14 @@ async function open(): Promise<KernelTaskListing> {
       return new Map(out.map((r) => [r.pid, `mnt:[${r.major * 0x100000 + r.minor}]`]));
     },
   };
+  // Offsets read from the wrong place would list wrong facts silently: this process's own entry must
+  // be what /proc says (pid, tgid, nsproxy and the namespace's inode read right).
+  const own = (await listing.mountNamespaces()).get(process.pid);
+  if (own !== readlinkSync("/proc/self/ns/mnt")) {
+    for (const l of links) closeSync(l);
+    throw new Error(`the kernel's task listing names this process's mount namespace ${own ?? "(none)"}, /proc says ${readlinkSync("/proc/self/ns/mnt")}`);
+  }
+  return listing;
 }
 
 let opening: Promise<KernelTaskListing | null> | undefined;
