@@ -169,7 +169,15 @@ export async function scanDeviceOpeners(devs: readonly DevNumber[], options: Ope
   const kernel = options.via === "procfs" || (options.via === undefined && options.procRoot !== undefined) ? null : await openKernelTaskListing();
   if (options.via === "kernel" && !kernel) throw new CsiProxyError(Code.Unavailable, "the kernel's listing of block device openers cannot be had here");
   if (stats) stats.via = kernel ? "kernel" : "procfs";
-  return kernel ? listWithKernel(kernel, devs, options, stats) : walkProc(devs, options, stats);
+  if (!kernel) return walkProc(devs, options, stats);
+  try {
+    return await listWithKernel(kernel, devs, options, stats);
+  } catch (err) {
+    // Out of its deadline: say so. Any other failure of the kernel's listing: the walk is asked instead.
+    if (err instanceof CsiProxyError || options.via === "kernel") throw err;
+    if (stats) stats.via = "procfs";
+    return walkProc(devs, options, stats);
+  }
 }
 
 /** The "read-write" > "read" > "mapped" order in which one process's several holds of a device are reported. */

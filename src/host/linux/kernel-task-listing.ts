@@ -300,13 +300,14 @@ async function open(): Promise<KernelTaskListing> {
     const fd = bpfCall(koffi, syscall, BPF_ITER_CREATE, attr);
     try {
       let pending = Buffer.alloc(0);
-      for (;;) {
+      for (let again = 0; ; ) {
         await beforeRead?.();
         let n: number;
         try {
           n = readSync(fd, buf, 0, readBytes, null);
         } catch (err) {
-          if ((err as NodeJS.ErrnoException).code === "EAGAIN") continue; // a million objects without a record: read on
+          // A million objects without a record: read on (a thousand times that is no node's size).
+          if ((err as NodeJS.ErrnoException).code === "EAGAIN" && ++again < 1000) continue;
           throw err;
         }
         if (n === 0) break;
