@@ -1,9 +1,9 @@
 // ListDiskIDs on the real host reads the disks once per uevent (sysfs-block.ts): a disk attached or
-// detached between two calls is seen by the second, and a loop device's backing file renamed (no
-// uevent) is named by its new path. Loop devices of this test's own images only.
+// detached between two calls is seen by the second, and a loop device's backing file renamed is
+// named by its new path after the next uevent. Loop devices of this test's own images only.
 import { after, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, renameSync, rmSync } from "node:fs";
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { LinuxBlockTools } from "./linux-block-tools.ts";
@@ -22,7 +22,7 @@ describe("ListDiskIDs read once per uevent", { skip: skip ?? false }, () => {
   });
   const host = () => new LinuxDiskHost(new LinuxBlockTools({ stateFile: path.join(dir, "offline-marks.json") }));
 
-  it("a disk attached or detached between two calls is seen by the second; a renamed backing file by its new name", async () => {
+  it("a disk attached or detached between two calls is seen by the second; a renamed backing file by its new name after a uevent", async () => {
     const disks = host();
     const a = createLoopDevice(dir, 4 * 1024 * 1024, "a");
     loops.push(a);
@@ -37,7 +37,9 @@ describe("ListDiskIDs read once per uevent", { skip: skip ?? false }, () => {
     const renamed = `${b.file}.renamed`;
     renameSync(b.file, renamed);
     try {
-      assert.equal((await disks.listDiskIds()).get(b.diskNumber)?.serialNumber, renamed, "the backing file's new name");
+      // A rename sends no uevent; the next one (here: one asked of the kernel for this device) shows the new name.
+      writeFileSync(`/sys/block/${b.name}/uevent`, "change");
+      assert.equal((await disks.listDiskIds()).get(b.diskNumber)?.serialNumber, renamed, "the backing file's new name after a uevent");
     } finally {
       renameSync(renamed, b.file); // the fixture's cleanup detaches only a device backed by its own file name
     }
