@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
-import { LinuxBlockTools } from "./linux-block-tools.ts";
+import { createLinuxBlockTools } from "./linux-block-tools.ts";
 import { LinuxDiskHost } from "./disk.ts";
 import { createLoopDevice, loopDeviceSkipReason, type LoopDevice } from "../../../test/helpers/loop-device.ts";
 
@@ -20,7 +20,7 @@ describe("ListDiskIDs read once per uevent", { skip: skip ?? false }, () => {
     for (const l of loops) l.cleanup();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
-  const host = () => new LinuxDiskHost(new LinuxBlockTools({ stateFile: path.join(dir, "offline-marks.json") }));
+  const host = () => new LinuxDiskHost(createLinuxBlockTools({ stateFile: path.join(dir, "offline-marks.json") }));
 
   it("a disk attached or detached between two calls is seen by the second; a renamed backing file by its new name after a uevent", async () => {
     const disks = host();
