@@ -18,8 +18,11 @@
  * or dies; a live holder is waited for as long as it holds (as in-process waiters wait). Several
  * keys are taken in sorted stripe order (no deadlock between multi-key calls). Released when `fn`
  * settles: unlock, then close — or, when it left work running after its call was answered (a tool
- * SIGKILL did not end), once that work has ended. A call whose signal aborts while it polls for a
- * file lock held by another process stops polling and answers the signal's code, nothing done.
+ * SIGKILL did not end), once that work has ended.
+ *
+ * A call whose signal (LockOptions.signal, else the call's: util/call-scope.ts) aborts while it waits
+ * — in the in-process queue or polling a file lock another process holds — leaves the wait with the
+ * signal's code (DeadlineExceeded/Canceled) saying nothing was done; `fn` never runs for it.
  *
  * Errors: a lock file that cannot be opened or locked rejects the call with FailedPrecondition
  * naming the file (the call's work has not started).
@@ -122,30 +125,22 @@ export function createNodeLocks(options: { dir: string; platform: "linux" | "win
   let tryLock: Promise<TryLock> | undefined;
   let dirReady: Promise<void> | undefined;
 
-  async function hold(name: string, what: string, signal: AbortSignal | undefined): Promise<Held> {
+  /** Holds the file lock `name`; null when `signal` aborted while another holder had it. */
+  async function hold(name: string, signal: AbortSignal | undefined): Promise<Held | null> {
     const file = path.join(options.dir, name);
-    let attempt: TryLock;
     try {
       dirReady ??= fsp.mkdir(options.dir, { recursive: true, mode: 0o700 }).then(() => {});
       await dirReady;
-      attempt = await (tryLock ??= options.platform === "win32" ? windowsTryLock() : linuxTryLock());
+      const attempt = await (tryLock ??= options.platform === "win32" ? windowsTryLock() : linuxTryLock());
+      for (let wait = POLL_START_MS; ; wait = Math.min(POLL_MAX_MS, wait * 2)) {
+        const held = await attempt(file);
+        if (held) return held;
+        if (signal?.aborted) return null;
+        await sleep(wait);
+      }
     } catch (err) {
       dirReady = undefined;
       throw fail(file, err);
-    }
-    for (let wait = POLL_START_MS; ; wait = Math.min(POLL_MAX_MS, wait * 2)) {
-      let held: Held | null;
-      try {
-        held = await attempt(file);
-      } catch (err) {
-        throw fail(file, err);
-      }
-      if (held) return held;
-      if (signal?.aborted) {
-        const why = abortError(signal);
-        throw new CsiProxyError(why.code, `${why.message}: ${what} was not started (it was waiting for ${file}, held by another csi-proxy process on this node); nothing was done`, { cause: why });
-      }
-      await sleep(wait);
     }
   }
 
@@ -153,34 +148,39 @@ export function createNodeLocks(options: { dir: string; platform: "linux" | "win
    * The file locks are released when `fn` settles — or, when it left work running after its answer
    * (call-scope.ts Outliving: a tool SIGKILL did not end), once that work has ended: another process
    * on the node never gets the device while it goes on. The work is passed on to the caller's scope,
-   * so the in-process queue holds the key as long.
+   * so the in-process queue holds the key as long (refusals there name it).
    */
   async function runAll<T>(keys: readonly string[], fn: () => Promise<T>, lockOptions: LockOptions = {}): Promise<T> {
     const names = [...new Set(keys.map(lockFileName))].sort();
-    const what = lockOptions.what ?? keys.join(", ");
     const signal = lockOptions.signal ?? callSignal();
-    return local.runAll(
-      names,
-      async () => {
-        const held: Held[] = [];
-        const releaseAll = async () => {
-          for (const h of held.reverse()) await h.release().catch(() => {});
-        };
-        let outliving: Outliving[] = [];
-        try {
-          for (const name of names) held.push(await hold(name, what, signal));
-          const r = await runCollectingOutliving(fn);
-          outliving = r.outliving;
-          for (const w of outliving) noteOutliving(w);
-          if (r.outcome.status === "rejected") throw r.outcome.reason;
-          return r.outcome.value;
-        } finally {
-          if (outliving.length === 0) await releaseAll();
-          else void Promise.all(outliving.map((w) => w.ended)).then(releaseAll);
+    const what = lockOptions.what ?? keys.join(", ");
+    const notStarted = (why: string) => {
+      const err = abortError(signal!);
+      return new CsiProxyError(err.code, `${err.message}: ${what} was not started (${why}); nothing was done`, { cause: err });
+    };
+    return local.runAll(names, async () => {
+      const held: Held[] = [];
+      const releaseAll = async () => {
+        for (const h of held.reverse()) await h.release().catch(() => {});
+      };
+      let outliving: Outliving[] = [];
+      try {
+        for (const name of names) {
+          const h = await hold(name, signal);
+          if (h === null) throw notStarted(`it was waiting for the node-wide lock ${path.join(options.dir, name)}, held by another process`);
+          held.push(h);
         }
-      },
-      { what, signal },
-    );
+        if (signal?.aborted) throw notStarted("its caller went away as it got the node-wide lock");
+        const r = await runCollectingOutliving(fn);
+        outliving = r.outliving;
+        for (const w of outliving) noteOutliving(w);
+        if (r.outcome.status === "rejected") throw r.outcome.reason;
+        return r.outcome.value;
+      } finally {
+        if (outliving.length === 0) await releaseAll();
+        else void Promise.all(outliving.map((w) => w.ended)).then(releaseAll);
+      }
+    }, { signal, what });
   }
 
   return {
