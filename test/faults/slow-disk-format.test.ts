@@ -2,7 +2,7 @@
 // a loop device over an image file on slow-fuse.ts (every write waits 50 ms in the FUSE daemon; the
 // loop device's writeback is capped at one page, so mkfs.ext4 spends its time in killable waits and
 // takes several seconds instead of a fraction of one). FormatVolume whose deadline leaves mkfs about
-// 2 s (2 s + 1.5 × the same run's time for the checks before mkfs) answers
+// 2 s (2 s + 1.25 × the same run's time for the checks before mkfs) answers
 // DeadlineExceeded; that mkfs is gone 1 s after the answer; a retry made at once never runs a
 // second mkfs while the first lives (it waits for the disk, or is refused Aborted when the first
 // outlived its kill), and the disk is usable afterwards (the retry formats).
@@ -12,7 +12,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { Code } from "../../src/errors.ts";
-import { createFaultRig, codeOf, type Clients, type FaultRig } from "../helpers/fault-rig.ts";
+import { checksBeforeMkfsMs, createFaultRig, codeOf, type Clients, type FaultRig } from "../helpers/fault-rig.ts";
 import { processAlive } from "../helpers/process-alive.ts";
 import { startSlowFuse, slowFuseSkipReason, type SlowFuse } from "../helpers/slow-fuse.ts";
 
@@ -85,14 +85,9 @@ describe("a real mkfs on a slow disk is cut short by the call's deadline", { ski
 
     // Same-run baseline: how long the checks before mkfs take here (they scan every process's fds
     // and mount table, so they slow down with the machine's load): a FormatVolume whose mkfs fails at once.
-    rig.faults.arm("mkfs.ext4", "fail");
-    const b0 = Date.now();
-    const failed = await c.volume.formatVolume({ volumeId }).then(() => null, (e: unknown) => e);
-    const checksMs = Date.now() - b0;
-    assert.ok(failed && rig.faults.fired("mkfs.ext4"), `the baseline reached mkfs: ${String(failed)}`);
-    rig.faults.reset();
+    const checksMs = await checksBeforeMkfsMs(rig, c.volume, volumeId);
     // mkfs gets about 2 s before the deadline cuts it (it needs 5 s or more on this disk)
-    const deadlineMs = 2000 + Math.round(1.5 * checksMs);
+    const deadlineMs = 2000 + Math.round(1.25 * checksMs);
 
     // Every mkfs seen, and the most seen alive at once.
     const seen = new Set<number>();
