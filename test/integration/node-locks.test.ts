@@ -127,7 +127,7 @@ test("work left running after its call was answered keeps the node-wide lock (an
     ac.abort();
     const err = await gaveUp;
     assert.equal(err.code, Code.Canceled, String(err));
-    assert.match(err.message, /FormatVolume of volume w was not started \(it was waiting for the node-wide lock .*disk\.\d+\.lock, held by another process\); nothing was done/);
+    assert.match(err.message, /FormatVolume of volume w was not started \(it was waiting for the node-wide lock .*disk\.\d+\.lock, held by another csi-proxy process on this node\); nothing was done/);
 
     endWork();
     await waiting;
