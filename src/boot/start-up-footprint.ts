@@ -56,7 +56,7 @@ export interface SettleReport {
 }
 
 /** V8's `gc()`, reached without --expose-gc on the command line: the flag set, `gc` read from a new context, the flag cleared. */
-function gcFunction(): ((options?: object) => unknown) | undefined {
+export function gcFunction(): ((options?: object) => unknown) | undefined {
   try {
     setFlagsFromString("--expose-gc");
     const gc = runInNewContext("gc");
