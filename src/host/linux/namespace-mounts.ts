@@ -12,7 +12,9 @@
  * were listed — so the answer is as fresh as reading every table on every call.
  *
  * So a call costs one readdir of /proc, one readlink per process, one listmount per namespace
- * (~20 µs for a container-sized table) and one mountinfo read per namespace that changed.
+ * (~20 µs for a container-sized table) and one mountinfo read per namespace that changed. Where the
+ * kernel's task listing can be had (kernel-task-listing.ts), the readdir and the readlinks are one
+ * walk inside the kernel instead (one 16-byte record per process).
  *
  * Nothing is held open between calls: a remembered namespace is known by its id, not by a
  * descriptor (an open mountinfo or nsfs descriptor would keep the namespace, and every mount in it,
@@ -23,6 +25,8 @@
 import { readFile } from "node:fs/promises";
 import { readdirSync, readlinkSync } from "node:fs";
 import { openMountIdSource, type MountIdSource } from "./mount-ids.ts";
+import { unescapeOctal } from "./block-parsers.ts";
+import { openKernelTaskListing } from "./kernel-task-listing.ts";
 
 export interface NamespaceMount {
   pid: number;
@@ -37,6 +41,12 @@ export interface NamespaceMountsOptions {
   ids?: () => Promise<MountIdSource | null>;
   /** Reads run this many at a time (each holds a libuv pool thread). */
   concurrency?: number;
+  /**
+   * Each process's namespace link text by pid, listed by the kernel in one walk (kernel-task-listing.ts),
+   * or null: one readlink of /proc/<pid>/ns/mnt per process. Default: the kernel's listing where it can
+   * be had and `procRoot` is not given.
+   */
+  processNamespaces?: () => Promise<Map<number, string> | null>;
 }
 
 export interface NamespaceMounts {
@@ -54,8 +64,6 @@ interface Remembered {
   /** Device numbers ("major:minor") the table mounted when `ids` were listed (or later). */
   devices: Set<string>;
 }
-
-const unescape = (s: string) => s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
 
 /** The third field (the device) of each mountinfo line. */
 function devicesOf(text: string): Set<string> {
@@ -81,7 +89,7 @@ function mountPointsOf(text: string, device: string): { mountPoint: string; moun
     let lineEnd = text.indexOf("\n", at);
     if (lineEnd < 0) lineEnd = text.length;
     const fields = text.slice(lineStart, lineEnd).split(" ");
-    if (fields[2] === device && fields.length > 4) out.push({ mountPoint: unescape(fields[4]), mountId: Number(fields[0]) });
+    if (fields[2] === device && fields.length > 4) out.push({ mountPoint: unescapeOctal(fields[4]), mountId: Number(fields[0]) });
     at = text.indexOf(needle, lineEnd);
   }
   return out;
@@ -91,6 +99,8 @@ export function createNamespaceMounts(options: NamespaceMountsOptions = {}): Nam
   const procRoot = options.procRoot ?? "/proc";
   const concurrency = options.concurrency ?? 8;
   const source = (options.ids ?? openMountIdSource)().catch(() => null);
+  const processNamespaces =
+    options.processNamespaces ?? (options.procRoot !== undefined ? async () => null : async () => (await openKernelTaskListing())?.mountNamespaces() ?? null);
   let remembered = new Map<string, Remembered>();
   let reads = 0;
   let queue: Promise<unknown> = Promise.resolve();
@@ -105,13 +115,11 @@ export function createNamespaceMounts(options: NamespaceMountsOptions = {}): Nam
 
   async function scan(device: string): Promise<NamespaceMount[]> {
     const ids = await source;
-    const pids = readdirSync(procRoot)
-      .filter((n) => /^[1-9]\d*$/.test(n))
-      .map(Number)
-      .sort((a, b) => a - b);
+    const listed = await processNamespaces().catch(() => null);
+    const pids = (listed ? [...listed.keys()] : readdirSync(procRoot).filter((n) => /^[1-9]\d*$/.test(n)).map(Number)).sort((a, b) => a - b);
     const first = new Map<string, number>();
     for (const pid of pids) {
-      const ns = nsOf(pid);
+      const ns = listed ? listed.get(pid)! : nsOf(pid);
       if (ns !== null && !first.has(ns)) first.set(ns, pid);
     }
     const before = remembered;

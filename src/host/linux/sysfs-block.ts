@@ -10,7 +10,7 @@
  */
 import { readFileSync, readdirSync, realpathSync } from "node:fs";
 import * as path from "node:path";
-import type { BlockDisk, BlockPartition, PartitionTable } from "./block-tools-api.ts";
+import type { BlockDisk, BlockPartition, PartitionTable } from "./block-types.ts";
 import { mbrPartUuid, readPartitionTable } from "./partition-table.ts";
 
 export const SYS_BLOCK = "/sys/block";
@@ -127,30 +127,29 @@ export async function readBlockDisk(
   const sizeBytes = big(attr(path.join(dir, "size"))) * 512n;
   const devPath = `/dev/${id.uevent.DEVNAME ?? name}`;
   const h = id.hctl;
-  if (options.identityOnly) {
-    // What identifies the disk (ListDiskIDs): no partition, holder, read-only or SCSI state read.
-    return {
-      name,
-      devPath,
-      major: num(id.uevent.MAJOR),
-      minor: num(id.uevent.MINOR),
-      diskSeq: seq ?? (id.uevent.DISKSEQ || null),
-      sizeBytes,
-      logicalBlockSize: id.logicalBlockSize,
-      readOnly: false,
-      removable: id.removable,
-      loopBackingFile: trimmed(attr(path.join(dir, "loop/backing_file")))?.replace(/ \(deleted\)$/, "") || null,
-      scsiAddress: h ? { host: Number(h[1]), channel: Number(h[2]), target: Number(h[3]), lun: Number(h[4]) } : null,
-      scsiState: null,
-      serial: id.serial,
-      vpdPage80: id.vpdPage80,
-      vpdPage83: id.vpdPage83,
-      wwid: id.wwid,
-      holders: [],
-      partitions: [],
-      partitionTable: null,
-    };
-  }
+  // What identifies the disk: all a ListDiskIDs needs (no partition, holder, read-only or SCSI state read).
+  const identity: BlockDisk = {
+    name,
+    devPath,
+    major: num(id.uevent.MAJOR),
+    minor: num(id.uevent.MINOR),
+    diskSeq: seq ?? (id.uevent.DISKSEQ || null),
+    sizeBytes,
+    logicalBlockSize: id.logicalBlockSize,
+    readOnly: false,
+    removable: id.removable,
+    loopBackingFile: trimmed(attr(path.join(dir, "loop/backing_file")))?.replace(/ \(deleted\)$/, "") || null,
+    scsiAddress: h ? { host: Number(h[1]), channel: Number(h[2]), target: Number(h[3]), lun: Number(h[4]) } : null,
+    scsiState: null,
+    serial: id.serial,
+    vpdPage80: id.vpdPage80,
+    vpdPage83: id.vpdPage83,
+    wwid: id.wwid,
+    holders: [],
+    partitions: [],
+    partitionTable: null,
+  };
+  if (options.identityOnly) return identity;
   const parts = list(dir)
     .filter((e) => e.startsWith(name))
     .map((e) => readPartition(path.join(dir, e)))
@@ -166,35 +165,45 @@ export async function readBlockDisk(
     return { ...p, uuid, typeId: entry?.typeId ?? null };
   });
   return {
-    name,
-    devPath,
-    major: num(id.uevent.MAJOR),
-    minor: num(id.uevent.MINOR),
-    diskSeq: seq ?? (id.uevent.DISKSEQ || null),
-    sizeBytes,
-    logicalBlockSize: id.logicalBlockSize,
+    ...identity,
     readOnly: num(attr(path.join(dir, "ro"))) === 1,
-    removable: id.removable,
-    loopBackingFile: trimmed(attr(path.join(dir, "loop/backing_file")))?.replace(/ \(deleted\)$/, "") || null,
-    scsiAddress: h ? { host: Number(h[1]), channel: Number(h[2]), target: Number(h[3]), lun: Number(h[4]) } : null,
     scsiState: h ? (attr(path.join(dir, "device/state"))?.trim() ?? null) : null,
-    serial: id.serial,
-    vpdPage80: id.vpdPage80,
-    vpdPage83: id.vpdPage83,
-    wwid: id.wwid,
     holders: list(path.join(dir, "holders")),
     partitions,
     partitionTable: table,
   };
 }
 
+/** The kernel's count of uevents sent (every block device added, removed, attached, detached or resized sends one); null where it cannot be read. */
+export const UEVENT_SEQNUM = "/sys/kernel/uevent_seqnum";
+
+/**
+ * The last identity-only listing of the disks with a medium ({@link listBlockDisks} with `withMedium`
+ * and `identityOnly` on the real /sys/block), kept while the kernel has sent no uevent since: a disk
+ * that appears, goes, gets or loses a medium (a loop device attached or detached) or changes size
+ * sends one. One listing, replaced at the next change; bounded by the number of block devices.
+ * Shared: callers must not change the objects.
+ */
+let identityListing: { seqnum: string; disks: BlockDisk[] } | undefined;
+
 /**
  * Every /sys/block entry; with `withMedium`, only those whose size is not 0 (the rest — unattached loop
  * devices, empty card readers — is skipped after one read).
+ *
+ * With `withMedium` and `identityOnly` on the real /sys/block: read once per uevent (one read of
+ * {@link UEVENT_SEQNUM} per call otherwise). A loop device's backing file is named as of that
+ * reading: a rename of the file while attached sends no uevent, so the new name shows after the next
+ * uevent on the node (the file is the same; only its name is not re-read).
  */
 export async function listBlockDisks(options: Parameters<typeof readBlockDisk>[1] & { withMedium?: boolean } = {}): Promise<BlockDisk[]> {
   const sysBlock = options.sysBlock ?? SYS_BLOCK;
+  const cacheable = options.withMedium === true && options.identityOnly === true && sysBlock === SYS_BLOCK;
+  const seqnum = cacheable ? attr(UEVENT_SEQNUM)?.trim() || null : null;
+  if (seqnum !== null && identityListing?.seqnum === seqnum) return identityListing.disks;
   let names = list(sysBlock);
   if (options.withMedium) names = names.filter((n) => big(attr(path.join(sysBlock, n, "size"))) > 0n);
-  return Promise.all(names.map((n) => readBlockDisk(n, options)));
+  const disks = await Promise.all(names.map((n) => readBlockDisk(n, options)));
+  // Read after the seqnum: a change during the listing makes the next call's seqnum differ.
+  if (seqnum !== null) identityListing = { seqnum, disks };
+  return disks;
 }

@@ -1,12 +1,21 @@
 /**
  * The volume group's host on Linux block devices ({@link VolumeHostApi}). Volumes are partitions or
  * whole-disk filesystems, named `\\?\Volume{<PARTUUID>}\` (block-model.ts); what they hold comes from
- * the mount table or blkid; changes are tool steps through {@link BlockTools}. Decisions are
+ * the mount table or blkid; changes are tool steps through {@link VolumeTools}. Decisions are
  * volume-service.ts's; docs/linux-concept-map.md says what each concept means here.
  */
 import type { FilesystemGrowth, MountedVolume, VolumeContent, VolumeHostApi, VolumeLocation, VolumeUsage, WriteCheck } from "../../groups/volume/host-api.ts";
 import { Code, CsiProxyError, failedPrecondition } from "../../errors.ts";
-import type { BlockMount, BlockTools, DevNumber, ManagedFsType, ProbeResult } from "./block-tools-api.ts";
+import type { BlockMount, DevNumber, ManagedFsType, ProbeResult } from "./block-types.ts";
+import type { BlockReads } from "./block-reads.ts";
+import type { SignatureProbe } from "./signature-probe.ts";
+import type { DeviceClaims } from "./device-claims.ts";
+import type { PartitionResizing } from "./partitioning.ts";
+import type { OfflineMarks } from "./device-state.ts";
+import type { FilesystemTools } from "./filesystem-tools.ts";
+import type { MountTools } from "./mount-tools.ts";
+import type { WriteBack } from "./write-back.ts";
+import type { Privileges } from "./privileges.ts";
 import { SnapshotSessions } from "./snapshot-session.ts";
 import { describeSchedule, retryUndo, type UndoLog } from "../../util/undo-retry.ts";
 import {
@@ -52,8 +61,11 @@ const reportPrefix = (dev: DevNumber) => `${dev.major}:${dev.minor}@`;
 const reportKey = (dev: DevNumber, mountId: number | undefined) => `${reportPrefix(dev)}${mountId ?? "-"}`;
 
 
+/** The block tools the volume host uses (linux-block-tools.ts has them all). */
+export type VolumeTools = BlockReads & SignatureProbe & DeviceClaims & Pick<OfflineMarks, "readOfflineMarks"> & PartitionResizing & FilesystemTools & MountTools & WriteBack & Privileges;
+
 export class LinuxVolumeHost implements VolumeHostApi {
-  readonly #tools: BlockTools;
+  readonly #tools: VolumeTools;
   readonly defaultFileSystem: ManagedFsType;
   /** mount(8) needs a filesystem type. */
   readonly mountRequiresFilesystem = true;
@@ -67,7 +79,7 @@ export class LinuxVolumeHost implements VolumeHostApi {
   /** Mounts whose write-back failure was answered DataLoss (flushVolume), oldest first. */
   readonly #reported = new Map<string, { at: number; here: boolean }>();
 
-  constructor(tools: BlockTools, options: LinuxVolumeHostOptions) {
+  constructor(tools: VolumeTools, options: LinuxVolumeHostOptions) {
     this.#tools = tools;
     this.#sessions = new SnapshotSessions((dev, options) => takeSnapshot(tools, dev, options));
     this.defaultFileSystem = options.defaultFileSystem;
