@@ -1,6 +1,7 @@
 /**
- * Which test files test a module of src/: those that import it directly (a relative `.ts` import)
- * or run it as a program (name its path, `src/cli/ctl.ts`, in a string). Used by the layout test
+ * Which test files test a module of src/: those that import it directly (a relative `.ts` import),
+ * run it as a program (name its path, `src/cli/ctl.ts`, in a string) or load it in a child process
+ * (`new URL("./x.ts", import.meta.url)`). Used by the layout test
  * (every module has one, or an exemption with its reason) and by `scripts/tests-of.ts`.
  */
 import { readdirSync, readFileSync } from "node:fs";
@@ -30,7 +31,9 @@ export function modulesUsedBy(file: string): string[] {
   const text = readFileSync(file, "utf8");
   const imports = [...text.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)["'](\.{1,2}\/[^"']+\.ts)["']/g)].map((m) => path.resolve(path.dirname(file), m[1]));
   const programs = [...text.matchAll(/["'`/](src\/[\w./-]+\.ts)["'`]/g)].map((m) => path.join(repoRoot, m[1]));
-  return [...imports, ...programs];
+  // a module loaded in a child process: `new URL("./x.ts", import.meta.url)`
+  const urls = [...text.matchAll(/\bnew URL\(\s*["'](\.{1,2}\/[^"']+\.ts)["']\s*,\s*import\.meta\.url\s*\)/g)].map((m) => path.resolve(path.dirname(file), m[1]));
+  return [...imports, ...programs, ...urls];
 }
 
 /** Module (repository-relative) → the test files (repository-relative) that test it directly. */
