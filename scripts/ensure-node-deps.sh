@@ -8,4 +8,12 @@ if [ ! -f "$stamp" ] || [ package-lock.json -nt "$stamp" ] || [ ! -x node_module
   # `npm ci`: exactly the lock file's versions (it lists every platform's optional binaries, e.g. buf's,
   # of which npm installs only this platform's), and it fails rather than rewrite a lock out of sync.
   npm ci --no-audit --no-fund --loglevel=error
+  # An npm run by an older Node (Debian bookworm's: Node 18) leaves out this platform's optional
+  # binaries whose `engines` that Node does not meet (oxlint's): fetched at the lock's version and integrity.
+  if ! node_modules/.bin/node scripts/missing-optional-deps.ts >/dev/null; then
+    node_modules/.bin/node scripts/missing-optional-deps.ts --fetch >&2 || {
+      echo "ensure-node-deps: the optional packages above could not be installed" >&2
+      exit 1
+    }
+  fi
 fi

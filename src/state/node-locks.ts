@@ -19,6 +19,10 @@
  * keys are taken in sorted stripe order (no deadlock between multi-key calls). Released when `fn`
  * settles: unlock, then close.
  *
+ * A call whose signal (LockOptions.signal, else the call's: util/call-scope.ts) aborts while it waits
+ * — in the in-process queue or polling a file lock another process holds — leaves the wait with the
+ * signal's code (DeadlineExceeded/Canceled) saying nothing was done; `fn` never runs for it.
+ *
  * Errors: a lock file that cannot be opened or locked rejects the call with FailedPrecondition
  * naming the file (the call's work has not started).
  */
@@ -26,7 +30,9 @@ import { nodeCrypto } from "../util/node-crypto.ts";
 import { constants as fsc, promises as fsp } from "node:fs";
 import * as path from "node:path";
 import { Code, CsiProxyError } from "../errors.ts";
-import { createKeyedMutex, type KeyedMutex } from "../util/keyed-mutex.ts";
+import { createKeyedMutex, type KeyedMutex, type LockOptions } from "../util/keyed-mutex.ts";
+import { callSignal } from "../util/call-scope.ts";
+import { abortError } from "../host/stop-if-aborted.ts";
 import { kernel32 } from "../win32/kernel32.ts";
 import { loadKoffi } from "../win32/native.ts";
 
@@ -118,7 +124,8 @@ export function createNodeLocks(options: { dir: string; platform: "linux" | "win
   let tryLock: Promise<TryLock> | undefined;
   let dirReady: Promise<void> | undefined;
 
-  async function hold(name: string): Promise<Held> {
+  /** Holds the file lock `name`; null when `signal` aborted while another holder had it. */
+  async function hold(name: string, signal: AbortSignal | undefined): Promise<Held | null> {
     const file = path.join(options.dir, name);
     try {
       dirReady ??= fsp.mkdir(options.dir, { recursive: true, mode: 0o700 }).then(() => {});
@@ -127,6 +134,7 @@ export function createNodeLocks(options: { dir: string; platform: "linux" | "win
       for (let wait = POLL_START_MS; ; wait = Math.min(POLL_MAX_MS, wait * 2)) {
         const held = await attempt(file);
         if (held) return held;
+        if (signal?.aborted) return null;
         await sleep(wait);
       }
     } catch (err) {
@@ -135,21 +143,32 @@ export function createNodeLocks(options: { dir: string; platform: "linux" | "win
     }
   }
 
-  async function runAll<T>(keys: readonly string[], fn: () => Promise<T>): Promise<T> {
+  async function runAll<T>(keys: readonly string[], fn: () => Promise<T>, lockOptions: LockOptions = {}): Promise<T> {
     const names = [...new Set(keys.map(lockFileName))].sort();
+    const signal = lockOptions.signal ?? callSignal();
+    const what = lockOptions.what ?? keys.join(", ");
+    const notStarted = (why: string) => {
+      const err = abortError(signal!);
+      return new CsiProxyError(err.code, `${err.message}: ${what} was not started (${why}); nothing was done`, { cause: err });
+    };
     return local.runAll(names, async () => {
       const held: Held[] = [];
       try {
-        for (const name of names) held.push(await hold(name));
+        for (const name of names) {
+          const h = await hold(name, signal);
+          if (h === null) throw notStarted(`it was waiting for the node-wide lock ${path.join(options.dir, name)}, held by another process`);
+          held.push(h);
+        }
+        if (signal?.aborted) throw notStarted("its caller went away as it got the node-wide lock");
         return await fn();
       } finally {
         for (const h of held.reverse()) await h.release().catch(() => {});
       }
-    });
+    }, { signal, what });
   }
 
   return {
-    run: (key, fn) => runAll([key], fn),
+    run: (key, fn, lockOptions) => runAll([key], fn, lockOptions),
     runAll,
     get size() {
       return local.size;

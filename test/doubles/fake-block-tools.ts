@@ -1,13 +1,25 @@
 /**
- * Stateful fake of the Linux {@link BlockTools}, answering from and acting on one
- * {@link FakeBlockWorld}. Put a LinuxDiskHost and a LinuxVolumeHost over it to unit-test the Linux
- * semantics of the disk and volume groups. Every mutating call is logged in `world.calls`.
+ * Stateful fake of the Linux block tools (every interface linux-block-tools.ts puts together),
+ * answering from and acting on one {@link FakeBlockWorld}. Put a LinuxDiskHost and a LinuxVolumeHost
+ * over it to unit-test the Linux semantics of the disk and volume groups. Every mutating call is
+ * logged in `world.calls`.
  */
-import type { BlockDisk, BlockMount, BlockTools, DeviceOpener, DevNumber, DeviceClaim, FilesystemUsage, LoopDevice, ManagedFsType, NamespaceMount, OfflineMark, PartitionTable, ProbeResult, Signature } from "../../src/host/linux/block-tools-api.ts";
+import type { BlockDisk, BlockMount, DeviceOpener, DevNumber, LoopDevice, ManagedFsType, OfflineMark, PartitionTable, ProbeResult, Signature } from "../../src/host/linux/block-types.ts";
+import type { BlockReads } from "../../src/host/linux/block-reads.ts";
+import type { SignatureProbe } from "../../src/host/linux/signature-probe.ts";
+import type { DeviceClaim, DeviceClaims, NamespaceMount } from "../../src/host/linux/device-claims.ts";
+import type { PartitionResizing, Partitioning } from "../../src/host/linux/partitioning.ts";
+import type { FilesystemTools, FilesystemUsage } from "../../src/host/linux/filesystem-tools.ts";
+import type { MountTools } from "../../src/host/linux/mount-tools.ts";
+import type { WriteBack } from "../../src/host/linux/write-back.ts";
+import type { DeviceState, OfflineMarks } from "../../src/host/linux/device-state.ts";
+import type { Privileges } from "../../src/host/linux/privileges.ts";
 import { FakeBlockWorld } from "./fake-block-world.ts";
 import { failedPrecondition, internal } from "../../src/errors.ts";
 
-export class FakeBlockTools implements BlockTools {
+export class FakeBlockTools
+  implements BlockReads, SignatureProbe, DeviceClaims, Partitioning, PartitionResizing, FilesystemTools, MountTools, WriteBack, DeviceState, OfflineMarks, Privileges
+{
   readonly world: FakeBlockWorld;
   /** Mount points and devices flushed, in order (a flush must precede each unmount). */
   flushed: string[] = [];

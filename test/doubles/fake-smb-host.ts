@@ -1,7 +1,7 @@
 import type { SmbHostApi } from "../../src/groups/smb/host-api.ts";
 import { alreadyExists, notFound, type CsiProxyError } from "../../src/errors.ts";
 
-type Method = "getMapping" | "createMapping" | "removeMapping" | "isPathValid" | "createDirLink" | "readDirLink";
+type Method = "getMapping" | "getMappings" | "createMapping" | "removeMapping" | "isPathValid" | "createDirLink" | "readDirLink";
 
 /**
  * In-memory SMB host for unit tests. Stateful: mappings (with a status and whether they are
@@ -36,6 +36,16 @@ export class FakeSmbHost implements SmbHostApi {
     this.#fail("getMapping");
     const m = this.mappings.get(root);
     return m ? { status: m.status } : null;
+  }
+  async getMappings(roots: readonly string[]) {
+    this.calls.push(`getMappings ${roots.length}`);
+    this.#fail("getMappings");
+    const found = new Map<string, { status: string }>();
+    for (const root of roots) {
+      const m = this.mappings.get(root);
+      if (m) found.set(root, { status: m.status });
+    }
+    return found;
   }
   async createMapping(root: string, username: string, password: string, requirePrivacy: boolean) {
     this.calls.push(`createMapping ${root} user=${username} privacy=${requirePrivacy}`);

@@ -23,6 +23,11 @@ export class FileSmbHost implements SmbHostApi {
   async getMapping(root: string) {
     return existsSync(this.#marker(root)) ? { status: "OK" } : null;
   }
+  async getMappings(roots: readonly string[]) {
+    const found = new Map<string, { status: string }>();
+    for (const root of roots) if (existsSync(this.#marker(root))) found.set(root, { status: "OK" });
+    return found;
+  }
   async createMapping(root: string) {
     appendFileSync(this.opsLog, `create ${root} ${this.#who}\n`);
     writeFileSync(this.#marker(root), root);

@@ -4,7 +4,8 @@
 // registered for process exit, so a crashed test leaves nothing attached.
 // Only devices created here are ever touched.
 import { execFileSync } from "node:child_process";
-import { closeSync, existsSync, openSync, readFileSync, readdirSync, rmSync, ftruncateSync } from "node:fs";
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, ftruncateSync } from "node:fs";
+import { tmpdir } from "node:os";
 import * as path from "node:path";
 
 export interface LoopDevice {
@@ -145,4 +146,19 @@ export function createLoopDevice(dir: string, bytes: number, label = "disk"): Lo
     });
   }
   return loop;
+}
+
+/** Runs `fn` on a fresh loop device of `bytes` over an image in a temporary directory of its own; cleans up both after, whatever `fn` did. */
+export async function withLoopDevice<T>(bytes: number, label: string, fn: (loop: LoopDevice) => Promise<T>): Promise<T> {
+  const dir = mkdtempSync(path.join(tmpdir(), `csi-${label}-`));
+  try {
+    const loop = createLoopDevice(dir, bytes, label);
+    try {
+      return await fn(loop);
+    } finally {
+      loop.cleanup();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }

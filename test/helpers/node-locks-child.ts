@@ -8,7 +8,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import * as path from "node:path";
 import { createNodeLocks } from "../../src/state/node-locks.ts";
 import { createKeyedMutex } from "../../src/util/keyed-mutex.ts";
-import { createSmbService } from "../../src/groups/smb/smb-service.ts";
+import { createRefCountedSmb } from "./ref-counted-smb.ts";
 import { smbStateFile } from "../../src/groups/smb/smb-state.ts";
 import type { PathPolicy } from "../../src/policy/path-policy.ts";
 import { FileSmbHost } from "../doubles/file-smb-host.ts";
@@ -40,7 +40,7 @@ if (mode === "counter") {
   const world = a, id = b, n = Number(c);
   const host = new FileSmbHost(world, id);
   const allowAll = { check: async (p: string) => p } as unknown as PathPolicy;
-  const smb = await createSmbService({ host, policy: allowAll, state: smbStateFile(dir), requirePrivacy: false, platform: "linux", sweepIntervalMs: 0, locks });
+  const smb = await createRefCountedSmb({ host, policy: allowAll, state: smbStateFile(dir), requirePrivacy: false, platform: "linux", sweepIntervalMs: 0, locks });
   const links = path.join(world, "links");
   mkdirSync(links, { recursive: true });
   await barrier(path.join(world, "go"));

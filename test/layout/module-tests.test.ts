@@ -8,7 +8,6 @@ import { testsByModule } from "./module-tests.ts";
 /** Modules without a direct test, each with why that suffices. A stale entry fails the test. */
 export const exempt: Record<string, string> = {
   "src/api/adapters.ts": "types only (checked by tsc against every group's adapters)",
-  "src/groups/smb/types.ts": "types only",
   "src/groups/volume/types.ts": "types only",
   "src/boot/v8-flags.ts": "boot-time V8 flags set by src/main.ts, which every daemon test runs",
   "src/boot/thread-pool-size.ts": "boot-time libuv setting imported first by src/main.ts, which every daemon test runs",

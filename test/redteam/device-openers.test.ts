@@ -12,8 +12,7 @@ import * as path from "node:path";
 import { Lab, MiB, hasTool, hashRegion, labSkipReason, run, writeTable, type Loop } from "./block-lab.ts";
 import { rejectsWithCode } from "../helpers/assert-coded.ts";
 import { Code } from "../../src/errors.ts";
-import { LinuxBlockTools } from "../../src/host/linux/linux-block-tools.ts";
-import { OPENER_SETTLE_MS } from "../../src/host/linux/block-tools-api.ts";
+import { createDeviceClaims, OPENER_SETTLE_MS } from "../../src/host/linux/device-claims.ts";
 
 const skip = labSkipReason();
 if (skip) process.stderr.write(`device opener suite skipped: ${skip}\n`);
@@ -136,7 +135,7 @@ describe("every opener of a device node counts as a use", { skip: skip ?? false 
       writeTable(img, "gpt", ["start=1MiB,size=64MiB"]);
       const disk = lab.attach(img, { partscan: true });
       const p1 = `${disk.device}p1`;
-      const tools = new LinuxBlockTools({ stateFile: path.join(lab.dir, "marks.json") });
+      const tools = createDeviceClaims();
       const dev = devOf(p1);
 
       // The fact: a reader gone after 300 ms is waited for and not reported; a writer is reported at once.

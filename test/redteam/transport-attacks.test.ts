@@ -7,11 +7,12 @@
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { readFileSync, readdirSync } from "node:fs";
+import { readdirSync } from "node:fs";
 import * as net from "node:net";
 import * as path from "node:path";
 import { startDaemonProcess, nodeBinary, repoRoot, type DaemonProcess } from "../helpers/daemon-process.ts";
 import { connectGroup } from "../../src/client/connect-group.ts";
+import { startAttackerProcess, vmRssMb, p99 } from "../helpers/attacker-process.ts";
 
 const ENHANCE_YOUR_CALM = 11, PROTOCOL_ERROR = 1, COMPRESSION_ERROR = 9, REFUSED_STREAM = 7;
 const RESOURCE_EXHAUSTED = "8";
@@ -22,32 +23,10 @@ const P99_FLOOR_MS = 400;
 interface AttackResult { goaway: number[]; debug: string[]; rst: Record<string, number>; status: Record<string, number>; sentBytes: number; closed: boolean }
 
 /** Starts the attacker process; `ready` resolves once it runs (its start-up CPU is not counted against the legit client), `result` with its report. */
-function startAttack(attack: string, address: string, ms: number, connections?: number): { ready: Promise<void>; result: Promise<AttackResult> } {
-  const args = [path.join(repoRoot, "test/helpers/h2-attack.ts"), attack, address, String(ms), ...(connections ? [String(connections)] : [])];
-  const child = spawn(nodeBinary, args, { stdio: ["ignore", "pipe", "pipe"] });
-  let out = "", err = "";
-  child.stderr.setEncoding("utf8").on("data", (d: string) => (err += d));
-  let markReady: () => void;
-  const ready = new Promise<void>((r) => (markReady = r));
-  child.stdout.setEncoding("utf8").on("data", (d: string) => {
-    out += d;
-    if (out.includes("ready\n")) markReady();
-  });
-  const timer = setTimeout(() => child.kill("SIGKILL"), ms + 30_000);
-  const result = new Promise<AttackResult>((resolve, reject) =>
-    child.once("exit", (code) => {
-      clearTimeout(timer);
-      markReady();
-      if (code === 0) resolve(JSON.parse(out.trim().split("\n").at(-1)!));
-      else reject(new Error(`${attack}: exit ${code}\n${err}`));
-    }),
-  );
-  return { ready, result };
-}
+const startAttack = (attack: string, address: string, ms: number, connections?: number) =>
+  startAttackerProcess<AttackResult>("h2-attack.ts", [attack, address, String(ms), ...(connections ? [String(connections)] : [])], ms);
 const runAttack = (attack: string, address: string, ms: number, connections?: number) => startAttack(attack, address, ms, connections).result;
 
-const vmRssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
-const p99 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * 0.99))];
 
 type Fs = Awaited<ReturnType<typeof connectGroup<"filesystem", "v1">>>;
 

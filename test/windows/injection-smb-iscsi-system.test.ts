@@ -17,7 +17,7 @@ import { WindowsSmbHost, type SmbWin32 } from "../../src/host/windows/smb.ts";
 import { WindowsIscsiHost } from "../../src/host/windows/iscsi.ts";
 import { WindowsSystemHost } from "../../src/host/windows/system.ts";
 import type { ScmServiceInfo, ServiceControlManager } from "../../src/win32/scm.ts";
-import { createSmbService } from "../../src/groups/smb/smb-service.ts";
+import { createRefCountedSmb } from "../helpers/ref-counted-smb.ts";
 import { createIscsiService } from "../../src/groups/iscsi/iscsi-service.ts";
 import { createSystemService } from "../../src/groups/system/system-service.ts";
 import type { JsonStateFile } from "../../src/state/atomic-file.ts";
@@ -31,6 +31,7 @@ const logLines: string[] = [];
 const fake = createFakePool(
   {
     "smb.getMapping": { result: [] },
+    "smb.listMappings": { result: [] },
     "smb.testPath": { result: true },
     "iscsi.listPortals": { result: [] },
     "iscsi.discover": { result: [] },
@@ -56,6 +57,7 @@ const portal = (s: string) => ({ targetAddress: s, targetPort: 3260 });
 /** Every worker op of the SMB/iSCSI/System hosts: how to call it with `s` in each string field, and the args expected on the wire. */
 const operations: WorkerOperation[] = [
   { name: "smb.getMapping", op: "smb.getMapping", call: (s) => smb.getMapping(s), args: (s) => ({ remotePath: s }) },
+  { name: "smb.getMappings", op: "smb.listMappings", call: (s) => smb.getMappings([s]), args: () => ({}) },
   {
     name: "smb.createMapping",
     op: "smb.newMapping",
@@ -213,7 +215,7 @@ function memoryState(): JsonStateFile<SmbState> {
 const allowAll: PathPolicy = { check: async (p: string) => p } as unknown as PathPolicy;
 
 test("SMB and iSCSI service RPCs: hostile passwords, CHAP values and paths reach the worker verbatim as data", async () => {
-  const svc = await createSmbService({ host: smb, policy: allowAll, state: memoryState(), requirePrivacy: true, platform: "win32", sweepIntervalMs: 0 });
+  const svc = await createRefCountedSmb({ host: smb, policy: allowAll, state: memoryState(), requirePrivacy: true, platform: "win32", sweepIntervalMs: 0 });
   const isvc = createIscsiService({ host: iscsi });
   // what the services let through: no NUL/CR/LF in passwords, no control characters in CHAP values
   const passable = HOSTILE.filter((s) => !/[\x00-\x1f\x7f]/.test(s) && s.length < 1000);

@@ -20,7 +20,7 @@ import { windowsErrorOf } from "../../src/host/windows/worker-errors.ts";
 import { parseEnumServiceStatus, parseServiceConfig, type ScmServiceInfo, type ServiceControlManager } from "../../src/win32/scm.ts";
 import { Win32Error } from "../../src/win32/win32-errors.ts";
 import { SYMBOLIC_LINK_FLAG_DIRECTORY } from "../../src/win32/win32-constants.ts";
-import { createSmbService } from "../../src/groups/smb/smb-service.ts";
+import { createRefCountedSmb } from "../helpers/ref-counted-smb.ts";
 import { createIscsiService } from "../../src/groups/iscsi/iscsi-service.ts";
 import { createSystemService } from "../../src/groups/system/system-service.ts";
 import { ServiceStatus, StartType } from "../../src/groups/system/types.ts";
@@ -105,6 +105,26 @@ test("Get-SmbGlobalMapping output: Status numbers and names, PS 5.1 array quirks
   assert.deepEqual(await host.getMapping("\\\\fs1.contoso.com\\public"), { status: "OK" }, "a usable row wins");
   assert.deepEqual(await host.getMapping("\\\\fs1.contoso.com\\public"), { status: "Unavailable" });
   assert.equal((await reject(host.getMapping("\\\\x\\y"))).code, Code.Internal);
+});
+
+test("one Get-SmbGlobalMapping listing answers for every root: case-insensitive, a usable row wins, one row unwrapped, malformed → Internal", async () => {
+  const OTHER = { remotePath: "\\\\FS2\\Data", localPath: "", status: 2 };
+  const p = pool({
+    "smb.listMappings": [
+      { result: [MAPPING_UNAVAILABLE, OTHER, MAPPING_OK] },
+      { result: OTHER },
+      { result: null },
+      { result: ["x"] },
+    ],
+  });
+  const host = new WindowsSmbHost(p.pool, recordingWin32().w);
+  const roots = ["\\\\fs1.contoso.com\\public", "\\\\fs2\\data", "\\\\gone\\x"];
+  assert.deepEqual(await host.getMappings(roots), new Map([[roots[0], { status: "OK" }], [roots[1], { status: "Disconnected" }]]));
+  assert.deepEqual(await host.getMappings(roots), new Map([[roots[1], { status: "Disconnected" }]]));
+  assert.deepEqual(await host.getMappings(roots), new Map());
+  assert.deepEqual(await host.getMappings([]), new Map(), "no roots: no round trip");
+  assert.equal((await reject(host.getMappings(roots))).code, Code.Internal);
+  assert.equal(p.recorded().requests.filter((r) => r.op === "smb.listMappings").length, 4);
 });
 
 test("SMB errors: Windows System Error numbers of the SMB cmdlets become gRPC codes", async () => {
@@ -193,7 +213,7 @@ test("SMB service over the Windows host: map once per root, reuse a healthy mapp
     const made = links.find((l) => l[0] === `\\\\?\\${link}`);
     return made ? { target: made[1] } : null;
   };
-  const svc = await createSmbService({ host, policy, state: memoryState(), requirePrivacy: true, platform: "win32", sweepIntervalMs: 0 });
+  const svc = await createRefCountedSmb({ host, policy, state: memoryState(), requirePrivacy: true, platform: "win32", sweepIntervalMs: 0 });
   await svc.newSmbGlobalMapping({ remotePath: "\\\\FS1.contoso.com\\Public\\pv1", localPath: "C:\\k\\pv1", username: "CONTOSO\\svc", password: "s3cr3t" });
   await svc.newSmbGlobalMapping({ remotePath: "//fs1.contoso.com/public/pv2", localPath: "C:\\k\\pv2", username: "CONTOSO\\svc", password: "other" });
   await svc.newSmbGlobalMapping({ remotePath: "\\\\fs1.contoso.com\\public\\pv3", localPath: "C:\\k\\pv3", username: "CONTOSO\\svc", password: "again" });
@@ -225,7 +245,7 @@ test("SMB service over the Windows host: a failed New-SmbGlobalMapping is coded 
   const p = pool({ "smb.getMapping": { result: null }, "smb.newMapping": { error: smbCmdletError(1326, "The user name or password is incorrect. ") } });
   const host = new WindowsSmbHost(p.pool, recordingWin32().w);
   host.readDirLink = async () => null;
-  const svc = await createSmbService({ host, policy, state: memoryState(), requirePrivacy: false, platform: "win32", sweepIntervalMs: 0 });
+  const svc = await createRefCountedSmb({ host, policy, state: memoryState(), requirePrivacy: false, platform: "win32", sweepIntervalMs: 0 });
   const err = await reject(svc.newSmbGlobalMapping({ remotePath: "\\\\srv\\share", localPath: "C:\\k\\a", username: "u", password: "wrong-password" }));
   assert.equal(err.code, Code.PermissionDenied);
   assert.ok(!err.message.includes("wrong-password"));

@@ -5,9 +5,16 @@ import { FakeIscsiHost } from "../../../test/doubles/fake-iscsi-host.ts";
 import { createIscsiService } from "./iscsi-service.ts";
 import type { AuthenticationType, TargetPortal } from "./types.ts";
 import { rejectsWithCsiProxyError } from "../../../test/helpers/assert-coded.ts";
+import * as fs from "node:fs/promises";
+import * as os from "node:os";
+import * as path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { createKeyedMutex, type KeyedMutex } from "../../util/keyed-mutex.ts";
+import { createNodeLocks } from "../../state/node-locks.ts";
 
 const P: TargetPortal = { targetAddress: "10.0.0.5", targetPort: 3260 };
 const IQN = "iqn.2024-01.com.example:storage.lun1";
+const OTHER = "iqn.2024-01.com.example:storage.lun2";
 const setup = () => {
   const host = new FakeIscsiHost();
   return { host, iscsi: createIscsiService({ host }) };
@@ -190,5 +197,58 @@ describe("targets", () => {
     const { host, iscsi } = setup();
     await Promise.all(Array.from({ length: 10 }, () => iscsi.addTargetPortal({ targetPortal: P })));
     assert.equal(host.calls.filter((c) => c.startsWith("addTargetPortal")).length, 1);
+  });
+});
+
+describe("a call whose caller went away while it waited for its portal", () => {
+  /** An initiator whose connectTarget waits until `pass()`; `entered` settles when the first one started. */
+  class HeldIscsiHost extends FakeIscsiHost {
+    #enter = () => {};
+    #pass = () => {};
+    readonly entered = new Promise<void>((resolve) => (this.#enter = resolve));
+    readonly #passed = new Promise<void>((resolve) => (this.#pass = resolve));
+    pass(): void {
+      this.#pass();
+    }
+    override async connectTarget(portal: TargetPortal, iqn: string, auth: { type: AuthenticationType; chapUsername: string; chapSecret: string }) {
+      this.#enter();
+      await this.#passed;
+      return super.connectTarget(portal, iqn, auth);
+    }
+  }
+
+  async function queuedBehind(locks: () => KeyedMutex) {
+    const host = new HeldIscsiHost();
+    host.offer(P, IQN).offer(P, OTHER);
+    const first = createIscsiService({ host, locks: locks() });
+    const second = createIscsiService({ host, locks: locks() });
+    await first.addTargetPortal({ targetPortal: P });
+    await first.discoverTargetPortal({ targetPortal: P });
+    const holding = first.connectTarget(connectReq());
+    await host.entered;
+    const waiting = second.connectTarget(connectReq("NONE", "", "", P, OTHER), { signal: AbortSignal.timeout(100) });
+    waiting.catch(() => {});
+    await sleep(400); // the deadline has passed while the first call holds the portal
+    host.pass();
+    await holding;
+    const err = await rejectsWithCsiProxyError(waiting, Code.DeadlineExceeded, /was not started .*nothing was done/);
+    assert.deepEqual(host.calls.filter((c) => c.startsWith("connectTarget") || c.includes(OTHER)), [`connectTarget 10.0.0.5:3260 ${IQN} NONE user=`], "the dropped call never reached the host");
+    return err;
+  }
+
+  it("in-process locks: it leaves the queue with DeadlineExceeded and never runs", async () => {
+    const shared = createKeyedMutex();
+    await queuedBehind(() => shared);
+  });
+
+  it("node-wide locks, held by another process: it stops polling the lock file and never runs", async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), "iscsi-node-locks-"));
+    try {
+      // Two lock sets on one directory are two processes' worth of flock(2) descriptors.
+      const err = await queuedBehind(() => createNodeLocks({ dir, platform: "linux" }));
+      assert.match(err.message, /node-wide lock .* held by another process/);
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -22,6 +22,12 @@ export interface SmbHostApi {
    */
   getMapping(root: string): Promise<{ status: string } | null>;
   /**
+   * {@link getMapping} for many roots from one listing of the host's mappings (Windows: one
+   * Get-SmbGlobalMapping; Linux: one read of the mount table): each mapped root of `roots` with its
+   * status; roots without a mapping are absent. The cost does not grow with a tool run per root.
+   */
+  getMappings(roots: readonly string[]): Promise<Map<string, { status: string }>>;
+  /**
    * Creates the mapping of `root`. An empty `username` means "no explicit credential" (Windows:
    * the mapping is created without -Credential; Linux: a guest mount). `requirePrivacy` demands
    * encryption (Windows -RequirePrivacy, Linux the `seal` mount option).

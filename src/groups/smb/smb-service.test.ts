@@ -8,9 +8,16 @@ import { FakeSmbHost } from "../../../test/doubles/fake-smb-host.ts";
 import { createJsonStateFile, type JsonStateFile } from "../../state/atomic-file.ts";
 import { guardStateFile, StateDirRefusal } from "../../state/state-dir.ts";
 import { createPathPolicy } from "../../policy/path-policy.ts";
-import { createSmbService, type RefCountedSmbService } from "./smb-service.ts";
+import { createRefCountedSmb, type RefCountedSmbService } from "../../../test/helpers/ref-counted-smb.ts";
 import { validateSmbState, type SmbState } from "./smb-state.ts";
 import { rejectsWithCsiProxyError } from "../../../test/helpers/assert-coded.ts";
+import { setTimeout as sleep } from "node:timers/promises";
+import { createKeyedMutex, type KeyedMutex } from "../../util/keyed-mutex.ts";
+import { createSmbService } from "./smb-service.ts";
+import { openSmbReferences } from "./smb-references.ts";
+import { createSmbMappingSteps } from "./smb-mapping-steps.ts";
+import type { SmbService } from "./types.ts";
+import { createNodeLocks } from "../../state/node-locks.ts";
 
 const KUBELET = "/var/lib/kubelet";
 const existing = new Set(["/", "/var", "/var/lib", KUBELET]);
@@ -45,7 +52,7 @@ async function setup(options: { host?: FakeSmbHost; state?: ReturnType<typeof me
   const host = options.host ?? new FakeSmbHost();
   const state = options.state ?? memoryState();
   const logs: string[] = [];
-  const smb = await createSmbService({
+  const smb = await createRefCountedSmb({
     host,
     policy: linuxPolicy(),
     state,
@@ -466,7 +473,7 @@ describe("persistence and start-up reconciliation", () => {
       const file = path.join(dir, "smb-mappings.json");
       const host = new FakeSmbHost();
       const mk = () =>
-        createSmbService({ host, policy: linuxPolicy(), state: createJsonStateFile(file, validateSmbState), requirePrivacy: true, platform: "linux", sweepIntervalMs: 0 });
+        createRefCountedSmb({ host, policy: linuxPolicy(), state: createJsonStateFile(file, validateSmbState), requirePrivacy: true, platform: "linux", sweepIntervalMs: 0 });
       const a = await mk();
       await a.newSmbGlobalMapping(req("\\\\server\\share\\a", local("a"), "user", "TopSecret-123"));
       const text = await fs.readFile(file, "utf8");
@@ -488,11 +495,76 @@ describe("Windows platform", () => {
       allowedDirs: ["C:\\var\\lib\\kubelet"],
       resolve: async (p) => (["C:\\", "C:\\var", "C:\\var\\lib", "C:\\var\\lib\\kubelet"].includes(p) ? p : null),
     });
-    const smb = await createSmbService({ host, policy, state: memoryState(), requirePrivacy: true, platform: "win32", sweepIntervalMs: 0 });
+    const smb = await createRefCountedSmb({ host, policy, state: memoryState(), requirePrivacy: true, platform: "win32", sweepIntervalMs: 0 });
     await smb.newSmbGlobalMapping(req(ROOT, "C:\\var\\lib\\kubelet\\a"));
     host.entries.set("C:\\VAR\\lib\\kubelet\\A", host.entries.get("C:\\var\\lib\\kubelet\\a")!);
     await smb.newSmbGlobalMapping(req(ROOT, "C:\\VAR\\lib\\kubelet\\A"));
     assert.deepEqual(smb.references(), { [ROOT]: 1 });
     await rejectsWithCsiProxyError(smb.newSmbGlobalMapping(req(ROOT, "C:\\var\\lib\\kubelet\\..\\x")), Code.InvalidArgument);
+  });
+});
+
+describe("a call whose caller went away while it waited for its share root", () => {
+  /** A host whose createMapping waits until `pass()`; `entered` settles when the first one started. */
+  class HeldSmbHost extends FakeSmbHost {
+    #enter = () => {};
+    #pass = () => {};
+    readonly entered = new Promise<void>((resolve) => (this.#enter = resolve));
+    readonly #passed = new Promise<void>((resolve) => (this.#pass = resolve));
+    pass(): void {
+      this.#pass();
+    }
+    override async createMapping(root: string, username: string, password: string, requirePrivacy: boolean) {
+      this.#enter();
+      await this.#passed;
+      return super.createMapping(root, username, password, requirePrivacy);
+    }
+  }
+
+  /** The service over its parts, as smb-group.ts puts them together. */
+  async function make(host: FakeSmbHost, state: JsonStateFile<SmbState>, locks: KeyedMutex = createKeyedMutex()) {
+    const log = { info() {}, warning() {} };
+    const refs = await openSmbReferences({ state, locks, host, platform: "linux", log });
+    const steps = createSmbMappingSteps({ host, refs, requirePrivacy: true, log });
+    return { ...createSmbService({ host, policy: linuxPolicy(), refs, steps, platform: "linux", log }), references: () => refs.counts() };
+  }
+
+  /** Runs a second call for the root held by a first one whose createMapping is held; its deadline passes while it waits. */
+  async function queuedBehind(first: SmbService, second: SmbService, host: HeldSmbHost) {
+    const holding = first.newSmbGlobalMapping(req("\\\\server\\share\\a", local("a")));
+    await host.entered;
+    const waiting = second.newSmbGlobalMapping(req("\\\\server\\share\\b", local("b")), { signal: AbortSignal.timeout(100) });
+    waiting.catch(() => {});
+    await sleep(400); // the deadline has passed while the first call holds the root
+    host.pass();
+    await holding;
+    const err = await rejectsWithCsiProxyError(waiting, Code.DeadlineExceeded, /was not started .*nothing was done/);
+    const after = host.calls.filter((c) => !c.startsWith("getMapping") && !c.startsWith("isPathValid"));
+    assert.deepEqual(after, [`createMapping ${ROOT} user=user privacy=true`, `createDirLink ${local("a")} -> \\\\server\\share\\a`], "the dropped call never reached the host");
+    assert.equal(host.entries.has(local("b")), false);
+    return err;
+  }
+
+  it("in-process locks: it leaves the queue with DeadlineExceeded and never runs", async () => {
+    const host = new HeldSmbHost();
+    const smb = await make(host, memoryState());
+    await queuedBehind(smb, smb, host);
+    assert.deepEqual(smb.references(), { [ROOT]: 1 });
+  });
+
+  it("node-wide locks, held by another process: it stops polling the lock file and never runs", async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), "smb-node-locks-"));
+    try {
+      const host = new HeldSmbHost();
+      const state = memoryState();
+      // Two lock sets on one directory are two processes' worth of flock(2) descriptors.
+      const first = await make(host, state, createNodeLocks({ dir, platform: "linux" }));
+      const second = await make(host, state, createNodeLocks({ dir, platform: "linux" }));
+      const err = await queuedBehind(first, second, host);
+      assert.match(err.message, /node-wide lock .* held by another process/);
+      assert.deepEqual(first.references(), { [ROOT]: 1 });
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
+    }
   });
 });

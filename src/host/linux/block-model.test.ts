@@ -6,7 +6,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { findVolume, stackedUses, tableMismatch, type BlockSnapshot } from "./block-model.ts";
-import type { BlockDisk, BlockPartition, LoopDevice } from "./block-tools-api.ts";
+import type { BlockDisk, BlockPartition, LoopDevice } from "./block-types.ts";
 import { Code } from "../../errors.ts";
 
 const MiB = 1024n * 1024n;

@@ -2,12 +2,16 @@
  * What Linux block devices mean in the disk and volume APIs' terms (docs/linux-concept-map.md explains
  * every choice): disk numbers, identifiers, locations, volume ids, online state, and the facts the
  * services' refusals need. Pure interpretation shared by the Linux disk and volume hosts; nothing here
- * touches the host (they feed it what {@link BlockTools} reports) and nothing here decides what to do.
+ * touches the host (they feed it what the block tools, linux-block-tools.ts, report) and nothing here decides what to do.
  */
 import { failedPrecondition, invalidArgument, notFound } from "../../errors.ts";
 import type { DeviceUse } from "../../policy/host-device.ts";
 import type { DiskIds, DiskLocation } from "../../groups/disk/types.ts";
-import type { BlockDisk, BlockMount, BlockPartition, BlockTools, DeviceOpener, DevNumber, LoopBacking, LoopDevice, ManagedFsType, OfflineMark, ProbeResult } from "./block-tools-api.ts";
+import type { BlockDisk, BlockMount, BlockPartition, DeviceOpener, DevNumber, LoopBacking, LoopDevice, ManagedFsType, OfflineMark, ProbeResult } from "./block-types.ts";
+import type { BlockReads } from "./block-reads.ts";
+import type { DeviceClaims } from "./device-claims.ts";
+import type { OfflineMarks } from "./device-state.ts";
+import { lastAtDeepest } from "./mount-index.ts";
 
 /* ---------------------------------------------------------------- disk numbers */
 
@@ -174,6 +178,9 @@ export interface BlockSnapshot {
   openers?: DeviceOpener[];
 }
 
+/** The reads a snapshot is taken with. */
+export type SnapshotSources = Pick<BlockReads, "listDisks" | "findDisk" | "readMounts" | "listLoops"> & Pick<DeviceClaims, "readSwapDevices" | "deviceOpeners"> & Pick<OfflineMarks, "readOfflineMarks">;
+
 export interface SnapshotOptions {
   /** Also scan for processes holding the disks' and partitions' nodes (a change that must refuse them; a scan of /proc). */
   openers?: boolean;
@@ -183,7 +190,7 @@ export interface SnapshotOptions {
  * Reads everything the hosts' facts need, once per operation: every disk, or (with `dev`) only the
  * disk with that device number — then `disks` is that disk or empty.
  */
-export async function takeSnapshot(tools: BlockTools, dev?: DevNumber, options: SnapshotOptions = {}): Promise<BlockSnapshot> {
+export async function takeSnapshot(tools: SnapshotSources, dev?: DevNumber, options: SnapshotOptions = {}): Promise<BlockSnapshot> {
   const disks = dev ? tools.findDisk(dev).then((d) => (d ? [d] : [])) : tools.listDisks();
   const [all, mounts, swaps, marks, loops] = await Promise.all([disks, tools.readMounts(), tools.readSwapDevices(), tools.readOfflineMarks(), tools.listLoops()]);
   const snap: BlockSnapshot = { disks: visibleDisks(all), mounts, swaps, marks, loops };
@@ -269,15 +276,7 @@ export function mountAt(snap: Pick<BlockSnapshot, "mounts">, mountPoint: string)
  * ancestors. Cost: one map lookup per path component.
  */
 export function mountHoldingPath(snap: Pick<BlockSnapshot, "mounts">, path: string): BlockMount | undefined {
-  const byPoint = blockIndex(snap.mounts).byPoint;
-  let p = path.length > 1 && path.endsWith("/") ? path.slice(0, -1) : path;
-  for (;;) {
-    const here = byPoint.get(p);
-    if (here) return here[here.length - 1];
-    if (p === "/" || p === "") return undefined;
-    const cut = p.lastIndexOf("/");
-    p = cut <= 0 ? "/" : p.slice(0, cut);
-  }
+  return lastAtDeepest(blockIndex(snap.mounts).byPoint, path);
 }
 
 /** The device holding `/`. */

@@ -15,7 +15,7 @@ import { createPathPolicy } from "../../policy/path-policy.ts";
 import { createFsResolver } from "../../policy/path-resolver.ts";
 import { createDiskService } from "../../groups/disk/disk-service.ts";
 import { createVolumeService } from "../../groups/volume/volume-service.ts";
-import { createSmbService } from "../../groups/smb/smb-service.ts";
+import { createSmbGroup } from "../../groups/smb/smb-group.ts";
 import { smbStateFile } from "../../groups/smb/smb-state.ts";
 import { guardStateFile, secureStateDir } from "../../state/state-dir.ts";
 import { sweepStateLeftovers } from "../../state/state-leftovers.ts";
@@ -27,7 +27,7 @@ import { createLinuxMountGate } from "./linux-mount-gate.ts";
 import { gateFilesystemHost, gateResolver } from "../gated-filesystem-host.ts";
 import { cachedBindSources } from "./bind-mount-source.ts";
 import { processMountTable } from "./mount-index.ts";
-import { LinuxBlockTools } from "./linux-block-tools.ts";
+import { createLinuxBlockTools } from "./linux-block-tools.ts";
 import { LinuxDiskHost } from "./disk.ts";
 import { LinuxVolumeHost } from "./volume.ts";
 import { LinuxSmbHost } from "./smb.ts";
@@ -53,21 +53,30 @@ export async function createLinuxServices(config: ProxyConfig): Promise<Services
     const removed = await smbHost.removeLeftoverCredentials().catch(() => 0);
     if (removed) config.logger?.warning(`removed ${removed} SMB credentials file(s) left by a daemon that stopped during a mount`);
   }
-  const blockTools = new LinuxBlockTools({ stateFile: path.join(config.socketDir, "csi-proxy-disk-state.json"), log: config.logger });
+  const iscsiHost = new LinuxIscsiHost({ stateDir: config.stateDir, stateRefusal: trust.iscsi });
+  const copies = await iscsiHost.removeLeftoverRecordCopies().catch((err: unknown) => {
+    config.logger?.warning(`the start-up sweep of iSCSI node record copies failed: ${err instanceof Error ? err.message : String(err)}`);
+    return { removed: [], failed: [] };
+  });
+  if (copies.removed.length) config.logger?.warning(`removed ${copies.removed.length} temporary cop${copies.removed.length === 1 ? "y" : "ies"} of iSCSI node records a stopped daemon left: ${copies.removed.join(", ")}`);
+  if (copies.failed.length) config.logger?.warning(`could not remove temporary iSCSI node record copies ${copies.failed.join(", ")} (not regular files): remove them`);
+  const blockTools = createLinuxBlockTools({ stateFile: path.join(config.socketDir, "csi-proxy-disk-state.json"), log: config.logger });
+  const smb = await createSmbGroup({
+    host: smbHost,
+    policy,
+    state: guardStateFile(smbStateFile(config.stateDir), trust.smb),
+    requirePrivacy: config.requirePrivacy,
+    platform: "linux",
+    ...(config.logger ? { log: config.logger } : {}),
+    locks,
+  });
+  smb.reconciler.start(); // the stale-use sweep, every 5 minutes (src/groups/smb/smb-reconciler.ts)
   return {
     filesystem: createFilesystemService({ host: gateFilesystemHost(new LinuxFilesystemHost(), gate), policy, platform: "linux" }),
     disk: createDiskService({ host: new LinuxDiskHost(blockTools), policy, locks }),
     volume: createVolumeService({ host: new LinuxVolumeHost(blockTools, { defaultFileSystem: config.defaultFsType, log: config.logger }), policy, locks }),
-    smb: await createSmbService({
-      host: smbHost,
-      policy,
-      state: guardStateFile(smbStateFile(config.stateDir), trust.smb),
-      requirePrivacy: config.requirePrivacy,
-      platform: "linux",
-      log: config.logger,
-      locks,
-    }),
-    iscsi: createIscsiService({ host: new LinuxIscsiHost({ stateDir: config.stateDir, stateRefusal: trust.iscsi }), locks }),
+    smb: smb.service,
+    iscsi: createIscsiService({ host: iscsiHost, locks }),
     system: createSystemService({ host: new LinuxSystemHost(), platform: "linux", allowedServices: config.allowedServices }),
   };
 }

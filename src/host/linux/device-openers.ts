@@ -24,7 +24,7 @@
  * loop is never held much longer than that. Processes that end or cannot be read meanwhile are skipped.
  */
 import { readFileSync, readdirSync, readlinkSync, statSync } from "node:fs";
-import type { DeviceOpener, DevNumber } from "./block-tools-api.ts";
+import type { DeviceOpener, DevNumber } from "./block-types.ts";
 import { parseMountInfo } from "./mountinfo.ts";
 import { Code, CsiProxyError } from "../../errors.ts";
 import { loadKoffi } from "../../win32/native.ts";

@@ -1,13 +1,19 @@
 /**
  * The disk group's host on Linux block devices ({@link DiskHostApi}): every answer is read from
- * sysfs, procfs, the partition table or blkid through {@link BlockTools} and interpreted by
+ * sysfs, procfs, the partition table or blkid through {@link DiskTools} and interpreted by
  * block-model.ts; every operation is one tool step. Decisions are disk-service.ts's.
  * docs/linux-concept-map.md says what each concept means here.
  */
 import type { DiskFacts, DiskHostApi, DiskLayout, DiskWriteCheck, HostDisk, HostPartition } from "../../groups/disk/host-api.ts";
 import type { DiskIds } from "../../groups/disk/types.ts";
 import { internal } from "../../errors.ts";
-import type { BlockDisk, BlockTools, PartitionTable } from "./block-tools-api.ts";
+import type { BlockDisk, PartitionTable } from "./block-types.ts";
+import type { BlockReads } from "./block-reads.ts";
+import type { SignatureProbe } from "./signature-probe.ts";
+import type { DeviceClaims } from "./device-claims.ts";
+import type { Partitioning } from "./partitioning.ts";
+import type { DeviceState, OfflineMarks } from "./device-state.ts";
+import type { Privileges } from "./privileges.ts";
 import { SnapshotSessions } from "./snapshot-session.ts";
 import {
   deviceUse,
@@ -41,12 +47,15 @@ function signature(type: string | null, usage: string | null): string {
   return [type, usage && `(${usage})`].filter(Boolean).join(" ") || "an unknown signature";
 }
 
+/** The block tools the disk host uses (linux-block-tools.ts has them all). */
+export type DiskTools = BlockReads & SignatureProbe & DeviceClaims & Partitioning & DeviceState & OfflineMarks & Privileges;
+
 export class LinuxDiskHost implements DiskHostApi {
-  readonly #tools: BlockTools;
+  readonly #tools: DiskTools;
 
   readonly #sessions: SnapshotSessions;
 
-  constructor(tools: BlockTools) {
+  constructor(tools: DiskTools) {
     this.#tools = tools;
     this.#sessions = new SnapshotSessions((dev, options) => takeSnapshot(tools, dev, options));
   }

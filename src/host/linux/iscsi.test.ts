@@ -10,6 +10,7 @@ import * as fs from "node:fs/promises";
 import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
+import { spawnSync } from "node:child_process";
 import { Code, CsiProxyError } from "../../errors.ts";
 import { LinuxIscsiHost, parseDiscoveredTargets, parseDiscoveryRecords, portalArg, rewriteAuth } from "./iscsi.ts";
 import { recordingProgram, type RecordingProgram } from "../../../test/integration/smb-iscsi-system-fixtures.ts";
@@ -185,5 +186,63 @@ describe("LinuxIscsiHost sessions and disks from sysfs", () => {
     assert.deepEqual(await host.getTarget({ targetAddress: "10.0.0.6", targetPort: 3260 }, IQN), { connected: false });
     assert.deepEqual(await host.getTargetDisks(P, IQN), [String(diskNumberOf({ major: 8, minor: 16 })), String(diskNumberOf({ major: 8, minor: 32 }))]);
     assert.deepEqual(await host.getTargetDisks(P, "iqn.2024-01.com.example:other"), []);
+  });
+});
+
+describe("start-up sweep of node record copies a killed daemon left", () => {
+  it("removes its own dead writers' copies beside the node database; keeps live writers', links, other files", async () => {
+    const base = await fs.mkdtemp(path.join(os.tmpdir(), "iscsi-copies-"));
+    try {
+      const etc = path.join(base, "iscsi");
+      await fs.mkdir(path.join(etc, "nodes"), { recursive: true });
+      const sweeper = new LinuxIscsiHost({ stateDir, iscsiadm: iscsiadm.path, nodesDir: path.join(etc, "nodes"), sysDir });
+      const child = spawnSync(process.execPath, ["-e", ""]); // a pid that no longer runs
+      const dead = child.pid!;
+      const hex = "0123456789ab";
+      const copy = `.10.0.0.5,3260,1.tmp-${dead}-${hex}`;
+      const live = `.default.tmp-${process.pid}-${hex}`;
+      const link = `.default.tmp-${dead}-ba9876543210`;
+      const dirLike = `.other.tmp-${dead}-aaaaaaaaaaaa`;
+      await fs.writeFile(path.join(etc, copy), `node.session.auth.password = ${CHAP_SECRET}\n`, { mode: 0o600 });
+      await fs.writeFile(path.join(etc, live), "being written", { mode: 0o600 });
+      await fs.writeFile(path.join(base, "elsewhere"), "not ours to remove");
+      await fs.symlink(path.join(base, "elsewhere"), path.join(etc, link));
+      await fs.mkdir(path.join(etc, dirLike));
+      for (const other of ["initiatorname.iscsi", `.default.tmp-${dead}-XYZ`, `default.tmp-${dead}-${hex}`]) await fs.writeFile(path.join(etc, other), "x");
+
+      const result = await sweeper.removeLeftoverRecordCopies();
+      assert.deepEqual(result.removed, [copy]);
+      assert.deepEqual(result.failed.sort(), [dirLike, link].sort(), "a link or directory of that name is reported, never followed");
+      const left = (await fs.readdir(etc)).sort();
+      assert.deepEqual(left, [dirLike, link, live, `.default.tmp-${dead}-XYZ`, `default.tmp-${dead}-${hex}`, "initiatorname.iscsi", "nodes"].sort());
+      assert.equal(await fs.readFile(path.join(base, "elsewhere"), "utf8"), "not ours to remove");
+      assert.deepEqual(await sweeper.removeLeftoverRecordCopies(), { removed: [], failed: result.failed }, "idempotent");
+    } finally {
+      await fs.rm(base, { recursive: true, force: true });
+    }
+  });
+
+  it("a killed connect's copy is removed by the next start's sweep", async () => {
+    // What a kill -9 between the temporary copy's creation and its rename leaves: the copy, named by the dead pid.
+    const recordDir = path.join(nodesDir, IQN, "10.0.0.7,3260,1");
+    await fs.mkdir(recordDir, { recursive: true });
+    await fs.writeFile(path.join(recordDir, "default"), RECORD, { mode: 0o600 });
+    const script = [
+      `import { writeFileAtomic } from ${JSON.stringify(path.resolve("src/state/atomic-file.ts"))};`,
+      `import * as fs from "node:fs";`,
+      `import { syncBuiltinESMExports } from "node:module";`,
+      `const real = fs.promises.rename;`,
+      `fs.promises.rename = async () => { process.kill(process.pid, "SIGKILL"); await new Promise(() => {}); };`,
+      `syncBuiltinESMExports();`,
+      `await writeFileAtomic(${JSON.stringify(path.join(recordDir, "default"))}, "node.session.auth.password = ${CHAP_SECRET.replace(/[`$\\"]/g, "")}\\n", { mode: 0o600, tmpDir: ${JSON.stringify(path.dirname(nodesDir))} });`,
+      `void real;`,
+    ].join("\n");
+    const killed = spawnSync(process.execPath, ["--input-type=module", "-e", script]);
+    assert.equal(killed.signal, "SIGKILL", killed.stderr.toString());
+    const before = (await fs.readdir(path.dirname(nodesDir))).filter((n) => n.startsWith(".default.tmp-"));
+    assert.equal(before.length, 1, "the killed write left its copy");
+    const { removed } = await host.removeLeftoverRecordCopies();
+    assert.deepEqual(removed, before);
+    assert.equal(await fs.readFile(path.join(recordDir, "default"), "utf8"), RECORD, "the record itself untouched");
   });
 });

@@ -102,6 +102,20 @@ export function rewriteAuth(record: string, auth: [string, string][]): string {
   return `${lines.join("\n")}\n`;
 }
 
+/** A temporary copy of a node record (state/atomic-file.ts writeFileAtomic's name shape): group 1 is the writer's pid. */
+const RECORD_COPY = /^\..+\.tmp-(\d+)-[0-9a-f]{12}$/;
+
+/** Whether process `pid` exists (signal 0: EPERM means it exists under another user). */
+function processRunning(pid: number): boolean {
+  if (pid === process.pid) return true;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
 export class LinuxIscsiHost implements IscsiHostApi {
   readonly #iscsiadm: string;
   readonly #nodesDir: string;
@@ -119,6 +133,35 @@ export class LinuxIscsiHost implements IscsiHostApi {
     this.#stateDir = options.stateDir;
     this.#mutualFile = path.join(options.stateDir, "iscsi", "mutual-chap-secret");
     this.#stateRefusal = options.stateRefusal ?? null;
+  }
+
+  /**
+   * Start-up sweep of the temporary copies of node records that connectTarget writes beside the
+   * node database (`<dirname(nodesDir)>/.<record>.tmp-<pid>-<12 hex>`, 0600, holding the record's CHAP
+   * secrets) and a process killed before their rename leaves behind. Removed: regular files (lstat;
+   * a link of that name is left and reported) of that name shape, owned by this process's user, whose
+   * writer pid is no longer running (a live csi-proxy on the node may be writing its own). Nothing
+   * else in the directory is touched. Returns the names removed and those that could not be.
+   */
+  async removeLeftoverRecordCopies(): Promise<{ removed: string[]; failed: string[] }> {
+    const dir = path.dirname(this.#nodesDir);
+    const removed: string[] = [];
+    const failed: string[] = [];
+    const entries = await fs.readdir(dir).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === "ENOENT") return [] as string[];
+      throw err;
+    });
+    const uid = process.geteuid?.();
+    for (const entry of entries) {
+      const m = RECORD_COPY.exec(entry);
+      if (!m || processRunning(Number(m[1]))) continue;
+      const file = path.join(dir, entry);
+      const st = await fs.lstat(file).catch(() => null);
+      if (st === null || (uid !== undefined && st.uid !== uid)) continue;
+      const ok = st.isFile() && (await fs.unlink(file).then(() => true, (err: NodeJS.ErrnoException) => err.code === "ENOENT"));
+      (ok ? removed : failed).push(entry);
+    }
+    return { removed, failed };
   }
 
   async #run(what: string, args: string[], options: { ok?: number[]; redact?: string[] } = {}) {

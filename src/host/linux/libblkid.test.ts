@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { loadBlkid, type Blkid } from "./libblkid.ts";
-import { probeWithBlkidProgram, signaturesWithWipefs } from "./linux-block-tools.ts";
+import { probeWithBlkidProgram, signaturesWithWipefs } from "./signature-probe.ts";
 import { createLoopDevice, loopDeviceSkipReason, type LoopDevice } from "../../../test/helpers/loop-device.ts";
 
 const skip = loopDeviceSkipReason();

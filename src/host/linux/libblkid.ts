@@ -24,7 +24,7 @@
 import { Code, CsiProxyError, failedPrecondition } from "../../errors.ts";
 import { loadKoffi } from "../../win32/native.ts";
 import { cappedTimeoutMs } from "../exec/run-command.ts";
-import type { ProbeResult, Signature } from "./block-tools-api.ts";
+import type { ProbeResult, Signature } from "./block-types.ts";
 
 export interface Blkid {
   probe(devPath: string, timeoutMs?: number): Promise<ProbeResult>;

@@ -37,6 +37,23 @@ function push<K>(map: Map<K, MountEntry[]>, key: K, m: MountEntry) {
   else map.set(key, [m]);
 }
 
+/**
+ * The last entry listed at the deepest mount point that is the absolute, canonical `path` or one of
+ * its ancestors, from entries keyed by mount point (each list in mountinfo order: the last is the
+ * visible mount); undefined when neither `path` nor any ancestor has one. Cost: one map lookup per
+ * path component, whatever the number of mounts.
+ */
+export function lastAtDeepest<T>(byPoint: ReadonlyMap<string, readonly T[]>, path: string): T | undefined {
+  let p = path.length > 1 && path.endsWith("/") ? path.slice(0, -1) : path;
+  for (;;) {
+    const here = byPoint.get(p);
+    if (here) return here[here.length - 1];
+    if (p === "/" || p === "") return undefined;
+    const cut = p.lastIndexOf("/");
+    p = cut <= 0 ? "/" : p.slice(0, cut);
+  }
+}
+
 /** The index of `entries` (memoized: the same array gets the same index; the array must not change afterwards). */
 export function indexMounts(entries: readonly MountEntry[]): MountIndex {
   let index = built.get(entries);
@@ -54,16 +71,7 @@ export function indexMounts(entries: readonly MountEntry[]): MountIndex {
     at: (p) => byPoint.get(p) ?? EMPTY,
     ofDevice: (d) => byDevice.get(d) ?? EMPTY,
     byId: (id) => byId.get(id),
-    holding(path) {
-      let p = path.length > 1 && path.endsWith("/") ? path.slice(0, -1) : path;
-      for (;;) {
-        const here = byPoint.get(p);
-        if (here) return here[here.length - 1];
-        if (p === "/" || p === "") return undefined;
-        const cut = p.lastIndexOf("/");
-        p = cut <= 0 ? "/" : p.slice(0, cut);
-      }
-    },
+    holding: (path) => lastAtDeepest(byPoint, path),
   };
   built.set(entries, index);
   return index;

@@ -1,4 +1,5 @@
 import { readFile } from "node:fs/promises";
+import { unescapeOctal } from "./block-parsers.ts";
 
 /** One line of /proc/self/mountinfo. */
 export interface MountEntry {
@@ -16,9 +17,6 @@ export interface MountEntry {
   superOptions?: string;
 }
 
-/** Undoes the kernel's octal escapes (`\040` for a space) in mountinfo paths. */
-const unescape = (s: string) => s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
-
 /** Parses mountinfo text (see proc(5)). */
 export function parseMountInfo(text: string): MountEntry[] {
   const entries: MountEntry[] = [];
@@ -31,10 +29,10 @@ export function parseMountInfo(text: string): MountEntry[] {
       mountId: Number(fields[0]),
       parentId: Number(fields[1]),
       device: fields[2],
-      root: unescape(fields[3]),
-      mountPoint: unescape(fields[4]),
+      root: unescapeOctal(fields[3]),
+      mountPoint: unescapeOctal(fields[4]),
       fsType: fields[sep + 1],
-      source: unescape(fields[sep + 2] ?? ""),
+      source: unescapeOctal(fields[sep + 2] ?? ""),
       superOptions: fields[sep + 3] ?? "",
     });
   }

@@ -23,6 +23,7 @@
 import { readFile } from "node:fs/promises";
 import { readdirSync, readlinkSync } from "node:fs";
 import { openMountIdSource, type MountIdSource } from "./mount-ids.ts";
+import { unescapeOctal } from "./block-parsers.ts";
 
 export interface NamespaceMount {
   pid: number;
@@ -55,8 +56,6 @@ interface Remembered {
   devices: Set<string>;
 }
 
-const unescape = (s: string) => s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
-
 /** The third field (the device) of each mountinfo line. */
 function devicesOf(text: string): Set<string> {
   const out = new Set<string>();
@@ -81,7 +80,7 @@ function mountPointsOf(text: string, device: string): { mountPoint: string; moun
     let lineEnd = text.indexOf("\n", at);
     if (lineEnd < 0) lineEnd = text.length;
     const fields = text.slice(lineStart, lineEnd).split(" ");
-    if (fields[2] === device && fields.length > 4) out.push({ mountPoint: unescape(fields[4]), mountId: Number(fields[0]) });
+    if (fields[2] === device && fields.length > 4) out.push({ mountPoint: unescapeOctal(fields[4]), mountId: Number(fields[0]) });
     at = text.indexOf(needle, lineEnd);
   }
   return out;

@@ -3,7 +3,7 @@
  * has no native offline state): one JSON file `{ "offline": OfflineMark[] }`, mode 0600, replaced
  * atomically and durably (src/state/atomic-file.ts). The only state the Linux block tools keep.
  */
-import type { OfflineMark } from "./block-tools-api.ts";
+import type { OfflineMark } from "./block-types.ts";
 import { Code, CsiProxyError, failedPrecondition } from "../../errors.ts";
 import { readStateFile, writeFileAtomic } from "../../state/atomic-file.ts";
 

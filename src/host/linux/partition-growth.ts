@@ -6,7 +6,8 @@
 import { Code, CsiProxyError, failedPrecondition } from "../../errors.ts";
 import { describeSchedule, retryUndo, type UndoLog } from "../../util/undo-retry.ts";
 import type { VolumeRef } from "./block-model.ts";
-import type { BlockTools } from "./block-tools-api.ts";
+import type { FilesystemTools } from "./filesystem-tools.ts";
+import type { MountTools } from "./mount-tools.ts";
 
 /**
  * The largest size `vol`'s partition can have: up to the next partition, or to the end of the disk
@@ -42,7 +43,7 @@ export function supportedPartitionSize(vol: VolumeRef): { maxBytes: bigint; alig
  * temporary mount that cannot be unmounted stays: the answer says where (with the unmount's code,
  * FailedPrecondition when it had none), and a bounded background retry (util/undo-retry.ts) removes it.
  */
-export async function growXfsOnTemporaryMount(tools: BlockTools, devPath: string, log: UndoLog | undefined): Promise<void> {
+export async function growXfsOnTemporaryMount(tools: MountTools & Pick<FilesystemTools, "growFilesystem">, devPath: string, log: UndoLog | undefined): Promise<void> {
   const dir = await tools.makeTempDir();
   let left = false;
   try {

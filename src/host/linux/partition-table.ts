@@ -4,7 +4,7 @@
  * The parser is a pure function of the bytes; only {@link readPartitionTable} does I/O.
  */
 import { open } from "node:fs/promises";
-import type { PartitionTable } from "./block-tools-api.ts";
+import type { PartitionTable } from "./block-types.ts";
 
 /** A GUID as stored on disk (first three fields little-endian) → canonical lower-case text. */
 export function guidToString(b: Uint8Array): string {

@@ -83,6 +83,18 @@ export class LinuxSmbHost implements SmbHostApi {
     });
   }
 
+  /** One held walk to the mounts directory, one realpath, one mount table index; then a map lookup per root. */
+  async getMappings(roots: readonly string[]): Promise<Map<string, { status: string }>> {
+    const found = new Map<string, { status: string }>();
+    if (roots.length === 0 || !(await fs.lstat(this.#mountsDir).then(() => true, () => false))) return found;
+    return this.#inMounts(async () => {
+      const real = path.join(await fs.realpath(this.#stateDir), "smb", "mounts");
+      const index = await processMountIndex();
+      for (const root of roots) if (index.at(path.join(real, this.#mountName(root))).length > 0) found.set(root, { status: "OK" });
+      return found;
+    });
+  }
+
   async createMapping(root: string, username: string, password: string, requirePrivacy: boolean): Promise<void> {
     const name = this.#mountName(root);
     const dir = this.mountDirFor(root);

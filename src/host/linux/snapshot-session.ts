@@ -10,7 +10,7 @@
  * change. Outside a session every read takes a new snapshot. A failed snapshot is not reused.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
-import type { DevNumber } from "./block-tools-api.ts";
+import type { DevNumber } from "./block-types.ts";
 import type { BlockSnapshot, SnapshotOptions } from "./block-model.ts";
 
 type Store = Map<string, Promise<BlockSnapshot>>;

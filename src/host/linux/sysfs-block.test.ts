@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { listBlockDisks, readBlockDisk } from "./sysfs-block.ts";
-import type { PartitionTable } from "./block-tools-api.ts";
+import type { PartitionTable } from "./block-types.ts";
 
 const root = mkdtempSync(path.join(tmpdir(), "csi-sysfs-"));
 after(() => rmSync(root, { recursive: true, force: true }));

@@ -10,7 +10,7 @@
  */
 import { readFileSync, readdirSync, realpathSync } from "node:fs";
 import * as path from "node:path";
-import type { BlockDisk, BlockPartition, PartitionTable } from "./block-tools-api.ts";
+import type { BlockDisk, BlockPartition, PartitionTable } from "./block-types.ts";
 import { mbrPartUuid, readPartitionTable } from "./partition-table.ts";
 
 export const SYS_BLOCK = "/sys/block";
@@ -127,30 +127,29 @@ export async function readBlockDisk(
   const sizeBytes = big(attr(path.join(dir, "size"))) * 512n;
   const devPath = `/dev/${id.uevent.DEVNAME ?? name}`;
   const h = id.hctl;
-  if (options.identityOnly) {
-    // What identifies the disk (ListDiskIDs): no partition, holder, read-only or SCSI state read.
-    return {
-      name,
-      devPath,
-      major: num(id.uevent.MAJOR),
-      minor: num(id.uevent.MINOR),
-      diskSeq: seq ?? (id.uevent.DISKSEQ || null),
-      sizeBytes,
-      logicalBlockSize: id.logicalBlockSize,
-      readOnly: false,
-      removable: id.removable,
-      loopBackingFile: trimmed(attr(path.join(dir, "loop/backing_file")))?.replace(/ \(deleted\)$/, "") || null,
-      scsiAddress: h ? { host: Number(h[1]), channel: Number(h[2]), target: Number(h[3]), lun: Number(h[4]) } : null,
-      scsiState: null,
-      serial: id.serial,
-      vpdPage80: id.vpdPage80,
-      vpdPage83: id.vpdPage83,
-      wwid: id.wwid,
-      holders: [],
-      partitions: [],
-      partitionTable: null,
-    };
-  }
+  // What identifies the disk: all a ListDiskIDs needs (no partition, holder, read-only or SCSI state read).
+  const identity: BlockDisk = {
+    name,
+    devPath,
+    major: num(id.uevent.MAJOR),
+    minor: num(id.uevent.MINOR),
+    diskSeq: seq ?? (id.uevent.DISKSEQ || null),
+    sizeBytes,
+    logicalBlockSize: id.logicalBlockSize,
+    readOnly: false,
+    removable: id.removable,
+    loopBackingFile: trimmed(attr(path.join(dir, "loop/backing_file")))?.replace(/ \(deleted\)$/, "") || null,
+    scsiAddress: h ? { host: Number(h[1]), channel: Number(h[2]), target: Number(h[3]), lun: Number(h[4]) } : null,
+    scsiState: null,
+    serial: id.serial,
+    vpdPage80: id.vpdPage80,
+    vpdPage83: id.vpdPage83,
+    wwid: id.wwid,
+    holders: [],
+    partitions: [],
+    partitionTable: null,
+  };
+  if (options.identityOnly) return identity;
   const parts = list(dir)
     .filter((e) => e.startsWith(name))
     .map((e) => readPartition(path.join(dir, e)))
@@ -166,22 +165,9 @@ export async function readBlockDisk(
     return { ...p, uuid, typeId: entry?.typeId ?? null };
   });
   return {
-    name,
-    devPath,
-    major: num(id.uevent.MAJOR),
-    minor: num(id.uevent.MINOR),
-    diskSeq: seq ?? (id.uevent.DISKSEQ || null),
-    sizeBytes,
-    logicalBlockSize: id.logicalBlockSize,
+    ...identity,
     readOnly: num(attr(path.join(dir, "ro"))) === 1,
-    removable: id.removable,
-    loopBackingFile: trimmed(attr(path.join(dir, "loop/backing_file")))?.replace(/ \(deleted\)$/, "") || null,
-    scsiAddress: h ? { host: Number(h[1]), channel: Number(h[2]), target: Number(h[3]), lun: Number(h[4]) } : null,
     scsiState: h ? (attr(path.join(dir, "device/state"))?.trim() ?? null) : null,
-    serial: id.serial,
-    vpdPage80: id.vpdPage80,
-    vpdPage83: id.vpdPage83,
-    wwid: id.wwid,
     holders: list(path.join(dir, "holders")),
     partitions,
     partitionTable: table,

@@ -15,7 +15,12 @@
 import { Code, CsiProxyError } from "../../errors.ts";
 import type { UndoLog } from "../../util/undo-retry.ts";
 import { mountsOf, type BlockSnapshot, type VolumeRef } from "./block-model.ts";
-import type { BlockTools, DevNumber } from "./block-tools-api.ts";
+import type { DevNumber } from "./block-types.ts";
+import type { DeviceClaims } from "./device-claims.ts";
+import type { WriteBack } from "./write-back.ts";
+
+/** The block tools a flush uses. */
+export type FlushTools = Pick<DeviceClaims, "mountsInAnyNamespace"> & WriteBack;
 
 /** Mount instances (device, mount id) whose write-back failure was reported at most this many at a time. */
 export const MAX_REPORTED_MOUNTS = 1024;
@@ -23,12 +28,12 @@ const reportPrefix = (dev: DevNumber) => `${dev.major}:${dev.minor}@`;
 const reportKey = (dev: DevNumber, mountId: number | undefined) => `${reportPrefix(dev)}${mountId ?? "-"}`;
 
 export class VolumeFlusher {
-  readonly #tools: BlockTools;
+  readonly #tools: FlushTools;
   readonly #log: UndoLog | undefined;
   /** Mounts whose write-back failure was answered DataLoss, oldest first. */
   readonly #reported = new Map<string, { at: number; here: boolean }>();
 
-  constructor(tools: BlockTools, log?: UndoLog) {
+  constructor(tools: FlushTools, log?: UndoLog) {
     this.#tools = tools;
     this.#log = log;
   }

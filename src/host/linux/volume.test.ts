@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
  * LinuxVolumeHost / LinuxDiskHost, on the fake Linux block tools.
  */
 import { createVolumeService, RESIZE_THRESHOLD_BYTES } from "../../groups/volume/volume-service.ts";
-import type { ManagedFsType } from "./block-tools-api.ts";
+import type { ManagedFsType } from "./block-types.ts";
 import { createDiskService } from "../../groups/disk/disk-service.ts";
 import { diskNumberOf, parseVolumeId } from "./block-model.ts";
 import { LinuxDiskHost } from "./disk.ts";

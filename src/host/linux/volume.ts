@@ -1,20 +1,30 @@
 /**
  * The volume group's host on Linux block devices ({@link VolumeHostApi}). Volumes are partitions or
  * whole-disk filesystems, named `\\?\Volume{<PARTUUID>}\` (block-model.ts); what they hold comes from
- * the mount table or blkid; changes are tool steps through {@link BlockTools}. Decisions are
+ * the mount table or blkid; changes are tool steps through {@link VolumeTools}. Decisions are
  * volume-service.ts's (policy/block-policy.ts): the host reports facts, and before each write hands
  * the facts of a fresh reading to the service's check; it refuses nothing itself (the kernel's
  * exclusive claim and the tools keep their own refusals). Flushes are volume-flush.ts's, partition
- * extents and xfs growth partition-growth.ts's; docs/linux-concept-map.md says what each concept
- * means here.
+ * extents and xfs growth partition-growth.ts's, path → mount look-ups mounted-volume.ts's;
+ * docs/linux-concept-map.md says what each concept means here.
  */
 import type { FilesystemGrowth, MountedVolume, VolumeContent, VolumeFacts, VolumeHostApi, VolumeLocation, VolumeUsage, WriteCheck } from "../../groups/volume/host-api.ts";
 import { Code, CsiProxyError, failedPrecondition } from "../../errors.ts";
-import type { BlockMount, BlockTools, DevNumber, ManagedFsType, ProbeResult } from "./block-tools-api.ts";
+import type { DevNumber, ManagedFsType, ProbeResult } from "./block-types.ts";
+import type { BlockReads } from "./block-reads.ts";
+import type { SignatureProbe } from "./signature-probe.ts";
+import type { DeviceClaims } from "./device-claims.ts";
+import type { PartitionResizing } from "./partitioning.ts";
+import type { OfflineMarks } from "./device-state.ts";
+import type { FilesystemTools } from "./filesystem-tools.ts";
+import type { MountTools } from "./mount-tools.ts";
+import type { WriteBack } from "./write-back.ts";
+import type { Privileges } from "./privileges.ts";
 import { SnapshotSessions } from "./snapshot-session.ts";
 import type { UndoLog } from "../../util/undo-retry.ts";
 import { VolumeFlusher } from "./volume-flush.ts";
 import { growXfsOnTemporaryMount, supportedPartitionSize } from "./partition-growth.ts";
+import { findMountedVolume } from "./mounted-volume.ts";
 import {
   describeSignatures,
   devOfDiskNumber,
@@ -31,7 +41,6 @@ import {
   mountsOf,
   rootRequirement,
   takeSnapshot,
-  volumeOfDevice,
   volumeOfPartition,
   volumeOfWholeDisk,
   type BlockSnapshot,
@@ -54,8 +63,11 @@ const identityOf = (vol: VolumeRef) =>
 const WHERE_FOUND_MAX = 4096;
 
 
+/** The block tools the volume host uses (linux-block-tools.ts has them all). */
+export type VolumeTools = BlockReads & SignatureProbe & DeviceClaims & Pick<OfflineMarks, "readOfflineMarks"> & PartitionResizing & FilesystemTools & MountTools & WriteBack & Privileges;
+
 export class LinuxVolumeHost implements VolumeHostApi {
-  readonly #tools: BlockTools;
+  readonly #tools: VolumeTools;
   readonly defaultFileSystem: ManagedFsType;
   /** mount(8) needs a filesystem type. */
   readonly mountRequiresFilesystem = true;
@@ -67,7 +79,7 @@ export class LinuxVolumeHost implements VolumeHostApi {
   /** Flushes, and the mounts whose write-back failure was answered DataLoss. */
   readonly #flusher: VolumeFlusher;
 
-  constructor(tools: BlockTools, options: LinuxVolumeHostOptions) {
+  constructor(tools: VolumeTools, options: LinuxVolumeHostOptions) {
     this.#tools = tools;
     this.#sessions = new SnapshotSessions((dev, options) => takeSnapshot(tools, dev, options));
     this.defaultFileSystem = options.defaultFileSystem;
@@ -305,39 +317,14 @@ export class LinuxVolumeHost implements VolumeHostApi {
     await growXfsOnTemporaryMount(this.#tools, vol.devPath, this.#log);
   }
 
-  #mounted(snap: BlockSnapshot, m: BlockMount): MountedVolume {
-    const vol = volumeOfDevice(snap, m);
-    return { mountPoint: m.mountPoint, volumeId: vol?.id ?? null, description: vol ? `volume ${vol.id}` : `a ${m.fsType} filesystem (${m.source})` };
-  }
-
+  /** What is mounted exactly at `path` (mounted-volume.ts). */
   async mountedAt(path: string): Promise<MountedVolume | null> {
-    return this.#mountedVolume((s) => mountAt(s, path));
+    return findMountedVolume(this.#tools, (dev) => this.#sessions.read(dev), (s) => mountAt(s, path));
   }
 
   /** The longest mount point containing `path` (the service passes a path with its links resolved). */
   async volumeHolding(path: string): Promise<MountedVolume | null> {
-    return this.#mountedVolume((s) => mountHoldingPath(s, path));
-  }
-
-  /**
-   * The mount `find` picks, described from a snapshot of only the disk it is on when the tools can
-   * tell which (the mount table is cached per change, so this costs no scan of every disk); else, or
-   * when the mount changed between the two readings, from a snapshot of every disk.
-   */
-  async #mountedVolume(find: (s: Pick<BlockSnapshot, "mounts">) => BlockMount | undefined): Promise<MountedVolume | null> {
-    if (this.#tools.diskOfDevice) {
-      const first = find({ mounts: await this.#tools.readMounts() });
-      if (!first) return null;
-      const disk = this.#tools.diskOfDevice(first);
-      // Not on a block device sysfs knows (tmpfs, NFS, ...): no disk can hold it.
-      if (!disk) return this.#mounted({ disks: [], mounts: [], swaps: [], marks: [], loops: [] }, first);
-      const snap = await this.#sessions.read(disk);
-      const m = find(snap);
-      if (m && m.major === first.major && m.minor === first.minor) return this.#mounted(snap, m);
-    }
-    const snap = await this.#sessions.read();
-    const m = find(snap);
-    return m ? this.#mounted(snap, m) : null;
+    return findMountedVolume(this.#tools, (dev) => this.#sessions.read(dev), (s) => mountHoldingPath(s, path));
   }
 
   inspectDirectory(path: string): Promise<{ isDirectory: boolean; empty: boolean } | null> {

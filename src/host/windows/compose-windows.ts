@@ -14,7 +14,7 @@ import type { Services } from "../../groups/services.ts";
 import { createFilesystemService } from "../../groups/filesystem/filesystem-service.ts";
 import { createPathPolicy } from "../../policy/path-policy.ts";
 import { createFsResolver } from "../../policy/path-resolver.ts";
-import { createSmbService } from "../../groups/smb/smb-service.ts";
+import { createSmbGroup } from "../../groups/smb/smb-group.ts";
 import { readWindowsStateFile } from "../../state/state-file-windows.ts";
 import { smbStateFile } from "../../groups/smb/smb-state.ts";
 import { guardStateFile, secureStateDir } from "../../state/state-dir.ts";
@@ -56,19 +56,21 @@ export async function createWindowsServices(config: ProxyConfig): Promise<Servic
   const locks = nodeLocks(config, trust.smb);
   const { disk, volume } = createWindowsBlockServices({ win32, locks });
   const pool = createSmbIscsiSystemPool();
+  const smb = await createSmbGroup({
+    host: new WindowsSmbHost(pool, win32),
+    policy,
+    state: guardStateFile(smbStateFile(config.stateDir, { read: (file) => readWindowsStateFile(file, win32) }), trust.smb),
+    requirePrivacy: config.requirePrivacy,
+    platform: "win32",
+    ...(config.logger ? { log: config.logger } : {}),
+    locks,
+  });
+  smb.reconciler.start(); // the stale-use sweep, every 5 minutes (src/groups/smb/smb-reconciler.ts)
   return {
     filesystem: createFilesystemService({ host: new WindowsFilesystemHost(win32, { localLookup: createLocalLookup({ attributes: (p) => win32.localAttributes(p), isFixedDrive: async (root) => (await win32.driveType(root)) === DRIVE_FIXED }) }), policy, platform: "win32" }),
     disk,
     volume,
-    smb: await createSmbService({
-      host: new WindowsSmbHost(pool, win32),
-      policy,
-      state: guardStateFile(smbStateFile(config.stateDir, { read: (file) => readWindowsStateFile(file, win32) }), trust.smb),
-      requirePrivacy: config.requirePrivacy,
-      platform: "win32",
-      log: config.logger,
-      locks,
-    }),
+    smb: smb.service,
     iscsi: createIscsiService({ host: new WindowsIscsiHost(pool), locks }),
     system: createSystemService({ host: new WindowsSystemHost(pool, loadScm), platform: "win32", allowedServices: config.allowedServices }),
   };

@@ -7,6 +7,7 @@
  *   glob), the instances compared with the root case-insensitively (upstream's WQL `RemotePath =`
  *   is case-insensitive too). Status is MSFT_SmbGlobalMapping.Status (0 OK, 1 Paused,
  *   2 Disconnected, 3 NetworkError, 4 Connecting, 5 Reconnecting, 6 Unavailable).
+ * - getMappings: one `Get-SmbGlobalMapping` for every root asked about (start-up and sweeps).
  * - createMapping: `New-SmbGlobalMapping -RemotePath <root> -Credential <PSCredential>
  *   -RequirePrivacy <bool>`; the PSCredential is built inside the worker from the JSON request
  *   (the password travels only in that request line on the worker's stdin: never on a command
@@ -114,6 +115,27 @@ export class WindowsSmbHost implements SmbHostApi {
     });
     if (rows.length === 0) return null;
     return { status: rows.includes("OK") ? "OK" : rows[0] };
+  }
+
+  /** One `Get-SmbGlobalMapping` listing every mapping; remote paths compared case-insensitively, as getMapping does. */
+  async getMappings(roots: readonly string[]): Promise<Map<string, { status: string }>> {
+    const found = new Map<string, { status: string }>();
+    if (roots.length === 0) return found;
+    const raw = await this.#pool.call("smb.listMappings", {}).catch((err) => {
+      throw recode(err, smbCodeFor);
+    });
+    const statuses = new Map<string, string[]>();
+    for (const r of list("smb.listMappings", raw)) {
+      if (r === null || typeof r !== "object" || Array.isArray(r)) throw internal(`smb.listMappings: unexpected PowerShell output: ${JSON.stringify(r)?.slice(0, 100)}`);
+      const row = r as Record<string, unknown>;
+      const key = typeof row.remotePath === "string" ? row.remotePath.toLowerCase() : "";
+      statuses.set(key, [...(statuses.get(key) ?? []), mappingStatus(row.status)]);
+    }
+    for (const root of roots) {
+      const rows = statuses.get(root.toLowerCase());
+      if (rows) found.set(root, { status: rows.includes("OK") ? "OK" : rows[0] });
+    }
+    return found;
   }
 
   async createMapping(root: string, username: string, password: string, requirePrivacy: boolean): Promise<void> {

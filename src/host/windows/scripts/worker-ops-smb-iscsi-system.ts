@@ -73,6 +73,7 @@ function KnownTarget($a) {
 $ops = @{
   'ping' = { param($a) @{ pong = $true; psVersion = $PSVersionTable.PSVersion.ToString(); echo = $a.echo } }
   'smb.getMapping' = { param($a) @(SmbMappings $a | ForEach-Object { @{ remotePath = [string]$_.RemotePath; localPath = [string]$_.LocalPath; status = (IntOrNull $_.Status) } }) }
+  'smb.listMappings' = { param($a) @(Get-SmbGlobalMapping | ForEach-Object { @{ remotePath = [string]$_.RemotePath; status = (IntOrNull $_.Status) } }) }
   'smb.newMapping' = { param($a)
     $rp = [string]$a.remotePath
     $privacy = [bool]$a.requirePrivacy
@@ -130,6 +131,7 @@ $ops = @{
 export const SMB_ISCSI_SYSTEM_OPS = [
   "ping",
   "smb.getMapping",
+  "smb.listMappings",
   "smb.newMapping",
   "smb.removeMapping",
   "smb.testPath",
