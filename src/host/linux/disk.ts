@@ -1,7 +1,9 @@
 /**
  * The disk group's host on Linux block devices ({@link DiskHostApi}): every answer is read from
  * sysfs, procfs, the partition table or blkid through {@link DiskTools} and interpreted by
- * block-model.ts; every operation is one tool step. Decisions are disk-service.ts's.
+ * block-model.ts; every operation is one tool step. Decisions are disk-service.ts's
+ * (policy/block-policy.ts): before each write the host hands the facts of a fresh reading to the
+ * service's check and refuses nothing itself (the kernel's exclusive claim and sfdisk keep theirs).
  * docs/linux-concept-map.md says what each concept means here.
  */
 import type { DiskFacts, DiskHostApi, DiskLayout, DiskWriteCheck, HostDisk, HostPartition } from "../../groups/disk/host-api.ts";

@@ -1,7 +1,9 @@
 /**
  * The disk group's host on Windows ({@link DiskHostApi}): MSFT_Disk / MSFT_Partition through the
  * PowerShell worker pool and disk ids through IOCTLs ({@link WindowsDiskCim}), reported in the
- * group's terms. Decisions are disk-service.ts's (upstream master's, docs/upstream-behaviour.md, Disk).
+ * group's terms. Decisions are disk-service.ts's (upstream master's, docs/upstream-behaviour.md, Disk):
+ * before each write the host hands the facts it reads to the service's check, and the worker call
+ * that writes gets them as `expect` and refuses only a change (expected-facts.ts).
  *
  * Facts Windows gives here: online (IsOffline), partition style, partitions and their drive letters.
  * A partition holding the system drive (%SystemDrive%, C:) makes its disk the system disk. Other drive

@@ -3,7 +3,9 @@
  * the PowerShell worker pool, volume mount points through Win32 ({@link WindowsVolumeCim}), reported
  * in the group's terms. Decisions are volume-service.ts's (upstream master's, docs/upstream-behaviour.md,
  * Volume). The uses of a volume are those of its partition (host/windows/disk.ts says which Windows
- * reports); whether its disk is online is not reported with it.
+ * reports), plus its drive letter and access paths; whether its disk is online is not reported
+ * with it. Before each write the host hands the facts it reads to the service's check, and the
+ * worker call that writes gets them as `expect` and refuses only a change (expected-facts.ts).
  */
 import * as path from "node:path";
 import type { FilesystemGrowth, MountedVolume, VolumeContent, VolumeFacts, VolumeHostApi, VolumeLocation, VolumeUsage, WriteCheck } from "../../groups/volume/host-api.ts";
