@@ -1,12 +1,13 @@
 /**
  * Cost of the opener scan (src/host/linux/device-openers.ts) on a node with many processes:
- * `node bench/opener-scan.ts [processes=2000] [descriptors=50] [mix=files|mixed]` starts that many
+ * `node bench/opener-scan.ts [processes=2000] [descriptors=50] [mix=files|mixed] [via=both|kernel|procfs]` starts that many
  * `sleep` processes, each inheriting that many descriptors (mix "files": every one a regular file,
  * the worst case, each needs a stat; "mixed": half regular files, half pipes and sockets), then times
  * scans for a device nobody holds (Linux only): wall time, the scan's CPU time (user + system, the
  * figure the machine's load does not inflate much) and the event loop's largest stall during a scan
- * next to its largest stall while idle. Prints one JSON line. Every process it started is
- * killed before it exits.
+ * next to its largest stall while idle. One JSON line per way of scanning ("kernel": the kernel's task
+ * listing, "procfs": the walk of /proc; the kernel's listing is opened before the timed scans, as a
+ * daemon has it open after its first scan). Every process it started is killed before it exits.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { closeSync, mkdtempSync, openSync, rmSync } from "node:fs";
@@ -18,6 +19,7 @@ import { scanDeviceOpeners, type OpenerScanStats } from "../src/host/linux/devic
 const processes = Number(process.argv[2] ?? 2000);
 const descriptors = Number(process.argv[3] ?? 50);
 const mix = process.argv[4] ?? "files";
+const ways = (process.argv[5] ?? "both") === "both" ? (["kernel", "procfs"] as const) : ([process.argv[5]] as ["kernel" | "procfs"]);
 
 const dir = mkdtempSync(path.join(tmpdir(), "opener-scan-"));
 const fds: number[] = [];
@@ -54,28 +56,31 @@ try {
     return Math.round(worst);
   };
   const baselineLagMs = await idleLag(2000);
-  const runs: { ms: number; cpuMs: number; stats: OpenerScanStats }[] = [];
-  let maxLagMs = 0;
-  for (let i = 0; i < 5; i++) {
-    const stats: OpenerScanStats = { processes: 0, descriptors: 0, stats: 0, skipped: 0 };
-    let last = performance.now();
-    const lag = setInterval(() => {
-      const now = performance.now();
-      maxLagMs = Math.max(maxLagMs, now - last - 1);
-      last = now;
-    }, 1);
-    const t = performance.now();
-    const cpu = process.cpuUsage();
-    await scanDeviceOpeners([{ major: 4095, minor: 1048575 }], {}, stats);
-    const used = process.cpuUsage(cpu);
-    runs.push({ ms: Math.round(performance.now() - t), cpuMs: Math.round((used.user + used.system) / 1000), stats });
-    clearInterval(lag);
+  for (const via of ways) {
+    await scanDeviceOpeners([{ major: 4095, minor: 1048575 }], { via });
+    const runs: { ms: number; cpuMs: number; stats: OpenerScanStats }[] = [];
+    let maxLagMs = 0;
+    for (let i = 0; i < 5; i++) {
+      const stats: OpenerScanStats = { processes: 0, descriptors: 0, stats: 0, skipped: 0 };
+      let last = performance.now();
+      const lag = setInterval(() => {
+        const now = performance.now();
+        maxLagMs = Math.max(maxLagMs, now - last - 1);
+        last = now;
+      }, 1);
+      const t = performance.now();
+      const cpu = process.cpuUsage();
+      await scanDeviceOpeners([{ major: 4095, minor: 1048575 }], { via }, stats);
+      const used = process.cpuUsage(cpu);
+      runs.push({ ms: Math.round(performance.now() - t), cpuMs: Math.round((used.user + used.system) / 1000), stats });
+      clearInterval(lag);
+    }
+    const ms = runs.map((r) => r.ms).sort((a, b) => a - b);
+    const cpuMs = runs.map((r) => r.cpuMs).sort((a, b) => a - b);
+    process.stdout.write(
+      `${JSON.stringify({ via, processes, descriptors, mix, medianMs: ms[2], minMs: ms[0], maxMs: ms[4], medianCpuMs: cpuMs[2], cpuUsPerDescriptor: +((cpuMs[2] * 1000) / Math.max(1, processes * descriptors)).toFixed(2), maxEventLoopLagMs: Math.round(maxLagMs), idleEventLoopLagMs: baselineLagMs, scanned: runs[2].stats, loadavg: loadavg().map((x) => x.toFixed(1)).join(" ") })}\n`,
+    );
   }
-  const ms = runs.map((r) => r.ms).sort((a, b) => a - b);
-  const cpuMs = runs.map((r) => r.cpuMs).sort((a, b) => a - b);
-  process.stdout.write(
-    `${JSON.stringify({ processes, descriptors, mix, medianMs: ms[2], minMs: ms[0], maxMs: ms[4], medianCpuMs: cpuMs[2], cpuUsPerDescriptor: +((cpuMs[2] * 1000) / Math.max(1, runs[2].stats.descriptors)).toFixed(1), maxEventLoopLagMs: Math.round(maxLagMs), idleEventLoopLagMs: baselineLagMs, scanned: runs[2].stats, loadavg: loadavg().map((x) => x.toFixed(1)).join(" ") })}\n`,
-  );
 } finally {
   for (const c of children) c.kill("SIGKILL");
   for (const fd of fds) {

@@ -7,6 +7,8 @@
 #   golang-go, golang-google-grpc-dev  Go 1.19 + grpc-go 1.33: the old Go client of test/integration/go-client.test.ts
 #   bindfs      a FUSE filesystem whose daemon test/redteam/hung-mount.test.ts stops (SIGSTOP): a path on
 #               it must not block the event loop or other endpoints
+#   libfuse3-dev, pkg-config  fuse3 headers: test/helpers/slow-fuse.c (compiled by the test, cached) serves files
+#               whose reads/writes are slow or held on purpose (a loop device on a slow disk; a tool stuck in the kernel)
 #   prometheus  prometheus + promtool: test/deploy/dashboard.test.ts scrapes the live daemon on 127.0.0.1 with
 #               its own config and storage (a distribution-started prometheus service is not used)
 #   unzip       zipinfo: test/package/release.test.ts lists the Windows zip's entries, modes and dates
@@ -18,4 +20,4 @@
 # docs/smb-iscsi-system.md). Idempotent and quiet: does nothing when all are installed. Without
 # root it only reports what is missing (the affected tests then skip with that reason).
 set -euo pipefail
-exec bash "$(dirname "$0")/apt-install.sh" install-test-tools tgt open-iscsi util-linux exfatprogs btrfs-progs dosfstools golang-go golang-google-grpc-dev g++-mingw-w64-x86-64 gcc-mingw-w64-x86-64 mingw-w64-x86-64-dev prometheus bindfs unzip python3-h2
+exec bash "$(dirname "$0")/apt-install.sh" install-test-tools tgt open-iscsi util-linux exfatprogs btrfs-progs dosfstools golang-go golang-google-grpc-dev g++-mingw-w64-x86-64 gcc-mingw-w64-x86-64 mingw-w64-x86-64-dev prometheus bindfs libfuse3-dev pkg-config unzip python3-h2

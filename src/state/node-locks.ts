@@ -17,7 +17,8 @@
  * a wait never blocks the event loop or a thread. The kernel drops the lock when its holder exits
  * or dies; a live holder is waited for as long as it holds (as in-process waiters wait). Several
  * keys are taken in sorted stripe order (no deadlock between multi-key calls). Released when `fn`
- * settles: unlock, then close.
+ * settles: unlock, then close — or, when it left work running after its call was answered (a tool
+ * SIGKILL did not end), once that work has ended.
  *
  * A call whose signal (LockOptions.signal, else the call's: util/call-scope.ts) aborts while it waits
  * — in the in-process queue or polling a file lock another process holds — leaves the wait with the
@@ -31,7 +32,7 @@ import { constants as fsc, promises as fsp } from "node:fs";
 import * as path from "node:path";
 import { Code, CsiProxyError } from "../errors.ts";
 import { createKeyedMutex, type KeyedMutex, type LockOptions } from "../util/keyed-mutex.ts";
-import { callSignal } from "../util/call-scope.ts";
+import { callSignal, noteOutliving, runCollectingOutliving, type Outliving } from "../util/call-scope.ts";
 import { abortError } from "../host/stop-if-aborted.ts";
 import { kernel32 } from "../win32/kernel32.ts";
 import { loadKoffi } from "../win32/native.ts";
@@ -124,47 +125,69 @@ export function createNodeLocks(options: { dir: string; platform: "linux" | "win
   let tryLock: Promise<TryLock> | undefined;
   let dirReady: Promise<void> | undefined;
 
-  /** Holds the file lock `name`; null when `signal` aborted while another holder had it. */
-  async function hold(name: string, signal: AbortSignal | undefined): Promise<Held | null> {
+  async function hold(name: string, what: string, signal: AbortSignal | undefined): Promise<Held> {
     const file = path.join(options.dir, name);
+    let attempt: TryLock;
     try {
       dirReady ??= fsp.mkdir(options.dir, { recursive: true, mode: 0o700 }).then(() => {});
       await dirReady;
-      const attempt = await (tryLock ??= options.platform === "win32" ? windowsTryLock() : linuxTryLock());
-      for (let wait = POLL_START_MS; ; wait = Math.min(POLL_MAX_MS, wait * 2)) {
-        const held = await attempt(file);
-        if (held) return held;
-        if (signal?.aborted) return null;
-        await sleep(wait);
-      }
+      attempt = await (tryLock ??= options.platform === "win32" ? windowsTryLock() : linuxTryLock());
     } catch (err) {
       dirReady = undefined;
       throw fail(file, err);
     }
+    for (let wait = POLL_START_MS; ; wait = Math.min(POLL_MAX_MS, wait * 2)) {
+      let held: Held | null;
+      try {
+        held = await attempt(file);
+      } catch (err) {
+        throw fail(file, err);
+      }
+      if (held) return held;
+      if (signal?.aborted) {
+        const why = abortError(signal);
+        throw new CsiProxyError(why.code, `${why.message}: ${what} was not started (it was waiting for the node-wide lock ${file}, held by another csi-proxy process on this node); nothing was done`, { cause: why });
+      }
+      await sleep(wait);
+    }
   }
 
+  /**
+   * The file locks are released when `fn` settles — or, when it left work running after its answer
+   * (call-scope.ts Outliving: a tool SIGKILL did not end), once that work has ended: another process
+   * on the node never gets the device while it goes on. The work is passed on to the caller's scope,
+   * so the in-process queue holds the key as long.
+   */
   async function runAll<T>(keys: readonly string[], fn: () => Promise<T>, lockOptions: LockOptions = {}): Promise<T> {
     const names = [...new Set(keys.map(lockFileName))].sort();
-    const signal = lockOptions.signal ?? callSignal();
     const what = lockOptions.what ?? keys.join(", ");
-    const notStarted = (why: string) => {
-      const err = abortError(signal!);
-      return new CsiProxyError(err.code, `${err.message}: ${what} was not started (${why}); nothing was done`, { cause: err });
-    };
-    return local.runAll(names, async () => {
-      const held: Held[] = [];
-      try {
-        for (const name of names) {
-          const h = await hold(name, signal);
-          if (h === null) throw notStarted(`it was waiting for the node-wide lock ${path.join(options.dir, name)}, held by another process`);
-          held.push(h);
+    const signal = lockOptions.signal ?? callSignal();
+    return local.runAll(
+      names,
+      async () => {
+        const held: Held[] = [];
+        const releaseAll = async () => {
+          for (const h of held.reverse()) await h.release().catch(() => {});
+        };
+        let outliving: Outliving[] = [];
+        try {
+          for (const name of names) held.push(await hold(name, what, signal));
+          if (signal?.aborted) {
+            const why = abortError(signal);
+            throw new CsiProxyError(why.code, `${why.message}: ${what} was not started (its caller went away as it got the node-wide lock); nothing was done`, { cause: why });
+          }
+          const r = await runCollectingOutliving(fn);
+          outliving = r.outliving;
+          for (const w of outliving) noteOutliving(w);
+          if (r.outcome.status === "rejected") throw r.outcome.reason;
+          return r.outcome.value;
+        } finally {
+          if (outliving.length === 0) await releaseAll();
+          else void Promise.all(outliving.map((w) => w.ended)).then(releaseAll);
         }
-        if (signal?.aborted) throw notStarted("its caller went away as it got the node-wide lock");
-        return await fn();
-      } finally {
-        for (const h of held.reverse()) await h.release().catch(() => {});
-      }
-    }, { signal, what });
+      },
+      { what, signal },
+    );
   }
 
   return {

@@ -12,6 +12,9 @@
 //   hang         block (the daemon's timeout must kill it), change nothing
 //   hang-after   run the real tool to completion, then block
 //   hang-ignoring-term  block with SIGTERM ignored, its pid in `<dir>/hang.pid` (only SIGKILL ends it)
+//   hang-in-kernel  SIGTERM ignored, its pid in `<dir>/hang.pid`, then `stat` of the path given as
+//                `device` (a held slow-fuse.ts file): it waits in the kernel, and once the FUSE daemon
+//                took the request not even SIGKILL ends it until the file is released
 //   kill-before  SIGKILL the daemon (the tool's parent), change nothing
 //   kill-during  SIGKILL the daemon, then run the real tool to completion as an orphan
 //   kill-after   run the real tool, then SIGKILL the daemon before it sees the result
@@ -20,7 +23,7 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 
-export type FaultAction = "fail" | "hang" | "hang-after" | "hang-ignoring-term" | "kill-before" | "kill-during" | "kill-after" | "detach";
+export type FaultAction = "fail" | "hang" | "hang-after" | "hang-ignoring-term" | "hang-in-kernel" | "kill-before" | "kill-during" | "kill-after" | "detach";
 
 /** The tools the Linux disk, volume and SMB hosts run for their changes. */
 export const FAULT_TOOLS = ["sfdisk", "partx", "mkfs.ext4", "mkfs.xfs", "mount", "umount", "blockdev", "resize2fs", "e2fsck"] as const;
@@ -45,6 +48,7 @@ case "$action" in
   hang) exec sleep 300 ;;
   hang-after) "$real" "\${args[@]}"; exec sleep 300 ;;
   hang-ignoring-term) trap '' TERM; echo $$ > "$dir/hang.pid"; exec sleep 300 ;;
+  hang-in-kernel) trap '' TERM; echo $$ > "$dir/hang.pid"; exec stat -- "$arg" ;;
   kill-before) kill -9 "$PPID"; exit 1 ;;
   kill-during) kill -9 "$PPID"; "$real" "\${args[@]}"; rc=$?; touch "$dir/done"; exit $rc ;;
   kill-after) "$real" "\${args[@]}"; rc=$?; kill -9 "$PPID"; touch "$dir/done"; exit $rc ;;

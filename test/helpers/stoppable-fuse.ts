@@ -28,12 +28,15 @@ export function fuseSkipReason(): string | undefined {
 
 const mounted = (mountpoint: string) => readFileSync("/proc/self/mountinfo", "utf8").split("\n").some((l) => l.split(" ")[4] === mountpoint);
 
-/** Mounts bindfs at `mountpoint` (created) over `<mountpoint>.src` and waits until the mount is there. */
-export async function startStoppableFuse(mountpoint: string): Promise<StoppableFuse> {
+/**
+ * Mounts bindfs at `mountpoint` (created) over `<mountpoint>.src` and waits until the mount is there.
+ * `mountOptions` are added to `allow_other` (e.g. FUSE's `attr_timeout=…`).
+ */
+export async function startStoppableFuse(mountpoint: string, mountOptions: string[] = []): Promise<StoppableFuse> {
   const source = `${mountpoint}.src`;
   mkdirSync(source, { recursive: true });
   mkdirSync(mountpoint, { recursive: true });
-  const child: ChildProcess = spawn(bindfs, ["-f", "-o", "allow_other", source, mountpoint], { stdio: ["ignore", "ignore", "pipe"] });
+  const child: ChildProcess = spawn(bindfs, ["-f", "-o", ["allow_other", ...mountOptions].join(","), source, mountpoint], { stdio: ["ignore", "ignore", "pipe"] });
   let log = "";
   child.stderr!.setEncoding("utf8").on("data", (c: string) => (log += c));
   for (let t0 = Date.now(); !mounted(mountpoint); await new Promise((r) => setTimeout(r, 20))) {

@@ -93,3 +93,46 @@ test("lock files are bounded: one per stripe and namespace; a key without a name
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("work left running after its call was answered keeps the node-wide lock (another process waits), named in refusals; a waiter's deadline stops its poll", async () => {
+  const { runInCall, noteOutliving } = await import("../../src/util/call-scope.ts");
+  const { Code } = await import("../../src/errors.ts");
+  const dir = mkdtempSync(path.join(tmpdir(), "csi-proxy-locks-"));
+  try {
+    // Two lock sets on one directory: flock(2) locks belong to open file descriptions, so these exclude each other as two processes do.
+    const daemon = createNodeLocks({ dir, platform: "linux" });
+    const other = createNodeLocks({ dir, platform: "linux" });
+    let endWork!: () => void;
+    const ended = new Promise<void>((r) => (endWork = r));
+    const answered = await runInCall({}, () =>
+      daemon.run("disk:3", async () => {
+        noteOutliving({ description: "mkfs.ext4 -q /dev/sdz1 (pid 4242)", ended });
+        throw new Error("deadline exceeded");
+      }, { what: "FormatVolume of volume v" }),
+    ).catch((e: Error) => e.message);
+    assert.equal(answered, "deadline exceeded");
+
+    const refused = await daemon.run("disk:3", async () => "ran", { what: "ResizeVolume of volume v" }).catch((e) => e);
+    assert.equal(refused.code, Code.Aborted);
+    assert.match(refused.message, /^cannot ResizeVolume of volume v: an operation is pending on disk\.\d+\.lock: FormatVolume of volume v \(started .*\) was answered .* but mkfs\.ext4 -q \/dev\/sdz1 \(pid 4242\) is still running/);
+
+    let ran = false;
+    const waiting = other.run("disk:3", async () => void (ran = true));
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(ran, false, "another process does not get the disk while the work goes on");
+    const ac = new AbortController();
+    const third = createNodeLocks({ dir, platform: "linux" });
+    const gaveUp = runInCall({ signal: ac.signal }, () => third.run("disk:3", async () => "ran", { what: "FormatVolume of volume w" })).catch((e) => e);
+    await new Promise((r) => setTimeout(r, 100));
+    ac.abort();
+    const err = await gaveUp;
+    assert.equal(err.code, Code.Canceled, String(err));
+    assert.match(err.message, /FormatVolume of volume w was not started \(it was waiting for the node-wide lock .*disk\.\d+\.lock, held by another csi-proxy process on this node\); nothing was done/);
+
+    endWork();
+    await waiting;
+    assert.equal(ran, true, "the disk is free once the work ended");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -90,3 +90,41 @@ test("a worker that does not exit when killed: the call answers within the bound
     await f.close();
   }
 });
+
+test("a worker that did not exit when killed, force-killed later: the disk is unlocked once it exited and a fresh worker saw the volume idle; closing the pool is bounded", { timeout: 60_000 }, async () => {
+  const f = createFakePool({ "volume.format": { hang: true }, "volume.busy": { result: { runningJobs: 0 } } }, { size: 1, env: { CSI_FAKE_PS_IGNORE_TERM: "1" } });
+  const cim = new WindowsVolumeCim(f.pool, {} as never, { idlePollMs: 50 });
+  const locks = createKeyedMutex();
+  const workerPids = () => f.recorded().starts.map((s) => s.pid);
+  try {
+    const ac = new AbortController();
+    const pending = runInCall({ signal: ac.signal }, () => locks.run("disk:1", () => cim.formatVolume("v"), { what: "FormatVolume of v" })).catch((e) => e);
+    while (requestsSeen(f) === 0) await new Promise((r) => setTimeout(r, 10));
+    const [pid] = workerPids();
+    ac.abort(new CsiProxyError(Code.DeadlineExceeded, "deadline exceeded"));
+    assert.match((await pending).message, /was killed but had not exited/);
+
+    // Held while the stuck worker lives, even though a fresh worker may already see the volume idle.
+    await new Promise((r) => setTimeout(r, 500));
+    assert.ok(alive(pid));
+    assert.equal((await locks.run("disk:1", async () => "ran").catch((e) => e)).code, Code.Aborted, "held while the killed worker is alive");
+
+    process.kill(pid, "SIGKILL");
+    const t0 = Date.now();
+    while (locks.size > 0 && Date.now() - t0 < 20_000) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(locks.size, 0, "the disk is unlocked once the worker exited and the volume was seen idle");
+    assert.ok(f.recorded().requests.some((r) => r.op === "volume.busy"), "a fresh worker looked at the volume");
+    assert.equal(await locks.run("disk:1", async () => "next"), "next");
+
+    // The fresh worker ignores the kill too: close() gives up on it after its bound instead of hanging.
+    const fresh = workerPids().filter((p) => p !== pid && alive(p));
+    assert.ok(fresh.length > 0, "a fresh worker is running");
+    const c0 = Date.now();
+    const left = await f.pool.close();
+    assert.ok(Date.now() - c0 < 10_000, `close() returned in ${Date.now() - c0} ms`);
+    assert.deepEqual(left, fresh, "close() names the workers it left running");
+  } finally {
+    for (const p of workerPids()) if (alive(p)) process.kill(p, "SIGKILL");
+    await f.close();
+  }
+});

@@ -246,7 +246,7 @@ describe("a call whose caller went away while it waited for its portal", () => {
     try {
       // Two lock sets on one directory are two processes' worth of flock(2) descriptors.
       const err = await queuedBehind(() => createNodeLocks({ dir, platform: "linux" }));
-      assert.match(err.message, /node-wide lock .* held by another process/);
+      assert.match(err.message, /node-wide lock .* held by another csi-proxy process/);
     } finally {
       await fs.rm(dir, { recursive: true, force: true });
     }

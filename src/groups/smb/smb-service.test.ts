@@ -561,7 +561,7 @@ describe("a call whose caller went away while it waited for its share root", () 
       const first = await make(host, state, createNodeLocks({ dir, platform: "linux" }));
       const second = await make(host, state, createNodeLocks({ dir, platform: "linux" }));
       const err = await queuedBehind(first, second, host);
-      assert.match(err.message, /node-wide lock .* held by another process/);
+      assert.match(err.message, /node-wide lock .* held by another csi-proxy process/);
       assert.deepEqual(first.references(), { [ROOT]: 1 });
     } finally {
       await fs.rm(dir, { recursive: true, force: true });

@@ -33,7 +33,7 @@ test("sockets, pipes and anonymous inodes are skipped by their link text; files 
     const stats: OpenerScanStats = { processes: 0, descriptors: 0, stats: 0, skipped: 0 };
     assert.deepEqual(await scanDeviceOpeners([{ major: 7, minor: 0 }], { procRoot: proc, selfPid: 12 }, stats), []);
     // pid 10: only /etc/hostname is stat'ed; pid 11: two under the FUSE mount skipped, /mnt/remoteX/y stat'ed; pid 12 is "us".
-    assert.deepEqual(stats, { processes: 2, descriptors: 8, stats: 2, skipped: 2 });
+    assert.deepEqual(stats, { via: "procfs", processes: 2, descriptors: 8, stats: 2, skipped: 2 });
   } finally {
     rmSync(proc, { recursive: true, force: true });
   }

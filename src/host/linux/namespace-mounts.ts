@@ -12,7 +12,9 @@
  * were listed — so the answer is as fresh as reading every table on every call.
  *
  * So a call costs one readdir of /proc, one readlink per process, one listmount per namespace
- * (~20 µs for a container-sized table) and one mountinfo read per namespace that changed.
+ * (~20 µs for a container-sized table) and one mountinfo read per namespace that changed. Where the
+ * kernel's task listing can be had (kernel-task-listing.ts), the readdir and the readlinks are one
+ * walk inside the kernel instead (one 16-byte record per process).
  *
  * Nothing is held open between calls: a remembered namespace is known by its id, not by a
  * descriptor (an open mountinfo or nsfs descriptor would keep the namespace, and every mount in it,
@@ -24,6 +26,7 @@ import { readFile } from "node:fs/promises";
 import { readdirSync, readlinkSync } from "node:fs";
 import { openMountIdSource, type MountIdSource } from "./mount-ids.ts";
 import { unescapeOctal } from "./block-parsers.ts";
+import { openKernelTaskListing } from "./kernel-task-listing.ts";
 
 export interface NamespaceMount {
   pid: number;
@@ -38,6 +41,12 @@ export interface NamespaceMountsOptions {
   ids?: () => Promise<MountIdSource | null>;
   /** Reads run this many at a time (each holds a libuv pool thread). */
   concurrency?: number;
+  /**
+   * Each process's namespace link text by pid, listed by the kernel in one walk (kernel-task-listing.ts),
+   * or null: one readlink of /proc/<pid>/ns/mnt per process. Default: the kernel's listing where it can
+   * be had and `procRoot` is not given.
+   */
+  processNamespaces?: () => Promise<Map<number, string> | null>;
 }
 
 export interface NamespaceMounts {
@@ -90,6 +99,8 @@ export function createNamespaceMounts(options: NamespaceMountsOptions = {}): Nam
   const procRoot = options.procRoot ?? "/proc";
   const concurrency = options.concurrency ?? 8;
   const source = (options.ids ?? openMountIdSource)().catch(() => null);
+  const processNamespaces =
+    options.processNamespaces ?? (options.procRoot !== undefined ? async () => null : async () => (await openKernelTaskListing())?.mountNamespaces() ?? null);
   let remembered = new Map<string, Remembered>();
   let reads = 0;
   let queue: Promise<unknown> = Promise.resolve();
@@ -104,13 +115,11 @@ export function createNamespaceMounts(options: NamespaceMountsOptions = {}): Nam
 
   async function scan(device: string): Promise<NamespaceMount[]> {
     const ids = await source;
-    const pids = readdirSync(procRoot)
-      .filter((n) => /^[1-9]\d*$/.test(n))
-      .map(Number)
-      .sort((a, b) => a - b);
+    const listed = await processNamespaces().catch(() => null);
+    const pids = (listed ? [...listed.keys()] : readdirSync(procRoot).filter((n) => /^[1-9]\d*$/.test(n)).map(Number)).sort((a, b) => a - b);
     const first = new Map<string, number>();
     for (const pid of pids) {
-      const ns = nsOf(pid);
+      const ns = listed ? listed.get(pid)! : nsOf(pid);
       if (ns !== null && !first.has(ns)) first.set(ns, pid);
     }
     const before = remembered;

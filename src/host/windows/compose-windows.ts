@@ -1,6 +1,7 @@
 /**
  * The Windows branch of compose.ts (loaded only on win32): builds the group services over the
- * Windows hosts. Filesystem: Node fs + Win32 (koffi). Disk and volume: CIM through the storage
+ * Windows hosts. Filesystem: Node fs + Win32 (koffi, on its own `io` limiter), every call on a path
+ * admitted per volume or share root (windows-mount-gate.ts). Disk and volume: CIM through the storage
  * PowerShell worker pool + Win32 (koffi). SMB and iSCSI: CIM/SMB cmdlets through a second worker
  * pool running the SMB/iSCSI/System script (+ CreateSymbolicLinkW for SMB links). System: the BIOS
  * serial through that pool, services through the Service Control Manager (koffi, no process).
@@ -21,10 +22,12 @@ import { guardStateFile, secureStateDir } from "../../state/state-dir.ts";
 import { sweepStateLeftovers } from "../../state/state-leftovers.ts";
 import { createIscsiService } from "../../groups/iscsi/iscsi-service.ts";
 import { createSystemService } from "../../groups/system/system-service.ts";
-import { loadWin32 } from "../../win32/win32.ts";
+import { loadWin32, Win32 } from "../../win32/win32.ts";
+import { defaultTotal } from "../mount-gate.ts";
+import { createWindowsGateKeys, createWindowsMountGate, gateLearningResolver } from "./windows-mount-gate.ts";
+import { gatedWindowsFilesystemHost } from "./gated-windows-filesystem-host.ts";
 import { nodeLocks } from "../../state/node-locks-for.ts";
 import { loadScm } from "../../win32/scm.ts";
-import { WindowsFilesystemHost } from "./filesystem.ts";
 import { createLocalLookup } from "./local-lookup.ts";
 import { DRIVE_FIXED } from "../../win32/win32-constants.ts";
 import { createWindowsBlockServices, powershellExe } from "./block-services.ts";
@@ -48,10 +51,17 @@ export async function createWindowsServices(config: ProxyConfig): Promise<Servic
   const win32 = await loadWin32();
   const trust = await secureStateDir(config.stateDir, "win32", { log: config.logger });
   await sweepStateLeftovers(trust, "win32", config.logger);
+  // Every host call on a request path is admitted per volume or share root (windows-mount-gate.ts): a
+  // dead SMB share holds at most a few of libuv's threads, and calls under it fail fast once it is not
+  // responding. The filesystem host's Win32 calls run on their own limiter, never on the 2 slots the
+  // volume, disk and state calls share (io-limiter.ts): the gate bounds them.
+  const fsWin32 = new Win32(win32.koffi, { maxIoCalls: defaultTotal() });
+  const keys = createWindowsGateKeys();
+  const gate = createWindowsMountGate(keys, (p) => fsWin32.getFileAttributes(p));
   const policy = createPathPolicy({
     platform: "win32",
     allowedDirs: [...config.workingDirs, config.kubeletPath],
-    resolve: createFsResolver(fsPromises, "win32"),
+    resolve: gateLearningResolver(createFsResolver(fsPromises, "win32"), gate, keys),
   });
   const locks = nodeLocks(config, trust.smb);
   const { disk, volume } = createWindowsBlockServices({ win32, locks });
@@ -67,7 +77,13 @@ export async function createWindowsServices(config: ProxyConfig): Promise<Servic
   });
   smb.reconciler.start(); // the stale-use sweep, every 5 minutes (src/groups/smb/smb-reconciler.ts)
   return {
-    filesystem: createFilesystemService({ host: new WindowsFilesystemHost(win32, { localLookup: createLocalLookup({ attributes: (p) => win32.localAttributes(p), isFixedDrive: async (root) => (await win32.driveType(root)) === DRIVE_FIXED }) }), policy, platform: "win32" }),
+    filesystem: createFilesystemService({
+      host: gatedWindowsFilesystemHost(fsWin32, gate, {
+        localLookup: createLocalLookup({ attributes: (p) => fsWin32.localAttributes(p), isFixedDrive: (root) => gate.run(root, async () => (await fsWin32.driveType(root)) === DRIVE_FIXED) }),
+      }),
+      policy,
+      platform: "win32",
+    }),
     disk,
     volume,
     smb: smb.service,

@@ -21,6 +21,12 @@ async function firstExistingAncestor(p: string): Promise<{ path: string; isDirec
 /** The Win32 calls the filesystem host needs (a {@link Win32}, or a fake in tests). */
 export type ReparseProbe = Awaitable<Pick<Win32, "getFileAttributes" | "reparseTag" | "openEntryNoFollow" | "fileInfo" | "openListing" | "readDirectoryBatch" | "deleteByHandle" | "closeHandle">>;
 
+/** How the recursive deletes make their calls: the Win32 calls, and a wrapper for each Node fs step on a path. */
+export interface WalkSteps {
+  win32: ReparseProbe;
+  step<T>(path: string, op: () => Promise<T>): Promise<T>;
+}
+
 /**
  * Filesystem host operations on Windows: Node's fs (libuv over Win32) plus two Win32 calls through
  * koffi. No processes. Failures read as Go's os prints them (`remove <p>: The directory is not
@@ -41,11 +47,18 @@ export type ReparseProbe = Awaitable<Pick<Win32, "getFileAttributes" | "reparseT
  */
 export class WindowsFilesystemHost implements FilesystemHostApi {
   readonly #win32: ReparseProbe;
+  /** The recursive deletes' calls (pins and walk): `win32`, each step gated, when composed with a gate. */
+  readonly #walk: WalkSteps;
   /** Present when constructed with a local lookup (host/windows/local-lookup.ts). */
   readonly lookupCached?: (path: string) => "present" | "absent" | undefined;
 
-  constructor(win32: ReparseProbe, options: { localLookup?: (path: string) => "present" | "absent" | undefined } = {}) {
+  /**
+   * `walk`: the Win32 calls and Node fs steps of removeAll/removeContents, which are not gated as one
+   * operation (gated-win32.ts); `win32` and direct steps by default.
+   */
+  constructor(win32: ReparseProbe, options: { localLookup?: (path: string) => "present" | "absent" | undefined; walk?: WalkSteps } = {}) {
     this.#win32 = win32;
+    this.#walk = options.walk ?? { win32, step: (_p, op) => op() };
     if (options.localLookup) this.lookupCached = options.localLookup;
   }
 
@@ -103,7 +116,8 @@ export class WindowsFilesystemHost implements FilesystemHostApi {
    * or junction among them (the path changed since the policy resolved it): FailedPrecondition,
    * nothing held. A missing ancestor: null, nothing held.
    */
-  async #pinAncestors(p: string): Promise<Handle[] | null> {
+  async #pinAncestors(p: string, walk: WalkSteps = { win32: this.#win32, step: (_p, op) => op() }): Promise<Handle[] | null> {
+    const win32 = walk.win32;
     const chain: string[] = [];
     for (let cur = path.dirname(p); ; cur = path.dirname(cur)) {
       chain.unshift(cur);
@@ -112,13 +126,13 @@ export class WindowsFilesystemHost implements FilesystemHostApi {
     const pins: Handle[] = [];
     try {
       for (const dir of chain) {
-        const h = await this.#win32.openEntryNoFollow(dir, false);
+        const h = await win32.openEntryNoFollow(dir, false);
         if (h === null) {
           await this.#release(pins);
           return null;
         }
         pins.push(h);
-        if (dir !== chain[0] && (await fs.lstat(dir)).isSymbolicLink()) {
+        if (dir !== chain[0] && (await walk.step(dir, () => fs.lstat(dir))).isSymbolicLink()) {
           throw new CsiProxyError(Code.FailedPrecondition, `${dir} is a link or junction now (the path changed since it was checked); refusing to follow it`);
         }
       }
@@ -130,16 +144,16 @@ export class WindowsFilesystemHost implements FilesystemHostApi {
   }
 
   async #release(handles: Handle[]): Promise<void> {
-    for (const h of handles.splice(0).reverse()) await this.#win32.closeHandle(h);
+    for (const h of handles.splice(0).reverse()) await this.#walk.win32.closeHandle(h); // closes any handle, gated or not
   }
 
   /** Never follows a link or junction, never enters a volume mount point (FailedPrecondition); missing is fine. Bounds: windows-remove-tree.ts. */
   async removeAll(p: string, options?: RemoveOptions): Promise<void> {
     stopIfAborted(options?.signal);
-    const pins = await this.#pinAncestors(p);
+    const pins = await this.#pinAncestors(p, this.#walk);
     if (pins === null) return;
     try {
-      await removeTreeWindows(this.#win32, p, false, options?.signal);
+      await removeTreeWindows(this.#walk.win32, p, false, options?.signal);
     } finally {
       await this.#release(pins);
     }
@@ -148,10 +162,10 @@ export class WindowsFilesystemHost implements FilesystemHostApi {
   /** removeAll of every entry of the directory `p`, which is held meanwhile; `p` itself a link, junction or volume mount point: FailedPrecondition. */
   async removeContents(p: string, options?: RemoveOptions): Promise<void> {
     stopIfAborted(options?.signal);
-    const pins = await this.#pinAncestors(p);
+    const pins = await this.#pinAncestors(p, this.#walk);
     if (pins === null) throw new CsiProxyError(Code.NotFound, `read directory ${p}: no such directory`);
     try {
-      await removeTreeWindows(this.#win32, p, true, options?.signal);
+      await removeTreeWindows(this.#walk.win32, p, true, options?.signal);
     } finally {
       await this.#release(pins);
     }

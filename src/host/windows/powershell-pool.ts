@@ -28,6 +28,7 @@ import { WORKER_OPS } from "./scripts/worker-script.ts";
 import { asciiJson, PowerShellWorker, type Json, type WorkerCall, type WorkerCommand, type WorkerOwner } from "./powershell-worker.ts";
 import { callSignal, outlivingRecorder } from "../../util/call-scope.ts";
 import { abortError } from "../stop-if-aborted.ts";
+import { CANCEL_EXIT_WAIT_MS, CANCEL_GRACE_MS } from "../exec/run-command.ts";
 
 export interface PowerShellPoolOptions {
   /** Program and arguments of one worker (powershell.exe + powershellArgs(); a fake worker in tests). */
@@ -194,15 +195,26 @@ export class PowerShellPool implements WorkerOwner {
     });
   }
 
-  /** Kills every worker and fails queued calls (Unavailable). Idempotent. */
-  async close(): Promise<void> {
-    if (this.#closed) return;
+  /**
+   * Kills every worker and fails queued calls (Unavailable). Idempotent. Resolves once every worker
+   * has exited, or {@link CANCEL_GRACE_MS} + {@link CANCEL_EXIT_WAIT_MS} after the kill at most: a
+   * worker that does not end when killed (stuck in the kernel) is logged by pid and left, never
+   * waited for without bound. Resolves with the pids of the workers still alive then.
+   */
+  async close(): Promise<number[]> {
+    if (this.#closed) return [];
     this.#closed = true;
     clearTimeout(this.#retryTimer);
     const err = new CsiProxyError(Code.Unavailable, "PowerShell worker pool is closed");
     for (const call of this.#queue.splice(0)) call.reject(err);
-    const exits = [...this.#workers].map((w) => new Promise<void>((resolve) => (w.child.exitCode !== null || w.child.signalCode !== null ? resolve() : w.child.once("exit", () => resolve()))));
-    for (const w of [...this.#workers]) w.kill(err);
-    await Promise.all(exits);
+    const workers = [...this.#workers];
+    for (const w of workers) w.kill(err);
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, CANCEL_GRACE_MS + CANCEL_EXIT_WAIT_MS)));
+    await Promise.race([Promise.all(workers.map((w) => w.exited)), bound]);
+    clearTimeout(timer);
+    const left = workers.filter((w) => w.child.exitCode === null && w.child.signalCode === null && w.child.pid !== undefined).map((w) => w.child.pid!);
+    for (const pid of left) this.log(`PowerShell worker ${pid} was killed but had not exited ${CANCEL_GRACE_MS + CANCEL_EXIT_WAIT_MS} ms later; left running`);
+    return left;
   }
 }
