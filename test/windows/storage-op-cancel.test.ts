@@ -98,7 +98,7 @@ test("a worker that did not exit when killed, force-killed later: the disk is un
   const workerPids = () => f.recorded().starts.map((s) => s.pid);
   try {
     const ac = new AbortController();
-    const pending = runInCall({ signal: ac.signal }, () => locks.run("disk:1", () => cim.formatVolume("v"), { what: "FormatVolume of v" })).catch((e) => e);
+    const pending = runInCall({ signal: ac.signal }, () => locks.run("disk:1", () => cim.formatVolume("v", FACTS), { what: "FormatVolume of v" })).catch((e) => e);
     while (requestsSeen(f) === 0) await new Promise((r) => setTimeout(r, 10));
     const [pid] = workerPids();
     ac.abort(new CsiProxyError(Code.DeadlineExceeded, "deadline exceeded"));
