@@ -40,3 +40,21 @@ export interface HostDevice {
   name: string;
   use: DeviceUse;
 }
+
+/**
+ * A signature a host found on a device (libblkid's list of every superblock and partition table it
+ * can see: `ext4`, `LVM2_member`, `crypto_LUKS`, `gpt`…), with where it starts, for messages.
+ * Reported by hosts that can list them (Linux), on the reading a write verifies.
+ */
+export interface SignatureFact {
+  type: string;
+  /** Byte offset of the signature in the device. */
+  offset: bigint;
+}
+
+/** A mount of a device in some mount namespace (csi-proxy's own included), and a process living in that namespace. */
+export interface NamespaceMountFact {
+  /** As that namespace shows it. */
+  mountPoint: string;
+  pid: number;
+}

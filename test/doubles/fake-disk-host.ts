@@ -1,4 +1,4 @@
-import type { DiskHostApi, DiskLayout, HostDisk, HostPartition } from "../../src/groups/disk/host-api.ts";
+import type { DiskHostApi, DiskLayout, DiskWriteCheck, HostDisk, HostPartition } from "../../src/groups/disk/host-api.ts";
 import type { DiskIds } from "../../src/groups/disk/types.ts";
 import { FakeStorage, type FakeDiskRow, type FakePartitionRow } from "./fake-storage.ts";
 
@@ -53,11 +53,18 @@ export class FakeDiskHost implements DiskHostApi {
     const d = this.world.disk(diskNumber);
     return d.partitions.map((p) => this.#partition(d, p));
   }
-  async initializeDisk(diskNumber: number): Promise<void> {
+  /** As a real host: the service's check on the facts read right before the write. */
+  async #verify(diskNumber: number, check: DiskWriteCheck): Promise<void> {
+    const d = this.world.disk(diskNumber);
+    await check({ disk: await this.getDisk(diskNumber), partitions: d.partitions.map((p) => this.#partition(d, p)) });
+  }
+  async initializeDisk(diskNumber: number, check: DiskWriteCheck): Promise<void> {
+    await this.#verify(diskNumber, check);
     this.world.enter("initializeDisk", String(diskNumber), true);
     this.world.initialize(diskNumber);
   }
-  async createDataPartition(diskNumber: number, style: "gpt" | "mbr"): Promise<void> {
+  async createDataPartition(diskNumber: number, style: "gpt" | "mbr", check: DiskWriteCheck): Promise<void> {
+    await this.#verify(diskNumber, check);
     this.world.enter("createDataPartition", `${diskNumber} ${style}`, true);
     this.world.createPartition(diskNumber, style);
   }
@@ -79,7 +86,8 @@ export class FakeDiskHost implements DiskHostApi {
     this.world.enter("refreshDiskSize", String(diskNumber), true);
     this.world.applyPendingSize(this.world.disk(diskNumber));
   }
-  async setDiskOnline(diskNumber: number, online: boolean): Promise<void> {
+  async setDiskOnline(diskNumber: number, online: boolean, check: DiskWriteCheck): Promise<void> {
+    await this.#verify(diskNumber, check);
     this.world.enter("setDiskOnline", `${diskNumber} ${online}`, true);
     this.world.disk(diskNumber).online = online;
   }

@@ -1,5 +1,5 @@
-import type { FilesystemGrowth, MountedVolume, VolumeContent, VolumeHostApi, VolumeLocation, VolumeUsage } from "../../src/groups/volume/host-api.ts";
-import { failedPrecondition, notFound } from "../../src/errors.ts";
+import type { FilesystemGrowth, MountedVolume, VolumeContent, VolumeHostApi, VolumeLocation, VolumeUsage, WriteCheck } from "../../src/groups/volume/host-api.ts";
+import { notFound } from "../../src/errors.ts";
 import { FakeStorage } from "./fake-storage.ts";
 
 /** Paths compare like Windows paths: case-insensitive, trailing backslashes ignored. */
@@ -45,27 +45,30 @@ export class FakeVolumeHost implements VolumeHostApi {
       name,
       diskOnline: null,
       devices: [{ name, use: this.world.partitionUse(partition) }],
+      accessPaths: [...(partition.driveLetter ? [`${partition.driveLetter}:\\`] : []), ...(partition.accessPaths ?? [])],
     };
   }
   async getVolumeContent(volumeId: string): Promise<VolumeContent> {
     this.world.enter("getVolumeContent", volumeId);
+    return this.#content(volumeId);
+  }
+  #content(volumeId: string): VolumeContent {
     const { volume } = this.world.volume(volumeId);
     const description = volume.fileSystem ?? volume.foreign ?? "no file system Windows knows";
     return { fileSystem: volume.fileSystem, empty: volume.fileSystem === null && volume.foreign === null, description };
+  }
+  /** As a real host: the service's check on the facts read right before the write (the worker then finds them unchanged: one thread here). */
+  async #verify(volumeId: string, check: WriteCheck, content: boolean): Promise<void> {
+    await check({ location: await this.locateVolume(volumeId), content: content ? this.#content(volumeId) : undefined });
   }
   async getVolumeUsage(volumeId: string): Promise<VolumeUsage> {
     this.world.enter("getVolumeUsage", volumeId);
     const { volume } = this.world.volume(volumeId);
     return { totalBytes: volume.sizeBytes, freeBytes: volume.freeBytes };
   }
-  /** As the worker's volume.format: refused while the partition has a drive letter or an access path, or the volume holds another file system. */
-  async formatVolume(volumeId: string): Promise<void> {
-    const { volume, partition } = this.world.volume(volumeId);
-    const paths = [...(partition.driveLetter ? [`${partition.driveLetter}:\\`] : []), ...(partition.accessPaths ?? [])];
-    if (paths.length) throw failedPrecondition(`refusing to format volume ${volumeId}: it is in use at ${paths.join(", ")}`);
-    if (volume.foreign !== null || (volume.fileSystem !== null && volume.fileSystem.toUpperCase() !== "NTFS")) {
-      throw failedPrecondition(`refusing to format volume ${volumeId} as NTFS: it holds ${volume.fileSystem ?? volume.foreign}`);
-    }
+  async formatVolume(volumeId: string, check: WriteCheck): Promise<void> {
+    await this.#verify(volumeId, check, true);
+    const { volume } = this.world.volume(volumeId);
     this.world.enter("formatVolume", volumeId, true);
     Object.assign(volume, { fileSystem: this.world.defaultFileSystem, foreign: null, freeBytes: volume.sizeBytes - 1024n * 1024n });
   }
@@ -82,14 +85,16 @@ export class FakeVolumeHost implements VolumeHostApi {
     const g = this.world.growth;
     return typeof g === "string" ? { kind: g } : g;
   }
-  async resizePartition(volumeId: string, sizeBytes: bigint): Promise<void> {
+  async resizePartition(volumeId: string, sizeBytes: bigint, check: WriteCheck): Promise<void> {
+    await this.#verify(volumeId, check, false);
     this.world.enter("resizePartition", `${volumeId} ${sizeBytes}`, true);
     const { partition, volume } = this.world.volume(volumeId);
     const grownBy = sizeBytes - partition.sizeBytes;
     partition.sizeBytes = sizeBytes;
     if (this.world.growth === "none") Object.assign(volume, { sizeBytes: volume.sizeBytes + grownBy, freeBytes: volume.freeBytes + grownBy });
   }
-  async growFilesystem(volumeId: string): Promise<void> {
+  async growFilesystem(volumeId: string, check: WriteCheck): Promise<void> {
+    await this.#verify(volumeId, check, false);
     this.world.enter("growFilesystem", volumeId, true);
     const { partition, volume } = this.world.volume(volumeId);
     Object.assign(volume, { freeBytes: volume.freeBytes + partition.sizeBytes - volume.sizeBytes, sizeBytes: partition.sizeBytes });
@@ -116,7 +121,8 @@ export class FakeVolumeHost implements VolumeHostApi {
     const entry = [...this.world.dirs].find(([p]) => key(p) === key(path));
     return entry === undefined ? null : { isDirectory: true, empty: entry[1] === 0 };
   }
-  async mountVolume(volumeId: string, path: string, fileSystem: string | null): Promise<void> {
+  async mountVolume(volumeId: string, path: string, fileSystem: string | null, check: WriteCheck): Promise<void> {
+    await this.#verify(volumeId, check, false);
     this.world.enter("mountVolume", `${volumeId} ${path}${fileSystem ? ` ${fileSystem}` : ""}`, true);
     this.world.volume(volumeId);
     if (![...this.world.dirs.keys()].some((p) => key(p) === key(path))) throw notFound(`fake SetVolumeMountPoint: ${path} does not exist`);

@@ -97,7 +97,7 @@ test("errors reported by the worker reach callers as coded errors, with the op a
   const e1 = await reject(disk.getDisk(9));
   assert.equal(e1.code, Code.NotFound);
   assert.equal(e1.message, "disk.get: Not found");
-  const e2 = await reject(vol.formatVolume("v"));
+  const e2 = await reject(vol.formatVolume("v", { fileSystemType: "0", accessPaths: "", offset: "0", size: "0" }));
   assert.equal(e2.code, Code.PermissionDenied);
   assert.match(e2.message, /MSFT_Volume.Format failed: code=40001/);
   const e3 = await reject(vol.getVolume("\\\\?\\Volume{nope}\\"));
@@ -209,6 +209,9 @@ test("ListDiskLocations parses Location as upstream (Adapter/Target/LUN/Bus; sho
   assert.deepEqual(locs.get(1), { adapter: "1", bus: "", target: "3", lunId: "7" });
 });
 
+/** Disk 1's facts as the worker compares them (expected-facts.ts), online. */
+const RAW_ONLINE = { path: DISKS[1].path, size: DISKS[1].size, isOffline: "False", partitionStyle: "0" };
+
 test("PartitionDisk on a RAW disk: Initialize(GPT), CreatePartition(basic data), Refresh, Online the data partition", async () => {
   // (an online RAW disk: PartitionDisk refuses offline disks)
   const p = pool({ "disk.get": { result: { ...DISKS[1], isOffline: false } }, "disk.partitions": [{ result: [] }, { result: [MSR, DATA] }] });
@@ -218,11 +221,11 @@ test("PartitionDisk on a RAW disk: Initialize(GPT), CreatePartition(basic data),
     p.recorded().requests.map((r) => [r.op, r.args]),
     [
       ["disk.get", { diskNumber: 1 }],
-      ["disk.get", { diskNumber: 1 }], // re-verified (MSFT_Disk Path and Size) right before the write
-      ["disk.initialize", { diskNumber: 1, partitionStyle: 2 }],
+      ["disk.get", { diskNumber: 1 }], // the facts re-read right before the write, for the service's check
+      ["disk.initialize", { diskNumber: 1, partitionStyle: 2, expect: RAW_ONLINE }], // … and for the worker to compare
       ["disk.partitions", { diskNumber: 1 }],
       ["disk.get", { diskNumber: 1 }],
-      ["disk.createPartition", { diskNumber: 1, gptType: GPT_BASIC_DATA }],
+      ["disk.createPartition", { diskNumber: 1, gptType: GPT_BASIC_DATA, expect: RAW_ONLINE }],
       ["disk.refresh", { diskNumber: 1 }],
       ["disk.partitions", { diskNumber: 1 }],
       ["partition.online", { diskNumber: 1, partitionNumber: 2 }],
@@ -238,7 +241,7 @@ test("PartitionDisk is idempotent: an initialised disk with a data partition is 
   const q = pool({ "disk.get": { result: { ...DISKS[0], partitionStyle: 1 } }, "disk.partitions": [{ result: [] }, { result: [{ ...DATA, gptType: "", mbrType: 7 }] }], "disk.createPartition": { error: methodError("MSFT_Disk.CreatePartition", 42002) } });
   await createDiskService({ host: new WindowsDiskHost(q.pool, {} as DiskIoctls) }).partitionDisk({ diskNumber: 0 });
   const ops = q.recorded().requests;
-  assert.deepEqual(ops.find((r) => r.op === "disk.createPartition")?.args, { diskNumber: 0, gptType: null }, "MBR disks get no GptType");
+  assert.deepEqual(ops.find((r) => r.op === "disk.createPartition")?.args, { diskNumber: 0, gptType: null, expect: { path: DISKS[0].path, size: DISKS[0].size, isOffline: "False", partitionStyle: "1" } }, "MBR disks get no GptType");
   assert.ok(!ops.some((r) => r.op === "disk.initialize"), "an MBR disk is not re-initialised");
   assert.ok(ops.some((r) => r.op === "partition.online"), "42002 (access path in use) is tolerated");
 });
@@ -254,7 +257,7 @@ test("SetDiskState / GetDiskState / GetDiskStats / Rescan", async () => {
   assert.deepEqual(
     p.recorded().requests.filter((r) => r.op !== "disk.get").map((r) => [r.op, r.args]),
     [
-      ["disk.setOnline", { diskNumber: 1, online: true }],
+      ["disk.setOnline", { diskNumber: 1, online: true, expect: { ...RAW_ONLINE, isOffline: "True" } }],
       ["disk.rescan", {}],
     ],
     "the offline disk is not set offline again",
@@ -349,19 +352,20 @@ test("UnmountVolume: flushes first, refuses another volume, is not idempotent", 
 });
 
 test("IsVolumeFormatted / FormatVolume: Unknown formats NTFS, an unused NTFS is formatted again, another file system is refused", async () => {
-  const { svc, p } = volumeService({ "volume.partition": { result: DATA }, "volume.get": [{ result: { ...VOL, fileSystemType: 0, fileSystem: "" } }, { result: { ...VOL, fileSystemType: 0, fileSystem: "" } }, { result: VOL }, { result: { ...VOL, fileSystemType: 15, fileSystem: "ReFS" } }] }, { mounts: new Map() });
+  const { svc, p } = volumeService({ "volume.partition": { result: DATA }, "volume.get": [...[1, 2, 3].map(() => ({ result: { ...VOL, fileSystemType: 0, fileSystem: "" } })), { result: VOL }, { result: VOL }, { result: { ...VOL, fileSystemType: 15, fileSystem: "ReFS" } }] }, { mounts: new Map() });
   assert.deepEqual(await svc.isVolumeFormatted({ volumeId: VOL.uniqueId }), { formatted: false });
   await svc.formatVolume({ volumeId: VOL.uniqueId });
   await svc.formatVolume({ volumeId: VOL.uniqueId });
   const e = await reject(svc.formatVolume({ volumeId: VOL.uniqueId }));
   assert.equal(e.code, Code.FailedPrecondition);
   assert.match(e.message, /already holds ReFS/);
-  assert.equal(p.recorded().requests.filter((r) => r.op === "volume.format").length, 2);
+  const formats = p.recorded().requests.filter((r) => r.op === "volume.format");
+  assert.deepEqual(formats.map((r) => r.args.expect), [0, 14].map((t) => ({ fileSystemType: String(t), accessPaths: "", offset: DATA.offset, size: DATA.size })), "the facts decided on, for the worker to compare");
 });
 
 test("ResizeVolume: 0 = GetSupportedSize max, growth under 100 MiB and shrinking are no-ops, negative is InvalidArgument", async () => {
   const size = 10720641024n;
-  const { svc, p } = volumeService({ "volume.partition": { result: DATA }, "volume.supportedSize": { result: { sizeMin: "1000", sizeMax: "21474836480" } } }, { mounts: new Map() });
+  const { svc, p } = volumeService({ "volume.partition": { result: DATA }, "volume.get": { result: VOL }, "volume.supportedSize": { result: { sizeMin: "1000", sizeMax: "21474836480" } } }, { mounts: new Map() });
   await svc.resizeVolume({ volumeId: VOL.uniqueId, sizeBytes: 0n });
   await svc.resizeVolume({ volumeId: VOL.uniqueId, sizeBytes: size + MIN_GROWTH - 1n });
   await svc.resizeVolume({ volumeId: VOL.uniqueId, sizeBytes: size - 1n });

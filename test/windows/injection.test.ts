@@ -49,25 +49,29 @@ const sent = requestRecorder(fake, WORKER_SCRIPT, "the constant script");
 const disk = new WindowsDiskCim(fake.pool, noIoctls);
 const volume = new WindowsVolumeCim(fake.pool, {} as VolumeWin32);
 
+/** The facts a write was decided on travel as data too (expected-facts.ts): every field carries the hostile string. */
+const volumeFacts = (s: string) => ({ fileSystemType: s, accessPaths: s, offset: s, size: s });
+const diskFacts = (s: string) => ({ path: s, size: s, isOffline: s, partitionStyle: s });
+
 /** Every worker operation of the Windows hosts: how to call it with `s` in each string field, and the args expected on the wire. */
 const operations: WorkerOperation[] = [
   { name: "disk.listDisks", op: "disk.list", call: () => disk.listDisks(), args: () => ({}) },
   { name: "disk.getDisk", op: "disk.get", call: () => disk.getDisk(7), args: () => ({ diskNumber: 7 }) },
-  { name: "disk.initializeDisk", op: "disk.initialize", call: () => disk.initializeDisk(7, 2), args: () => ({ diskNumber: 7, partitionStyle: 2 }) },
+  { name: "disk.initializeDisk", op: "disk.initialize", call: (s) => disk.initializeDisk(7, 2, diskFacts(s)), args: (s) => ({ diskNumber: 7, partitionStyle: 2, expect: diskFacts(s) }) },
   { name: "disk.listPartitions", op: "disk.partitions", call: () => disk.listPartitions(7), args: () => ({ diskNumber: 7 }) },
-  { name: "disk.createPartition", op: "disk.createPartition", call: (s) => disk.createPartition(7, s), args: (s) => ({ diskNumber: 7, gptType: s }) },
+  { name: "disk.createPartition", op: "disk.createPartition", call: (s) => disk.createPartition(7, s, diskFacts(s)), args: (s) => ({ diskNumber: 7, gptType: s, expect: diskFacts(s) }) },
   { name: "disk.refreshDisk", op: "disk.refresh", call: () => disk.refreshDisk(7), args: () => ({ diskNumber: 7 }) },
   { name: "disk.onlinePartition", op: "partition.online", call: () => disk.onlinePartition(7, 3), args: () => ({ diskNumber: 7, partitionNumber: 3 }) },
   { name: "disk.rescan", op: "disk.rescan", call: () => disk.rescan(), args: () => ({}) },
-  { name: "disk.setDiskOnline", op: "disk.setOnline", call: () => disk.setDiskOnline(7, false), args: () => ({ diskNumber: 7, online: false }) },
+  { name: "disk.setDiskOnline", op: "disk.setOnline", call: (s) => disk.setDiskOnline(7, false, diskFacts(s)), args: (s) => ({ diskNumber: 7, online: false, expect: diskFacts(s) }) },
   { name: "volume.listVolumesOnDisk", op: "volume.listOnDisk", call: () => volume.listVolumesOnDisk(7, 0), args: () => ({ diskNumber: 7, partitionNumber: 0 }) },
   { name: "volume.getVolume", op: "volume.get", call: (s) => volume.getVolume(s), args: (s) => ({ volumeId: s }) },
-  { name: "volume.formatVolume", op: "volume.format", call: (s) => volume.formatVolume(s), args: (s) => ({ volumeId: s }) },
+  { name: "volume.formatVolume", op: "volume.format", call: (s) => volume.formatVolume(s, volumeFacts(s)), args: (s) => ({ volumeId: s, expect: volumeFacts(s) }) },
   { name: "volume.flushVolume", op: "volume.flush", call: (s) => volume.flushVolume(s), args: (s) => ({ volumeId: s }) },
   { name: "volume.getVolumePartition", op: "volume.partition", call: (s) => volume.getVolumePartition(s), args: (s) => ({ volumeId: s }) },
   { name: "volume.getPartitionSupportedSize", op: "volume.supportedSize", call: (s) => volume.getPartitionSupportedSize(s), args: (s) => ({ volumeId: s }) },
   { name: "volume.storageBusy", op: "volume.busy", call: (s) => volume.storageBusy(s), args: (s) => ({ volumeId: s }) },
-  { name: "volume.resizePartition", op: "volume.resize", call: (s) => volume.resizePartition(s, 123456789012345678n), args: (s) => ({ volumeId: s, size: "123456789012345678" }) },
+  { name: "volume.resizePartition", op: "volume.resize", call: (s) => volume.resizePartition(s, 123456789012345678n, volumeFacts(s)), args: (s) => ({ volumeId: s, size: "123456789012345678", expect: volumeFacts(s) }) },
 ];
 
 testHostileStringsReachWorkerAsData(operations, sent);

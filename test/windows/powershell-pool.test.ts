@@ -185,7 +185,8 @@ test("the worker script never turns data into code: no Invoke-Expression, script
   }
   // request data is only read as $a.<field> / $req.<field> and cast or compared
   const uses = WORKER_SCRIPT.match(/\$a\.\w+/g) ?? [];
-  assert.deepEqual([...new Set(uses)].sort(), ["$a.diskNumber", "$a.echo", "$a.gptType", "$a.online", "$a.partitionNumber", "$a.partitionStyle", "$a.size", "$a.volumeId"]);
+  // ($a.expect: the facts a write was decided on, only read field by field as strings and compared: Unchanged)
+  assert.deepEqual([...new Set(uses)].sort(), ["$a.diskNumber", "$a.echo", "$a.expect", "$a.gptType", "$a.online", "$a.partitionNumber", "$a.partitionStyle", "$a.size", "$a.volumeId"]);
   // brackets balance outside string literals and comments (a cheap well-formedness check; the
   // script is only run by Windows PowerShell on a Windows host)
   let depth = { "(": 0, "{": 0, "[": 0 } as Record<string, number>;

@@ -104,7 +104,7 @@ test("the checks fail on what they are meant to catch", async () => {
   };
   assert.match(bad("'disk.refresh' = { param($a) $null = Call (Disk $a) 'Refresh'; $null }", "'disk.refresh' = { param($a) $null = Call (Disk $a 'Refresh'; $null }"), /PS1 .*(syntax error|missing)/);
   assert.match(bad("-ClassName MSFT_StorageSetting -MethodName", "-ClassName MSFT_StorageSetting -MethodNam"), /SIG .*Invoke-CimMethod has no parameter -MethodNam/);
-  assert.match(bad("Call (Disk $a) 'Initialize' @{ PartitionStyle", "Call (Disk $a) 'Initialize' @{ PartitionStyl"), /SIG .*MSFT_Disk.Initialize has no parameter PartitionStyl/);
+  assert.match(bad("Call $d 'Initialize' @{ PartitionStyle", "Call $d 'Initialize' @{ PartitionStyl"), /SIG .*MSFT_Disk.Initialize has no parameter PartitionStyl/);
   assert.match(bad("Call (Disk $a) 'Refresh'", "Call (Disk $a) 'Refreshh'"), /SIG .*MSFT_Disk has no method Refreshh/);
   assert.match(bad("$_.Number -eq $n", "$_.Numbr -eq $n"), /SIG .*MSFT_Disk has no property Numbr/);
   assert.match(bad("-ClassName MSFT_Volume |", "-ClassName MSFT_Volumes |"), /SIG .*CIM class MSFT_Volumes is not in the signature table/);

@@ -25,10 +25,12 @@ const requestsSeen = (f: ReturnType<typeof createFakePool>) => {
 };
 
 const alive = processAlive;
+/** The facts a write was decided on (expected-facts.ts); the fake worker does not compare them. */
+const FACTS = { fileSystemType: "14", accessPaths: "", offset: "1048576", size: "1073741824" };
 
 for (const [op, run] of [
-  ["volume.format", (cim: WindowsVolumeCim) => cim.formatVolume("\\\\?\\Volume{1}\\")],
-  ["volume.resize", (cim: WindowsVolumeCim) => cim.resizePartition("\\\\?\\Volume{1}\\", 1n << 30n)],
+  ["volume.format", (cim: WindowsVolumeCim) => cim.formatVolume("\\\\?\\Volume{1}\\", FACTS)],
+  ["volume.resize", (cim: WindowsVolumeCim) => cim.resizePartition("\\\\?\\Volume{1}\\", 1n << 30n, FACTS)],
 ] as const) {
   test(`${op} cancelled: its worker is ended before the answer; the disk stays locked until the volume is seen idle`, async () => {
     const busy = [{ result: { runningJobs: 1 } }, { result: { runningJobs: 1 } }, { result: { runningJobs: 0 } }];
@@ -70,7 +72,7 @@ test("a worker that does not exit when killed: the call answers within the bound
   let pid = 0;
   try {
     const ac = new AbortController();
-    const pending = runInCall({ signal: ac.signal }, () => locks.run("disk:1", () => cim.formatVolume("v"), { what: "FormatVolume of v" })).catch((e) => e);
+    const pending = runInCall({ signal: ac.signal }, () => locks.run("disk:1", () => cim.formatVolume("v", FACTS), { what: "FormatVolume of v" })).catch((e) => e);
     while (requestsSeen(f) === 0) await new Promise((r) => setTimeout(r, 10));
     pid = f.recorded().starts[0].pid;
     const t0 = Date.now();
@@ -96,7 +98,7 @@ test("a worker that did not exit when killed, force-killed later: the disk is un
   const workerPids = () => f.recorded().starts.map((s) => s.pid);
   try {
     const ac = new AbortController();
-    const pending = runInCall({ signal: ac.signal }, () => locks.run("disk:1", () => cim.formatVolume("v"), { what: "FormatVolume of v" })).catch((e) => e);
+    const pending = runInCall({ signal: ac.signal }, () => locks.run("disk:1", () => cim.formatVolume("v", FACTS), { what: "FormatVolume of v" })).catch((e) => e);
     while (requestsSeen(f) === 0) await new Promise((r) => setTimeout(r, 10));
     const [pid] = workerPids();
     ac.abort(new CsiProxyError(Code.DeadlineExceeded, "deadline exceeded"));

@@ -1,10 +1,21 @@
 import type { DiskIds, DiskLocation, DiskService } from "./types.ts";
 import { inCallScope } from "../../util/call-scope.ts";
-import type { DiskHostApi, DiskWriteCheck, HostDevice, HostDisk, HostPartition } from "./host-api.ts";
+import type { DiskHostApi, HostPartition } from "./host-api.ts";
 import type { KeyedMutex } from "../../util/keyed-mutex.ts";
 import { createKeyedMutex } from "../../util/keyed-mutex.ts";
 import { Code, CsiProxyError, failedPrecondition, internal, invalidArgument, notFound } from "../../errors.ts";
-import { allowedMountPoint, checkDiskNumber, diskLockKey, hostFailure, privilegeGuard, refuseInUse, requireOnline, withContext } from "../../policy/block-policy.ts";
+import {
+  allowedMountPoint,
+  checkDiskNumber,
+  diskLockKey,
+  diskWriteCheck,
+  hostFailure,
+  privilegeGuard,
+  refuseDiskWrite,
+  requireOnline,
+  withContext,
+  type DiskWriteRule,
+} from "../../policy/block-policy.ts";
 
 export { diskLockKey } from "../../policy/block-policy.ts";
 
@@ -44,15 +55,8 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
   const inDiskLock = <T>(method: string, diskNumber: number, fn: () => Promise<T>) =>
     locks.run(diskLockKey(checkDiskNumber(diskNumber)), () => (host.session ? host.session(fn) : fn()), { what: `${method} of disk ${diskNumber}` });
 
-  /**
-   * Right before a write: the disk read again must be the one looked up (same host identity). Hosts
-   * without identities skip this; hosts that compare the identity themselves as they write do it there.
-   */
-  async function reverify(n: number, disk: HostDisk, what: string): Promise<void> {
-    if (disk.identity === undefined || host.checksIdentityAtWrite) return;
-    const now = await host.getDisk(n);
-    if (now.identity !== disk.identity) throw failedPrecondition(`refusing to ${what}: the disk changed since it was looked up (${disk.identity} → ${now.identity})`);
-  }
+  /** A write's rule (policy/block-policy.ts `refuseDiskWrite`); the host runs `diskWriteCheck` of it on the facts it reads right before writing. */
+  const ruleOf = (what: string, allowMountsInside: boolean, more: Partial<DiskWriteRule> = {}): DiskWriteRule => ({ what, allowMountsInside, isAllowed, ...more });
 
   async function partitionDisk(n: number): Promise<void> {
     await inDiskLock("PartitionDisk", n, async () => {
@@ -64,9 +68,7 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
       // when staging again a disk their NodeUnstage took offline.
       if (disk.online === false && layout.partitions.some(isData)) return;
       requireOnline(disk.online, n, disk.name, what);
-      // The same refusals on the host's reading right before each write (with the devices' openers, where the host sees them).
-      const check: DiskWriteCheck = (devices) => refuseInUse(devices, what, true, isAllowed);
-      await check([disk, ...layout.partitions]);
+      await refuseDiskWrite({ disk, partitions: layout.partitions }, ruleOf(what, true));
       // What a disk holds is read only once it may be changed at all.
       if (layout.partitionStyle === null) layout = await withContext(`probe ${disk.name}`, host.probeDiskLayout(n));
 
@@ -76,8 +78,9 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
       if (style === "unknown" || style === null) throw failedPrecondition(`refusing to ${what}: ${content ?? "its partition table cannot be read"}`);
       if (style === "raw") {
         if (content) throw failedPrecondition(`refusing to ${what}: it has no partition table but holds ${content}; initialising it would destroy that data`);
-        await reverify(n, disk, what);
-        await withContext(`initialise ${disk.name} with GPT`, host.initializeDisk(n, disk.identity, check));
+        // Right before writing, on the host's reading: same disk, nothing in use or mounted at all, not a single signature.
+        const check = diskWriteCheck(disk, ruleOf(what, false, { table: { kind: "empty", to: "write a partition table to" } }));
+        await withContext(`initialise ${disk.name} with GPT`, host.initializeDisk(n, check));
         style = "gpt";
         table = await host.listPartitions(n); // Windows may add a reserved partition itself
       }
@@ -91,9 +94,10 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
         }
         return;
       }
-      await reverify(n, disk, what);
+      // Right before writing: same disk, nothing in use or mounted at all, no signature but a partition table.
+      const check = diskWriteCheck(disk, ruleOf(what, false, { table: { kind: "table", to: "add a partition to" } }));
       try {
-        await host.createDataPartition(n, style, disk.identity, check);
+        await host.createDataPartition(n, style, check);
       } catch (err) {
         // 42002 "access path already in use" is tolerated, as upstream does
         if (!(err instanceof CsiProxyError && err.code === Code.AlreadyExists)) {
@@ -128,14 +132,11 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
     await inDiskLock(isOnline ? "SetDiskState(online)" : "SetDiskState(offline)", n, async () => {
       const disk = await host.getDisk(n);
       if (disk.online === isOnline) return; // idempotent, as upstream
-      let check: DiskWriteCheck | undefined;
-      if (!isOnline) {
-        check = (devices) => refuseInUse(devices, `set disk ${n} (${disk.name}) offline`, false, isAllowed);
-        const devices: HostDevice[] = [disk, ...(await host.getDiskLayout(n)).partitions];
-        await check(devices);
-      }
-      await reverify(n, disk, `set disk ${n} (${disk.name}) ${isOnline ? "online" : "offline"}`);
-      await withContext(`set ${disk.name} ${isOnline ? "online" : "offline"}`, host.setDiskOnline(n, isOnline, disk.identity, check));
+      const what = `set disk ${n} (${disk.name}) ${isOnline ? "online" : "offline"}`;
+      // Going offline refuses a disk in use and any mount at all; going online only another disk.
+      const rule = isOnline ? ruleOf(what, true, { ignoreUses: true }) : ruleOf(what, false);
+      if (!isOnline) await refuseDiskWrite({ disk, partitions: (await host.getDiskLayout(n)).partitions }, rule);
+      await withContext(`set ${disk.name} ${isOnline ? "online" : "offline"}`, host.setDiskOnline(n, isOnline, diskWriteCheck(disk, rule)));
     });
   }
 

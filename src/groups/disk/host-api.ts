@@ -7,24 +7,25 @@
  * - fake: test/doubles/fake-disk-host.ts (stateful, Windows-shaped).
  *
  * Who decides what:
- * - disk-service.ts decides, from the facts reported here: initialise only a raw disk that holds
- *   nothing, add a data partition only when there is none, refuse disks that are offline or in use
- *   (policy/block-policy.ts), when to bring a partition online.
- * - A host reports what it sees and carries out one operation per method. At the moment of writing
- *   it re-verifies the facts it acts on and may refuse on its own — FailedPrecondition, nothing
- *   written; a second look, never a new policy:
- *   * Linux (host/linux/disk.ts, `#verifyWrite`): the disk is not the one looked up (`expect`); it or
- *     a partition holds the OS, is busy (swap, holders, stacked loops, kernel partitions out of step)
- *     or is mounted anywhere; it holds a signature other than a partition table (initializeDisk: any
- *     signature); the kernel refuses the exclusive claim (sfdisk then takes it again itself). The
- *     Linux host also keeps state: the offline marks (host/linux/offline-marks-file.ts).
- *   * Windows (host/windows/disk.ts): no refusals of its own; the CIM provider's failures come back
- *     coded (host/windows/worker-error-codes.ts), and the service re-checks identity before writing.
+ * - disk-service.ts decides every refusal, through policy/block-policy.ts, from the facts reported
+ *   here: initialise only a raw disk that holds nothing, add a data partition only when there is
+ *   none, refuse disks that are offline or in use, when to bring a partition online.
+ * - A host reports facts and carries out one operation per method. Its writes take the service's
+ *   {@link DiskWriteCheck}: right before writing, the host reads the facts again ({@link DiskFacts})
+ *   and hands them to the check (same disk, same refusals) — FailedPrecondition, nothing written. No
+ *   host has a rule of its own:
+ *   * Linux (host/linux/disk.ts): the facts of a fresh reading (openers of the nodes, and for a
+ *     partition-table write every signature on the disk); then the kernel's exclusive claim is taken
+ *     and released (sfdisk takes it again itself). The Linux host also keeps state: the offline
+ *     marks (host/linux/offline-marks-file.ts).
+ *   * Windows (host/windows/disk.ts): the facts read through the worker; the worker's write ops get
+ *     the disk's facts as data and refuse only when they changed (host/windows/expected-facts.ts);
+ *     the CIM provider's failures come back coded (host/windows/worker-error-codes.ts).
  *
  * Errors: an unknown disk number is NotFound; a failing tool, syscall or CIM method rejects with a
  * CsiProxyError (Internal unless the host knows better). Hosts never choose codes from request meaning.
  */
-import type { HostDevice } from "../../policy/host-device.ts";
+import type { HostDevice, SignatureFact } from "../../policy/host-device.ts";
 import type { DiskIds, DiskLocation } from "./types.ts";
 
 /** The device facts shared with the volume group live in policy/host-device.ts. */
@@ -39,8 +40,8 @@ export interface HostDisk extends HostDevice {
   online: boolean;
   /**
    * What must not change between looking the disk up and writing to it (Linux: device number,
-   * diskseq, size), opaque; the host's writes refuse with FailedPrecondition when it differs. Absent
-   * when the host has no such facts.
+   * diskseq, size; Windows: MSFT_Disk Path and size), opaque; the service's check refuses a write
+   * whose fresh reading differs. Absent when the host has no such facts.
    */
   identity?: string;
 }
@@ -77,26 +78,26 @@ export interface DiskLayout {
 }
 
 /**
- * A service's refusals of a write, which a host that can read device uses at the moment of writing
- * (Linux) runs on the disk and its partitions as it reads them right before writing (the same reading
- * as its own re-verification; openers of the device nodes included), rejecting to stop the write.
+ * The facts a disk write is decided on, as a host reads them right before writing: the disk and its
+ * partitions with their uses (with the processes holding their nodes, where the host sees them) and,
+ * for a partition-table write, every signature on the disk (hosts that list them).
  */
-export type DiskWriteCheck = (devices: HostDevice[]) => Promise<void>;
+export interface DiskFacts {
+  disk: HostDisk;
+  partitions: HostPartition[];
+  signatures?: SignatureFact[];
+}
 
 /**
- * Writes (initializeDisk, createDataPartition, setDiskOnline) take `expect`, the disk's
- * {@link HostDisk.identity} when it was looked up, and re-verify the disk at the moment of writing:
- * FailedPrecondition when it changed or is in use (the Linux host re-reads every fact it can, and
- * runs the service's {@link DiskWriteCheck} on that reading; going online needs none).
+ * The service's decision on a write (policy/block-policy.ts `diskWriteCheck`): the host runs it on
+ * the {@link DiskFacts} it reads right before writing, and writes only when it resolves.
  */
+export type DiskWriteCheck = (now: DiskFacts) => Promise<void>;
+
+/** Writes (initializeDisk, createDataPartition, setDiskOnline) take the service's {@link DiskWriteCheck} and run it on the facts read right before writing. */
 export interface DiskHostApi {
   /** Why this daemon cannot manage disks at all (Linux: it is not root), or null. Synchronous: read once when a service is built. */
   missingPrivilege(): string | null;
-  /**
-   * Whether the writes compare `expect` with the disk's identity as they read it right before writing
-   * (Linux); the service then does not look the disk up once more just before the call to compare it.
-   */
-  readonly checksIdentityAtWrite?: boolean;
   /**
    * Runs one operation of the service (called holding the disk's lock): the host's reads inside it
    * may share one reading of the host, taken at the first read after the start or after a write; every
@@ -116,9 +117,9 @@ export interface DiskHostApi {
   /** The entries of the disk's partition table, read off the disk where needed (after a change). */
   listPartitions(diskNumber: number): Promise<HostPartition[]>;
   /** Writes an empty GPT partition table (MSFT_Disk.Initialize(GPT)). */
-  initializeDisk(diskNumber: number, expect?: string, check?: DiskWriteCheck): Promise<void>;
+  initializeDisk(diskNumber: number, check: DiskWriteCheck): Promise<void>;
   /** Adds one partition of the host's data type filling the largest free area, without drive letter. A Windows "access path in use" (42002) is AlreadyExists. */
-  createDataPartition(diskNumber: number, style: "gpt" | "mbr", expect?: string, check?: DiskWriteCheck): Promise<void>;
+  createDataPartition(diskNumber: number, style: "gpt" | "mbr", check: DiskWriteCheck): Promise<void>;
   /** Re-reads the disk's partitions (MSFT_Disk.Refresh). */
   refreshDisk(diskNumber: number): Promise<void>;
   /** Brings a partition online (MSFT_Partition.Online; Linux: has the kernel show it, Internal if it still does not). */
@@ -128,5 +129,5 @@ export interface DiskHostApi {
   /** Re-reads one disk's size from its device (Linux: SCSI rescan, loop capacity). */
   refreshDiskSize(diskNumber: number): Promise<void>;
   /** Brings the disk online or takes it offline (MSFT_Disk.Online/Offline; Linux: docs/linux-concept-map.md "Online / offline"). */
-  setDiskOnline(diskNumber: number, online: boolean, expect?: string, check?: DiskWriteCheck): Promise<void>;
+  setDiskOnline(diskNumber: number, online: boolean, check: DiskWriteCheck): Promise<void>;
 }

@@ -4,30 +4,28 @@
  * points): Linux (host/linux/volume.ts), Windows (host/windows/volume.ts), fake (test/doubles/fake-volume-host.ts).
  *
  * Who decides what (as in disk/host-api.ts):
- * - volume-service.ts decides, from the facts reported here: what may be formatted (an empty volume
- *   or one holding the default filesystem, not mounted anywhere), mounted, unmounted and resized,
- *   and the refusals of policy/block-policy.ts (disk offline; the volume or its disk holds the OS,
- *   is busy, or is mounted outside the allowed directories — or anywhere, for a format).
- * - A host reports what it sees and carries out one operation per method. At the moment of writing
- *   it re-verifies and may refuse on its own — FailedPrecondition, nothing changed:
- *   * Linux (host/linux/volume.ts, `checksAtWrite`): on a fresh reading taken right before the write
- *     it runs the service's {@link WriteCheck} (the service's refusals, on the same facts), then its
- *     own: not the volume looked up (`expect`); it or its disk holds the OS or is busy; format: it is
- *     mounted (in any mount namespace), wipefs sees a signature other than one of the filesystem
- *     being created, the kernel refuses the exclusive claim (mkfs keeps its own mounted-device
- *     refusal); resize/grow/mount of an unmounted volume: the exclusive claim; mount: a link on the
- *     way to the target or a target moved (anchored-mount.ts).
- *   * Windows (host/windows/volume.ts; expect and WriteCheck are not used): the service locates the
- *     volume once more and re-runs its refusals just before the write; the worker script's
- *     `volume.format` refuses, in the same PowerShell call as the Format, a partition with a drive
- *     letter or access path or a filesystem other than NTFS; the CIM provider's failures come back
- *     coded (host/windows/worker-error-codes.ts).
+ * - volume-service.ts decides every refusal, through policy/block-policy.ts, from the facts reported
+ *   here: what may be formatted (an empty volume or one holding the default filesystem, not mounted
+ *   or reachable anywhere), mounted, unmounted and resized; disk offline; the volume or its disk
+ *   holds the OS, is busy, is open, or is mounted outside the allowed directories.
+ * - A host reports facts and carries out one operation per method. Its writes take the service's
+ *   {@link WriteCheck}: right before writing, the host reads the facts again ({@link VolumeFacts})
+ *   and hands them to the check, which is the service's rule (same identity, same refusals) —
+ *   FailedPrecondition, nothing changed. No host has a rule of its own:
+ *   * Linux (host/linux/volume.ts): the facts of a fresh reading (the processes holding the nodes
+ *     too; for a format every signature and its mounts in every mount namespace); then the kernel's
+ *     exclusive claim is taken and released (the kernel's refusal; mkfs keeps its own), and a mount
+ *     refuses a link on the way to its target (anchored-mount.ts).
+ *   * Windows (host/windows/volume.ts): the facts read through the worker; then the worker's
+ *     `volume.format` gets those facts as data and refuses, in the same PowerShell call as the
+ *     Format, only when they changed (host/windows/expected-facts.ts); the CIM provider's failures
+ *     come back coded (host/windows/worker-error-codes.ts).
  *
  * Volume ids are the host's own (`\\?\Volume{GUID}\` on Windows; the Linux shape is in
  * docs/linux-concept-map.md). A volume id the host does not know is NotFound; a string that cannot
  * be a volume id on this host may be InvalidArgument.
  */
-import type { HostDevice } from "../../policy/host-device.ts";
+import type { HostDevice, NamespaceMountFact, SignatureFact } from "../../policy/host-device.ts";
 
 /** Where a volume lives and what it depends on. */
 export interface VolumeLocation {
@@ -50,6 +48,12 @@ export interface VolumeLocation {
    * differs. Absent when the host has no such facts.
    */
   identity?: string;
+  /**
+   * Where else the volume is reachable, besides its own name: Windows' drive letter (`E:\\`) and folder
+   * access paths of its partition. Absent where the host has no such thing (Linux: mounts are in
+   * {@link devices}).
+   */
+  accessPaths?: string[];
 }
 
 /** What a volume holds. */
@@ -89,18 +93,29 @@ export interface MountedVolume {
 }
 
 /**
- * A service's refusals of a write, which a host that {@link VolumeHostApi.checksAtWrite} runs on the
- * volume as it reads it right before writing (the same reading as its own refusals), rejecting to
- * stop the write.
+ * The facts a volume write is decided on, as a host reads them right before writing: the volume
+ * located on that reading (with the processes holding its nodes, where the host sees them) and, for
+ * a format, what it holds, every signature (hosts that list them) and its mounts in every mount
+ * namespace (hosts that see them).
  */
-export type WriteCheck = (now: VolumeLocation) => Promise<void>;
+export interface VolumeFacts {
+  location: VolumeLocation;
+  content?: VolumeContent;
+  signatures?: SignatureFact[];
+  namespaceMounts?: NamespaceMountFact[];
+}
 
 /**
- * Writes (formatVolume, resizePartition, growFilesystem, mountVolume) take `expect`, the volume's
- * {@link VolumeLocation.identity} when it was looked up, and re-verify the volume at the moment of
- * writing: FailedPrecondition when it changed or is in use (the Linux host re-reads every fact it
- * can). resizePartition may return the id that names the volume afterwards (a Linux `dev-` id
- * changes when the kernel re-creates the partition).
+ * The service's decision on a write (policy/block-policy.ts `volumeWriteCheck`): the host runs it on
+ * the {@link VolumeFacts} it reads right before writing, and writes only when it resolves.
+ */
+export type WriteCheck = (now: VolumeFacts) => Promise<void>;
+
+/**
+ * Writes (formatVolume, resizePartition, growFilesystem, mountVolume) take the service's
+ * {@link WriteCheck} and run it on the facts read right before writing: FailedPrecondition when the
+ * volume changed or is in use. resizePartition may return the id that names the volume afterwards
+ * (a Linux `dev-` id changes when the kernel re-creates the partition).
  */
 export interface VolumeHostApi {
   /** Why this daemon cannot manage volumes at all (Linux: it is not root), or null. Synchronous: read once. */
@@ -115,12 +130,6 @@ export interface VolumeHostApi {
   readonly defaultFileSystem: string;
   /** Whether a volume must hold a filesystem to be mounted (Linux: yes; Windows mounts RAW volumes too). */
   readonly mountRequiresFilesystem: boolean;
-  /**
-   * Whether formatVolume, resizePartition and mountVolume run a {@link WriteCheck} on their own reading
-   * of the volume right before writing (Linux); the service then passes its refusals there instead of
-   * locating the volume once more just before the call.
-   */
-  readonly checksAtWrite?: boolean;
 
   /** Ids of the volumes on a disk; partitionNumber 0 = every partition. Unknown disk: empty list. */
   listVolumes(diskNumber: number, partitionNumber: number): Promise<string[]>;
@@ -134,21 +143,19 @@ export interface VolumeHostApi {
   /** Filesystem sizes (MSFT_Volume Size/SizeRemaining; Linux statfs or the superblock). FailedPrecondition when the host cannot measure what the volume holds. */
   getVolumeUsage(volumeId: string): Promise<VolumeUsage>;
   /**
-   * Creates {@link defaultFileSystem} on the volume (a quick format), replacing one of that type. At the
-   * moment of acting the host refuses (FailedPrecondition, nothing written) a volume in use — Linux:
-   * mounted in any mount namespace, held, claimed; Windows: a drive letter or an access path — or one
-   * holding anything else.
+   * Creates {@link defaultFileSystem} on the volume (a quick format), replacing one of that type, once
+   * `check` passed on the facts read right before (content, signatures and mounts elsewhere included).
    */
-  formatVolume(volumeId: string, expect?: string, check?: WriteCheck): Promise<void>;
+  formatVolume(volumeId: string, check: WriteCheck): Promise<void>;
   /** Writes the volume's cached data to stable storage. */
   flushVolume(volumeId: string): Promise<void>;
   /** The largest size the volume's partition can have (MSFT_Partition.GetSupportedSize SizeMax), and the unit partition sizes are rounded down to. */
   getPartitionSupportedSize(volumeId: string): Promise<{ maxBytes: bigint; alignBytes: bigint }>;
   getFilesystemGrowth(volumeId: string): Promise<FilesystemGrowth>;
   /** Sets the size of the volume's partition (bytes, a multiple of alignBytes; start unchanged). */
-  resizePartition(volumeId: string, sizeBytes: bigint, expect?: string, check?: WriteCheck): Promise<string | void>;
+  resizePartition(volumeId: string, sizeBytes: bigint, check: WriteCheck): Promise<string | void>;
   /** Grows the volume's filesystem to fill its partition (only for {@link FilesystemGrowth} "separate"). */
-  growFilesystem(volumeId: string, expect?: string): Promise<void>;
+  growFilesystem(volumeId: string, check: WriteCheck): Promise<void>;
   /**
    * Hosts that grow filesystems separately (Linux): bytes of the partition the filesystem does not
    * cover yet (partition size − filesystem size from its superblock), 0 when it fills it or cannot
@@ -169,7 +176,7 @@ export interface VolumeHostApi {
   /** Whether `path` is a directory and whether it has entries; null when nothing is there. Follows links. */
   inspectDirectory(path: string): Promise<{ isDirectory: boolean; empty: boolean } | null>;
   /** Mounts the volume at `path` (an existing empty directory). `fileSystem`: its filesystem when the caller has read it. */
-  mountVolume(volumeId: string, path: string, fileSystem: string | null, expect?: string, check?: WriteCheck): Promise<void>;
+  mountVolume(volumeId: string, path: string, fileSystem: string | null, check: WriteCheck): Promise<void>;
   /** Removes the mount at `path`; the directory stays. */
   unmountVolume(path: string): Promise<void>;
 }

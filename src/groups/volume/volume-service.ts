@@ -9,9 +9,10 @@ import {
   checkDiskNumber,
   diskLockKey,
   privilegeGuard,
-  refuseInUse,
-  requireOnline,
+  refuseVolumeWrite,
+  volumeWriteCheck,
   withContext,
+  type VolumeWriteRule,
 } from "../../policy/block-policy.ts";
 import { fragmentError } from "../../compat/driver-fragments.ts";
 
@@ -83,32 +84,20 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
     return locks.run(diskLockKey(first.diskNumber), () => session(async () => fn(await host.locateVolume(volumeId))), { what: `${method} of volume ${volumeId} (${first.name})` });
   }
 
-  /**
-   * Every refusal that guards a change of the volume: its disk offline, or it (or its disk) in use.
-   * Mounts inside the allowed dirs are csi-proxy's own and allowed unless `allowMountsInside` is false.
-   */
+  /** The rule of a write: every refusal of policy/block-policy.ts `refuseVolumeWrite`; mounts inside the allowed dirs are csi-proxy's own and allowed unless `allowMountsInside` is false. */
+  const ruleOf = (what: string, allowMountsInside = true, format?: string): VolumeWriteRule => ({ what, allowMountsInside, isAllowed, format });
+
+  /** Every refusal that guards a change of the volume, on the facts looked up: its disk offline, or it (or its disk) in use. */
   async function refuseChange(vol: VolumeLocation, what: string, allowMountsInside = true): Promise<void> {
-    requireOnline(vol.diskOnline, vol.diskNumber, null, what);
-    await refuseInUse(vol.devices, what, allowMountsInside, isAllowed);
+    await refuseVolumeWrite({ location: vol }, ruleOf(what, allowMountsInside));
   }
 
   /**
-   * Right before a write: the volume read again must be the one looked up (same host identity: on
-   * Linux device, medium and extent; on Windows disk, partition, offset and size) and must still pass
-   * every refusal. Hosts without identities skip this. A host that checks at write time gets the check
-   * to run on its own reading right before writing (returned, to pass to the write); others are
-   * checked here, on the volume located once more.
+   * The decision a write carries to its host, which runs it on the facts it reads right before writing:
+   * the volume must be the one looked up (same host identity: on Linux device, medium and extent; on
+   * Windows disk, partition, offset and size) and must pass the same rule.
    */
-  async function reverify(volumeId: string, vol: VolumeLocation, what: string, allowMountsInside = true): Promise<WriteCheck | undefined> {
-    if (vol.identity === undefined) return undefined;
-    const check: WriteCheck = async (now) => {
-      if (now.identity !== vol.identity) throw failedPrecondition(`refusing to ${what}: the volume changed since it was looked up (${vol.identity} → ${now.identity})`);
-      await refuseChange(now, what, allowMountsInside);
-    };
-    if (host.checksAtWrite) return check;
-    await check(await host.locateVolume(volumeId));
-    return undefined;
-  }
+  const reverify = (vol: VolumeLocation, rule: VolumeWriteRule): WriteCheck => volumeWriteCheck(vol, rule);
 
   async function mountVolume(volumeId: string, targetPath: string): Promise<void> {
     if (!volumeId) throw invalidArgument("MountVolumeRequest.VolumeId is empty");
@@ -131,8 +120,8 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
         fileSystem = await fileSystemOf(volumeId);
         if (!fileSystem) throw failedPrecondition(`cannot ${what}: the volume holds ${(await host.getVolumeContent(volumeId)).description}, not a filesystem; format it first`);
       }
-      const check = await reverify(volumeId, vol, what);
-      await withContext(`error mount volume (${volumeId}) to path ${targetPath}`, host.mountVolume(volumeId, target, fileSystem, vol.identity, check));
+      const check = reverify(vol, ruleOf(what));
+      await withContext(`error mount volume (${volumeId}) to path ${targetPath}`, host.mountVolume(volumeId, target, fileSystem, check));
     });
   }
 
@@ -163,13 +152,11 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
     await withVolume("FormatVolume", volumeId, async (vol) => {
       const fs = host.defaultFileSystem;
       const what = `format volume ${volumeId} (${vol.name})`;
-      await refuseChange(vol, what, false);
-      const content = await host.getVolumeContent(volumeId);
-      if (!content.empty && content.fileSystem?.toLowerCase() !== fs.toLowerCase()) {
-        throw failedPrecondition(`refusing to ${what} as ${fs}: it already holds ${content.description}; formatting would destroy that data`);
-      }
-      const check = await reverify(volumeId, vol, what, false);
-      await withContext(`${what} as ${fs}`, host.formatVolume(volumeId, vol.identity, check));
+      const rule = ruleOf(what, false, fs);
+      await refuseVolumeWrite({ location: vol }, rule);
+      await refuseVolumeWrite({ location: vol, content: await host.getVolumeContent(volumeId) }, rule);
+      const check = reverify(vol, rule);
+      await withContext(`${what} as ${fs}`, host.formatVolume(volumeId, check));
     });
   }
 
@@ -203,11 +190,12 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
       if (growth.kind === "unsupported") throw failedPrecondition(`cannot ${what}: ${growth.reason}`);
       if (growth.kind === "needs-privilege") throw new CsiProxyError(Code.PermissionDenied, `cannot ${what}: ${growth.reason}`);
 
-      const check = await reverify(volumeId, vol, what);
+      const check = reverify(vol, ruleOf(what));
       // The id may name the volume differently afterwards (a Linux dev- id: the partition got a new minor).
-      const grown = await withContext(`grow partition ${vol.partitionNumber} of disk ${vol.diskNumber}`, host.resizePartition(volumeId, target, vol.identity, check));
+      const grown = await withContext(`grow partition ${vol.partitionNumber} of disk ${vol.diskNumber}`, host.resizePartition(volumeId, target, check));
       if (growth.kind === "separate") {
-        await withContext(`${what}: the partition was grown but growing the filesystem failed`, host.growFilesystem(grown || volumeId));
+        // Its identity changed with its extent: the filesystem's growth re-checks the refusals alone.
+        await withContext(`${what}: the partition was grown but growing the filesystem failed`, host.growFilesystem(grown || volumeId, volumeWriteCheck({}, ruleOf(what))));
       }
     });
   }
@@ -226,7 +214,7 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
     if (growth.kind === "unsupported") throw failedPrecondition(`cannot ${what}: ${growth.reason}`);
     if (growth.kind === "needs-privilege") throw new CsiProxyError(Code.PermissionDenied, `cannot ${what}: ${growth.reason}`);
     if (growth.kind !== "separate") return;
-    await withContext(`${what}: growing the filesystem to its partition (${shortfall} bytes short) failed`, host.growFilesystem(vol.id));
+    await withContext(`${what}: growing the filesystem to its partition (${shortfall} bytes short) failed`, host.growFilesystem(vol.id, volumeWriteCheck(vol, ruleOf(what))));
   }
 
   /** The volume of a mount, or NotFound saying what is there instead. */

@@ -7,7 +7,7 @@
 import { failedPrecondition, invalidArgument, notFound } from "../../errors.ts";
 import type { DeviceUse } from "../../policy/host-device.ts";
 import type { DiskIds, DiskLocation } from "../../groups/disk/types.ts";
-import type { BlockDisk, BlockMount, BlockPartition, DeviceOpener, DevNumber, LoopBacking, LoopDevice, ManagedFsType, OfflineMark, ProbeResult, Signature } from "./block-types.ts";
+import type { BlockDisk, BlockMount, BlockPartition, DeviceOpener, DevNumber, LoopBacking, LoopDevice, ManagedFsType, OfflineMark, ProbeResult } from "./block-types.ts";
 import type { BlockReads } from "./block-reads.ts";
 import type { DeviceClaims } from "./device-claims.ts";
 import type { OfflineMarks } from "./device-state.ts";
@@ -390,12 +390,8 @@ export function deviceUse(snap: BlockSnapshot, dev: BlockDisk | BlockPartition, 
   return use;
 }
 
-/** Signatures wipefs lists that are not partition tables (the filesystems, RAID, LVM, crypto… members). */
-export const contentSignatures = (sigs: readonly Signature[]) => sigs.filter((x) => !PARTITION_TABLE_SIGNATURES.has(x.type.toLowerCase()));
-const PARTITION_TABLE_SIGNATURES = new Set(["gpt", "pmbr", "dos"]);
-
-/** "exfat at byte 3, dos at byte 510" for messages. */
-export const describeSignatures = (sigs: readonly Signature[]) => sigs.map((x) => `${x.type} at byte ${x.offset}`).join(", ");
+/** What counts as content and how signatures read in messages are policy's (policy/block-policy.ts). */
+export { contentSignatures, describeSignatures } from "../../policy/block-policy.ts";
 
 /** Nothing known about a device the kernel does not show. */
 export const noUse = (): DeviceUse => ({ system: null, mountPoints: [], busy: [] });

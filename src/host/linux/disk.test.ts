@@ -9,9 +9,11 @@ import { createDiskService } from "../../groups/disk/disk-service.ts";
 import { diskNumberOf, devOfDiskNumber, page83FromVpd, serialFromVpd } from "./block-model.ts";
 import { LinuxDiskHost } from "./disk.ts";
 import { createPathPolicy } from "../../policy/path-policy.ts";
+import { diskWriteCheck } from "../../policy/block-policy.ts";
 import { FakeBlockWorld } from "../../../test/doubles/fake-block-world.ts";
 import { FakeBlockTools } from "../../../test/doubles/fake-block-tools.ts";
-import { Code } from "../../errors.ts";
+import { Code, CsiProxyError } from "../../errors.ts";
+import type { DiskFacts, DiskWriteCheck } from "../../groups/disk/host-api.ts";
 import { rejectsWithCode } from "../../../test/helpers/assert-coded.ts";
 import { everyDiskRpc, testPartitionDiskCases, type PartitionDiskCase } from "../../../test/helpers/disk-service-cases.ts";
 
@@ -365,20 +367,20 @@ describe("not root", () => {
   }
 });
 
-describe("writes compare the disk's identity on the snapshot they act on (checksIdentityAtWrite)", () => {
+describe("writes run the service's check on the snapshot they act on", () => {
   test("an identity that differs from the disk's now: FailedPrecondition, nothing written", async () => {
     const { world, host, num } = setup((w) => w.partition("loop3", [16]));
     const n = num("loop3");
-    const wrong = (await host.getDisk(n)).identity!.replace(/diskseq \S+/, "diskseq 99");
-    await rejectsWithCode(host.initializeDisk(n, wrong), Code.FailedPrecondition, /changed since it was looked up/);
-    await rejectsWithCode(host.createDataPartition(n, "gpt", wrong), Code.FailedPrecondition, /changed since it was looked up/);
-    await rejectsWithCode(host.setDiskOnline(n, false, wrong), Code.FailedPrecondition, /changed since it was looked up/);
+    const wrong = { identity: (await host.getDisk(n)).identity!.replace(/diskseq \S+/, "diskseq 99") };
+    const rule = { what: "write", allowMountsInside: false, isAllowed: async () => false };
+    await rejectsWithCode(host.initializeDisk(n, diskWriteCheck(wrong, rule)), Code.FailedPrecondition, /changed since it was looked up/);
+    await rejectsWithCode(host.createDataPartition(n, "gpt", diskWriteCheck(wrong, rule)), Code.FailedPrecondition, /changed since it was looked up/);
+    await rejectsWithCode(host.setDiskOnline(n, false, diskWriteCheck(wrong, rule)), Code.FailedPrecondition, /changed since it was looked up/);
     assert.deepEqual(world.calls, []);
   });
 
   test("a new medium behind the disk number between the service's look and the write: PartitionDisk refused, nothing written", async () => {
     const { world, num } = setup();
-    assert.equal(new LinuxDiskHost(new FakeBlockTools(world)).checksIdentityAtWrite, true);
     let fired = false;
     class Racing extends FakeBlockTools {
       override async listSignatures(devPath: string) {
@@ -393,6 +395,35 @@ describe("writes compare the disk's identity on the snapshot they act on (checks
     const disk = createDiskService({ host: new LinuxDiskHost(new Racing(world)), policy });
     await rejectsWithCode(disk.partitionDisk({ diskNumber: num("loop3") }), Code.FailedPrecondition, /changed since it was looked up/);
     assert.ok(fired);
+    assert.deepEqual(world.calls, []);
+  });
+});
+
+describe("the host decides nothing: every refusal is the check's, on the facts the host reads right before writing", () => {
+  test("partition-table writes: the disk, its partitions with their uses and every signature reach the check; a check that lets a filesystem through is obeyed", async () => {
+    const { world, host, num } = setup((w) => {
+      w.putFilesystem("/dev/loop3", "ext4"); // a whole-disk filesystem: the service's rule refuses it
+      w.disk("loop3").holders.push("dm-1");
+    });
+    const seen: DiskFacts[] = [];
+    const passAll: DiskWriteCheck = async (facts) => void seen.push(facts);
+    await host.initializeDisk(num("loop3"), passAll);
+    assert.deepEqual(world.calls, ["createGptTable /dev/loop3"]);
+    assert.equal(seen.length, 1);
+    assert.equal(seen[0].disk.name, "/dev/loop3");
+    assert.deepEqual(seen[0].signatures?.map((x) => x.type), ["ext4"]);
+    assert.match(seen[0].disk.use.busy.join(), /in use by \/dev\/dm-1 \(holders\)/);
+    assert.ok(Array.isArray(seen[0].disk.use.openers), "the reading lists the processes holding the nodes");
+  });
+
+  test("a check that refuses stops every write; its error is the answer", async () => {
+    const { world, host, num } = setup((w) => w.partition("loop3", [16]));
+    const no: DiskWriteCheck = async () => {
+      throw new CsiProxyError(Code.FailedPrecondition, "the service says no");
+    };
+    for (const write of [() => host.initializeDisk(num("loop3"), no), () => host.createDataPartition(num("loop3"), "gpt", no), () => host.setDiskOnline(num("loop3"), false, no)]) {
+      await rejectsWithCode(write(), Code.FailedPrecondition, /^the service says no$/);
+    }
     assert.deepEqual(world.calls, []);
   });
 });

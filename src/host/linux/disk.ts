@@ -1,12 +1,14 @@
 /**
  * The disk group's host on Linux block devices ({@link DiskHostApi}): every answer is read from
  * sysfs, procfs, the partition table or blkid through {@link DiskTools} and interpreted by
- * block-model.ts; every operation is one tool step. Decisions are disk-service.ts's.
+ * block-model.ts; every operation is one tool step. Decisions are disk-service.ts's
+ * (policy/block-policy.ts): before each write the host hands the facts of a fresh reading to the
+ * service's check and refuses nothing itself (the kernel's exclusive claim and sfdisk keep theirs).
  * docs/linux-concept-map.md says what each concept means here.
  */
-import type { DiskHostApi, DiskLayout, DiskWriteCheck, HostDevice, HostDisk, HostPartition } from "../../groups/disk/host-api.ts";
+import type { DiskFacts, DiskHostApi, DiskLayout, DiskWriteCheck, HostDisk, HostPartition } from "../../groups/disk/host-api.ts";
 import type { DiskIds } from "../../groups/disk/types.ts";
-import { failedPrecondition, internal } from "../../errors.ts";
+import { internal } from "../../errors.ts";
 import type { BlockDisk, PartitionTable } from "./block-types.ts";
 import type { BlockReads } from "./block-reads.ts";
 import type { SignatureProbe } from "./signature-probe.ts";
@@ -27,7 +29,6 @@ import {
   LINUX_DATA_MBR_TYPE,
   contentSignatures,
   describeSignatures,
-  mountsOf,
   liveMarks,
   markOf,
   noUse,
@@ -53,8 +54,6 @@ export type DiskTools = BlockReads & SignatureProbe & DeviceClaims & Partitionin
 
 export class LinuxDiskHost implements DiskHostApi {
   readonly #tools: DiskTools;
-  /** initializeDisk, createDataPartition and setDiskOnline compare `expect` on the snapshot they act on. */
-  readonly checksIdentityAtWrite = true;
 
   readonly #sessions: SnapshotSessions;
 
@@ -170,48 +169,35 @@ export class LinuxDiskHost implements DiskHostApi {
   }
 
   /**
-   * Re-reads disk `n` at the moment of a write and refuses (FailedPrecondition, saying what) when it is
-   * not the disk looked up (`expect`: {@link HostDisk.identity}), when it or a partition is used
-   * (mounted, swap, holders, stacked loop devices, kernel partitions out of step with the table),
-   * or when it holds any signature but a partition table (`empty`: not even a table); the service's
-   * `check` runs on the same reading, which then lists the processes holding the nodes. Then takes and
-   * releases the kernel's exclusive claim on the whole disk: nothing holds any part of it.
-   * The write itself (sfdisk) takes the claim again and refuses on its own if anything took it since.
+   * Re-reads disk `n` at the moment of a write — with the processes holding its nodes (unless
+   * `openers` is false) and, for a
+   * partition-table write (`signatures`), every signature on the whole disk — and hands the facts of
+   * that reading to the service's `check` (same disk, same refusals), which rejects to stop the write.
+   * The host decides nothing here.
    */
-  async #verifyWrite(n: number, what: string, expect: string | undefined, empty: boolean, check?: DiskWriteCheck): Promise<BlockDisk> {
-    const snap = await this.#sessions.fresh(devOfDiskNumber(n), { openers: check !== undefined });
+  async #verifyWrite(n: number, check: DiskWriteCheck, options: { signatures: boolean; openers?: boolean; everyDisk?: boolean }): Promise<{ snap: BlockSnapshot; disk: BlockDisk }> {
+    const snap = await this.#sessions.fresh(options.everyDisk ? undefined : devOfDiskNumber(n), { openers: options.openers ?? true });
     const disk = requireDisk(snap, n);
-    const refuse = (why: string) => failedPrecondition(`refusing to ${what} ${disk.devPath}: ${why}`);
-    if (expect !== undefined && expect !== identityOf(disk)) throw refuse(`the disk changed since it was looked up (${expect} → ${identityOf(disk)})`);
-    await check?.(this.#devices(snap, disk));
-    const reasons: string[] = [];
-    for (const d of [disk, ...disk.partitions]) {
-      const use = deviceUse(snap, d, disk);
-      if (use.system) reasons.push(`${d.devPath} holds ${use.system}`);
-      for (const b of use.busy) reasons.push(`${d.devPath} is ${b}`);
-      for (const m of mountsOf(snap, d)) reasons.push(`${d.devPath} is mounted at ${m.mountPoint}`);
-    }
-    if (reasons.length) throw refuse([...new Set(reasons)].join("; "));
-    const sigs = await this.#tools.listSignatures(disk.devPath);
-    const found = empty ? sigs : contentSignatures(sigs);
-    if (found.length) throw refuse(`it holds ${describeSignatures(found)}`);
-    const claim = await this.#tools.claimExclusive(disk.devPath, disk);
-    await claim.release();
+    const facts: DiskFacts = { disk: this.#hostDisk(snap, disk), partitions: this.#partitions(snap, disk, disk.partitionTable) };
+    if (options.signatures) facts.signatures = await this.#tools.listSignatures(disk.devPath);
+    await check(facts);
+    return { snap, disk };
+  }
+
+  /** A partition-table write, verified: the service's check, then the kernel's exclusive claim on the whole disk taken and released (nothing holds any part of it; sfdisk takes it again itself). */
+  async #verifyTableWrite(n: number, check: DiskWriteCheck): Promise<BlockDisk> {
+    const { disk } = await this.#verifyWrite(n, check, { signatures: true });
+    await (await this.#tools.claimExclusive(disk.devPath, disk)).release();
     return disk;
   }
 
-  /** The disk and its partitions, with their uses, as a snapshot shows them (for a {@link DiskWriteCheck}). */
-  #devices(snap: BlockSnapshot, disk: BlockDisk): HostDevice[] {
-    return [this.#hostDisk(snap, disk), ...this.#partitions(snap, disk, disk.partitionTable)];
-  }
-
-  async #initializeDisk(n: number, expect?: string, check?: DiskWriteCheck): Promise<void> {
-    const disk = await this.#verifyWrite(n, "write a partition table to", expect, true, check);
+  async #initializeDisk(n: number, check: DiskWriteCheck): Promise<void> {
+    const disk = await this.#verifyTableWrite(n, check);
     await this.#tools.createGptTable(disk.devPath);
   }
 
-  async #createDataPartition(n: number, style: "gpt" | "mbr", expect?: string, check?: DiskWriteCheck): Promise<void> {
-    const disk = await this.#verifyWrite(n, "add a partition to", expect, false, check);
+  async #createDataPartition(n: number, style: "gpt" | "mbr", check: DiskWriteCheck): Promise<void> {
+    const disk = await this.#verifyTableWrite(n, check);
     // Linux types, so that Linux tools and udev treat the partition normally. appendPartition also
     // synchronises the kernel's partitions.
     await this.#tools.appendPartition(disk.devPath, style === "gpt" ? LINUX_DATA_GPT_TYPE : LINUX_DATA_MBR_TYPE);
@@ -258,13 +244,9 @@ export class LinuxDiskHost implements DiskHostApi {
    * test/faults/volume-kill-points.test.ts). Marks of devices that
    * are gone or hold another medium are dropped on the way.
    */
-  async #setDiskOnline(n: number, online: boolean, expect?: string, check?: DiskWriteCheck): Promise<void> {
-    const snap = await this.#sessions.fresh(undefined, { openers: check !== undefined });
-    const disk = requireDisk(snap, n);
-    if (expect !== undefined && expect !== identityOf(disk)) {
-      throw failedPrecondition(`refusing to set ${disk.devPath} ${online ? "online" : "offline"}: the disk changed since it was looked up (${expect} → ${identityOf(disk)})`);
-    }
-    await check?.(this.#devices(snap, disk));
+  async #setDiskOnline(n: number, online: boolean, check: DiskWriteCheck): Promise<void> {
+    // Every disk: the offline marks of the others are written back with this one's.
+    const { snap, disk } = await this.#verifyWrite(n, check, { signatures: false, openers: !online, everyDisk: true });
     // Going offline: the kernel's exclusive claim on the whole disk is held for the change, so nothing mounts or claims any part of it meanwhile.
     const claim = online ? null : await this.#tools.claimExclusive(disk.devPath, disk);
     try {
@@ -302,12 +284,12 @@ export class LinuxDiskHost implements DiskHostApi {
 
   /* ---------------------------------------------------------------- writes: each ends the session's sharing (snapshot-session.ts) */
 
-  initializeDisk(n: number, expect?: string, check?: DiskWriteCheck): Promise<void> {
-    return this.#sessions.write(() => this.#initializeDisk(n, expect, check));
+  initializeDisk(n: number, check: DiskWriteCheck): Promise<void> {
+    return this.#sessions.write(() => this.#initializeDisk(n, check));
   }
 
-  createDataPartition(n: number, style: "gpt" | "mbr", expect?: string, check?: DiskWriteCheck): Promise<void> {
-    return this.#sessions.write(() => this.#createDataPartition(n, style, expect, check));
+  createDataPartition(n: number, style: "gpt" | "mbr", check: DiskWriteCheck): Promise<void> {
+    return this.#sessions.write(() => this.#createDataPartition(n, style, check));
   }
 
   onlinePartition(n: number, partitionNumber: number): Promise<void> {
@@ -322,7 +304,7 @@ export class LinuxDiskHost implements DiskHostApi {
     return this.#sessions.write(() => this.#refreshDiskSize(n));
   }
 
-  setDiskOnline(n: number, online: boolean, expect?: string, check?: DiskWriteCheck): Promise<void> {
-    return this.#sessions.write(() => this.#setDiskOnline(n, online, expect, check));
+  setDiskOnline(n: number, online: boolean, check: DiskWriteCheck): Promise<void> {
+    return this.#sessions.write(() => this.#setDiskOnline(n, online, check));
   }
 }

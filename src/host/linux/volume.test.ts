@@ -11,6 +11,8 @@ import { diskNumberOf, parseVolumeId } from "./block-model.ts";
 import { LinuxDiskHost } from "./disk.ts";
 import { LinuxVolumeHost } from "./volume.ts";
 import { createPathPolicy } from "../../policy/path-policy.ts";
+import { volumeWriteCheck } from "../../policy/block-policy.ts";
+import type { VolumeFacts, WriteCheck } from "../../groups/volume/host-api.ts";
 import { FakeBlockWorld } from "../../../test/doubles/fake-block-world.ts";
 import { FakeBlockTools } from "../../../test/doubles/fake-block-tools.ts";
 import { createKeyedMutex } from "../../util/keyed-mutex.ts";
@@ -669,15 +671,16 @@ describe("writes re-verify the volume at the moment of acting", () => {
     const { world, host, id } = setup();
     const loc = await host.locateVolume(id);
     assert.match(loc.identity ?? "", /^259:\d+ diskseq .* sectors \d+\+\d+$/);
-    await rejectsWithCode(host.formatVolume(id, loc.identity!.replace(/sectors \d+/, "sectors 1")), Code.FailedPrecondition, /changed since it was looked up/);
-    await rejectsWithCode(host.mountVolume(id, STAGE, "ext4", "7:3 diskseq 1 sectors 1+1"), Code.FailedPrecondition, /changed since it was looked up/);
+    const rule = (what: string) => ({ what, allowMountsInside: false, isAllowed: async () => false, format: "ext4" });
+    await rejectsWithCode(host.formatVolume(id, volumeWriteCheck({ identity: loc.identity!.replace(/sectors \d+/, "sectors 1") }, rule("format"))), Code.FailedPrecondition, /changed since it was looked up/);
+    await rejectsWithCode(host.mountVolume(id, STAGE, "ext4", volumeWriteCheck({ identity: "7:3 diskseq 1 sectors 1+1" }, rule("mount"))), Code.FailedPrecondition, /changed since it was looked up/);
     assert.deepEqual(world.calls, []);
-    await host.formatVolume(id, loc.identity);
+    await host.formatVolume(id, volumeWriteCheck(loc, rule("format")));
     assert.deepEqual(world.calls, ["makeFilesystem /dev/loop3p1 ext4"]);
   });
 });
 
-describe("the service's refusals run on the host's reading right before the write (checksAtWrite)", () => {
+describe("the service's refusals run on the host's reading right before the write", () => {
   /** setup() whose tools run `change` once, when the service reads the volume's content (after its first refusals, before the write). */
   function racing(change: (w: FakeBlockWorld) => void, options: { formatted: boolean }) {
     const s = setup({ tweak: options.formatted ? (w) => formatted(w) : undefined });
@@ -698,8 +701,31 @@ describe("the service's refusals run on the host's reading right before the writ
 
   test("mounted outside the kubelet dir meanwhile: MountVolume refused, nothing mounted", async () => {
     const s = racing((w) => w.mountDirect("/dev/loop3p1", "/mnt/admin"), { formatted: true });
-    assert.equal(s.host.checksAtWrite, true);
     await rejectsWithCode(s.volume.mountVolume({ volumeId: s.id, targetPath: STAGE }), Code.FailedPrecondition, /mounted at \/mnt\/admin, outside the kubelet/);
+    assert.ok(s.fired());
+    assert.deepEqual(s.world.calls, []);
+  });
+
+  test("an LVM signature written meanwhile: FormatVolume refused at the write by the service's rule, nothing written", async () => {
+    const s = setup();
+    let lists = 0;
+    class Racing extends FakeBlockTools {
+      // The service's look lists the signatures once (nothing there); the LVM header is written before the write's own list.
+      override async listSignatures(devPath: string) {
+        if (++lists === 2) s.world.setContent("/dev/loop3p1", { kind: "signature", type: "LVM2_member", usage: "raid" });
+        return super.listSignatures(devPath);
+      }
+    }
+    const host = new LinuxVolumeHost(new Racing(s.world), { defaultFileSystem: "ext4" });
+    const volume = createVolumeService({ host, policy: createPathPolicy({ platform: "linux", allowedDirs: [KUBELET], resolve: async (p) => p }) });
+    await rejectsWithCode(volume.formatVolume({ volumeId: s.id }), Code.FailedPrecondition, /refusing to format \/dev\/loop3p1 as ext4: it holds LVM2_member at byte 0/);
+    assert.equal(lists, 2);
+    assert.deepEqual(s.world.calls, []);
+  });
+
+  test("mounted in another mount namespace meanwhile: FormatVolume refused at the write, nothing written", async () => {
+    const s = racing((w) => w.otherNamespaceMounts.push({ major: 259, minor: 0, pid: 4242, mountPoint: "/data" }), { formatted: true });
+    await rejectsWithCode(s.volume.formatVolume({ volumeId: s.id }), Code.FailedPrecondition, /refusing to format \/dev\/loop3p1: it is mounted at \/data \(mount namespace of pid 4242\)/);
     assert.ok(s.fired());
     assert.deepEqual(s.world.calls, []);
   });
@@ -810,5 +836,65 @@ describe("processes holding the device nodes (read on the write's own reading)",
     const n = diskNumberOf(s.world.disk("loop5"));
     await rejectsWithCode(s.disk.partitionDisk({ diskNumber: n }), Code.FailedPrecondition, /\/dev\/loop5 is open for writing by pid 9 \(backup-agent\)/);
     assert.deepEqual(s.world.calls, []);
+  });
+});
+
+describe("the host decides nothing: every refusal is the check's, on the facts the host reads right before writing", () => {
+  /** A check that lets everything through, keeping the facts it was given. */
+  const passAll = (seen: VolumeFacts[]): WriteCheck => async (facts) => void seen.push(facts);
+
+  test("format: facts every rule refuses on reach the check", async () => {
+    const { world, host, id } = setup({
+      tweak: (w) => {
+        formatted(w, "xfs"); // another filesystem
+        w.otherNamespaceMounts.push({ major: 259, minor: 0, pid: 4242, mountPoint: "/data" });
+        w.disk("loop3").holders.push("dm-0");
+      },
+    });
+    const seen: VolumeFacts[] = [];
+    const keep: WriteCheck = async (facts) => {
+      seen.push(facts);
+      throw new CsiProxyError(Code.FailedPrecondition, "kept");
+    };
+    await rejectsWithCode(host.formatVolume(id, keep), Code.FailedPrecondition, /^kept$/);
+    assert.deepEqual(world.calls, []);
+    assert.equal(seen.length, 1);
+    const [facts] = seen;
+    assert.equal(facts.location.id, id);
+    assert.deepEqual(facts.namespaceMounts, [{ mountPoint: "/data", pid: 4242 }]);
+    assert.deepEqual(facts.signatures?.map((x) => x.type), ["xfs"]);
+    assert.deepEqual(facts.location.devices.map((d) => d.name), ["/dev/loop3p1", "/dev/loop3"]);
+    assert.match(facts.location.devices[1].use.busy.join(), /in use by \/dev\/dm-0 \(holders\)/);
+    assert.ok(Array.isArray(facts.location.devices[0].use.openers), "the reading lists the processes holding the nodes");
+  });
+
+  test("format: a check that lets another filesystem and a holder through is obeyed (no rule of the host's own)", async () => {
+    const { world, host, id } = setup({
+      tweak: (w) => {
+        formatted(w, "xfs");
+        w.disk("loop3").holders.push("dm-0");
+      },
+    });
+    const seen: VolumeFacts[] = [];
+    // The host goes on to mkfs, whose own refusal of an existing filesystem (the tool's, as the fake's mke2fs has it) is all that is left.
+    await rejectsWithCode(host.formatVolume(id, passAll(seen)), Code.Internal, /fake mkfs.ext4: \/dev\/loop3p1 contains an existing filesystem/);
+    assert.equal(seen.length, 1);
+    assert.deepEqual(world.calls, ["makeFilesystem /dev/loop3p1 ext4 replace"]);
+  });
+
+  test("mount and resize: the same; a check that refuses stops every write, its error the answer", async () => {
+    const { world, host, id } = setup({ tweak: (w) => formatted(w) });
+    const seen: VolumeFacts[] = [];
+    await host.mountVolume(id, STAGE, "ext4", passAll(seen));
+    assert.equal(seen.length, 1);
+    assert.deepEqual(seen[0].location.devices[0].use.mountPoints, []);
+    const no: WriteCheck = async () => {
+      throw new CsiProxyError(Code.FailedPrecondition, "the service says no");
+    };
+    const before = [...world.calls];
+    await rejectsWithCode(host.formatVolume(id, no), Code.FailedPrecondition, /^the service says no$/);
+    await rejectsWithCode(host.resizePartition(id, 600n * MiB, no), Code.FailedPrecondition, /^the service says no$/);
+    await rejectsWithCode(host.growFilesystem(id, no), Code.FailedPrecondition, /^the service says no$/);
+    assert.deepEqual(world.calls, before);
   });
 });

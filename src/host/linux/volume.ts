@@ -2,11 +2,15 @@
  * The volume group's host on Linux block devices ({@link VolumeHostApi}). Volumes are partitions or
  * whole-disk filesystems, named `\\?\Volume{<PARTUUID>}\` (block-model.ts); what they hold comes from
  * the mount table or blkid; changes are tool steps through {@link VolumeTools}. Decisions are
- * volume-service.ts's; docs/linux-concept-map.md says what each concept means here.
+ * volume-service.ts's (policy/block-policy.ts): the host reports facts, and before each write hands
+ * the facts of a fresh reading to the service's check; it refuses nothing itself (the kernel's
+ * exclusive claim and the tools keep their own refusals). Flushes are volume-flush.ts's, partition
+ * extents and xfs growth partition-growth.ts's, path → mount look-ups mounted-volume.ts's;
+ * docs/linux-concept-map.md says what each concept means here.
  */
-import type { FilesystemGrowth, MountedVolume, VolumeContent, VolumeHostApi, VolumeLocation, VolumeUsage, WriteCheck } from "../../groups/volume/host-api.ts";
+import type { FilesystemGrowth, MountedVolume, VolumeContent, VolumeFacts, VolumeHostApi, VolumeLocation, VolumeUsage, WriteCheck } from "../../groups/volume/host-api.ts";
 import { Code, CsiProxyError, failedPrecondition } from "../../errors.ts";
-import type { BlockMount, DevNumber, ManagedFsType, ProbeResult } from "./block-types.ts";
+import type { DevNumber, ManagedFsType, ProbeResult } from "./block-types.ts";
 import type { BlockReads } from "./block-reads.ts";
 import type { SignatureProbe } from "./signature-probe.ts";
 import type { DeviceClaims } from "./device-claims.ts";
@@ -17,7 +21,10 @@ import type { MountTools } from "./mount-tools.ts";
 import type { WriteBack } from "./write-back.ts";
 import type { Privileges } from "./privileges.ts";
 import { SnapshotSessions } from "./snapshot-session.ts";
-import { describeSchedule, retryUndo, type UndoLog } from "../../util/undo-retry.ts";
+import type { UndoLog } from "../../util/undo-retry.ts";
+import { VolumeFlusher } from "./volume-flush.ts";
+import { growXfsOnTemporaryMount, supportedPartitionSize } from "./partition-growth.ts";
+import { findMountedVolume } from "./mounted-volume.ts";
 import {
   describeSignatures,
   devOfDiskNumber,
@@ -34,7 +41,6 @@ import {
   mountsOf,
   rootRequirement,
   takeSnapshot,
-  volumeOfDevice,
   volumeOfPartition,
   volumeOfWholeDisk,
   type BlockSnapshot,
@@ -55,10 +61,6 @@ const identityOf = (vol: VolumeRef) =>
 
 /** Bound of the volume-id hints: cleared whole when reached (then rebuilt by the next lookups). */
 const WHERE_FOUND_MAX = 4096;
-/** Mount instances (device, mount id) whose write-back failure was reported at most this many at a time. */
-export const MAX_REPORTED_MOUNTS = 1024;
-const reportPrefix = (dev: DevNumber) => `${dev.major}:${dev.minor}@`;
-const reportKey = (dev: DevNumber, mountId: number | undefined) => `${reportPrefix(dev)}${mountId ?? "-"}`;
 
 
 /** The block tools the volume host uses (linux-block-tools.ts has them all). */
@@ -69,21 +71,20 @@ export class LinuxVolumeHost implements VolumeHostApi {
   readonly defaultFileSystem: ManagedFsType;
   /** mount(8) needs a filesystem type. */
   readonly mountRequiresFilesystem = true;
-  /** Writes run the service's refusals on the snapshot they verify against (#verifyWrite). */
-  readonly checksAtWrite = true;
 
   readonly #sessions: SnapshotSessions;
   readonly #log: UndoLog | undefined;
   /** Volume id → the disk it was found on and the disk set then ({@link #volumeByHint}); at most {@link WHERE_FOUND_MAX} entries. */
   readonly #whereFound = new Map<string, { disk: DevNumber; disks: string }>();
-  /** Mounts whose write-back failure was answered DataLoss (flushVolume), oldest first. */
-  readonly #reported = new Map<string, { at: number; here: boolean }>();
+  /** Flushes, and the mounts whose write-back failure was answered DataLoss. */
+  readonly #flusher: VolumeFlusher;
 
   constructor(tools: VolumeTools, options: LinuxVolumeHostOptions) {
     this.#tools = tools;
     this.#sessions = new SnapshotSessions((dev, options) => takeSnapshot(tools, dev, options));
     this.defaultFileSystem = options.defaultFileSystem;
     this.#log = options.log;
+    this.#flusher = new VolumeFlusher(tools, options.log);
   }
 
   /** Runs one operation of the service (under its disk's lock): its reads share one snapshot, its writes verify on their own (snapshot-session.ts). */
@@ -141,28 +142,23 @@ export class LinuxVolumeHost implements VolumeHostApi {
   }
 
   /**
-   * Re-reads the volume at the moment of a write and refuses (FailedPrecondition, saying what) when it
-   * is not the volume looked up (`expect`: {@link VolumeLocation.identity}), when it or its disk is used
-   * (holders, swap, stacked loop devices, kernel partitions out of step with the table, the root
-   * filesystem), or — with `unmounted` — when it is mounted. The service's `check` runs first, on
-   * the location read from the same snapshot — with `openers`, a snapshot that also lists the
-   * processes holding the devices' nodes (the service's refusals decide about them).
+   * Re-reads the volume at the moment of a write and hands the facts of that reading to the service's
+   * `check` (its decision: same volume, same refusals), which rejects to stop the write. `format`
+   * adds what only a format is decided on: every signature (wipefs) and the mounts in any mount
+   * namespace the host shows (/proc/<pid>/mountinfo, not only this daemon's). With `openers`, the
+   * reading also lists the processes holding the devices' nodes. The host decides nothing here.
    */
-  async #verifyWrite(volumeId: string, what: string, expect: string | undefined, unmounted: boolean, check?: WriteCheck, openers = false): Promise<{ snap: BlockSnapshot; vol: VolumeRef }> {
-    const snap = await this.#sessions.fresh(undefined, { openers });
+  async #verifyWrite(volumeId: string, check: WriteCheck, options: { openers?: boolean; format?: boolean } = {}): Promise<{ snap: BlockSnapshot; vol: VolumeRef; facts: VolumeFacts }> {
+    const snap = await this.#sessions.fresh(undefined, { openers: options.openers ?? false });
     const vol = findVolume(snap, volumeId);
-    if (check) await check(this.#location(snap, vol));
-    const refuse = (why: string) => failedPrecondition(`refusing to ${what} ${vol.devPath}: ${why}`);
-    if (expect !== undefined && expect !== identityOf(vol)) throw refuse(`the volume changed since it was looked up (${expect} → ${identityOf(vol)})`);
-    const reasons: string[] = [];
-    for (const d of vol.partition ? [vol.partition, vol.disk] : [vol.disk]) {
-      const use = deviceUse(snap, d, vol.disk, vol.partition ?? undefined);
-      if (use.system) reasons.push(`${d.devPath} holds ${use.system}`);
-      for (const b of use.busy) reasons.push(`${d.devPath} is ${b}`);
+    const facts: VolumeFacts = { location: this.#location(snap, vol) };
+    if (options.format) {
+      const [elsewhere, signatures] = await Promise.all([this.#tools.mountsInAnyNamespace(vol.dev), this.#tools.listSignatures(vol.devPath)]);
+      facts.namespaceMounts = elsewhere.map(({ mountPoint, pid }) => ({ mountPoint, pid }));
+      facts.signatures = signatures;
     }
-    if (unmounted) for (const m of mountsOf(snap, vol.dev)) reasons.push(`${vol.devPath} is mounted at ${m.mountPoint}`);
-    if (reasons.length) throw refuse([...new Set(reasons)].join("; "));
-    return { snap, vol };
+    await check(facts);
+    return { snap, vol, facts };
   }
 
   /** Takes and releases the kernel's exclusive claim: nothing (a mount, dm, md, another program) holds the device right now. */
@@ -226,90 +222,26 @@ export class LinuxVolumeHost implements VolumeHostApi {
   }
 
   /**
-   * Right before mkfs (which then takes the kernel's exclusive claim itself), verified: unused (holders,
-   * swap, stacked devices, root), mounted in no mount namespace the host shows (/proc/<pid>/mountinfo,
-   * not only this daemon's), holding no signature or only those of one filesystem of the type being
-   * created (replaced: a quick format), and unclaimed. Anything else is FailedPrecondition saying what.
+   * Right before mkfs (which then takes the kernel's exclusive claim itself): the service's check on
+   * a fresh reading (uses, openers, every signature, mounts in every mount namespace), then the
+   * kernel's exclusive claim taken and released. mkfs replaces a filesystem the check let through
+   * (one signature, of the type being created) with `-f` where it needs it.
    */
-  async #formatVolume(volumeId: string, expect?: string, check?: WriteCheck): Promise<void> {
-    const { vol } = await this.#verifyWrite(volumeId, "format", expect, true, check, true);
-    const elsewhere = await this.#tools.mountsInAnyNamespace(vol.dev);
-    if (elsewhere.length) {
-      const where = elsewhere.map((m) => `${m.mountPoint} (mount namespace of pid ${m.pid})`).join(", ");
-      throw failedPrecondition(`refusing to format ${vol.devPath}: it is mounted at ${where}`);
-    }
-    const sigs = await this.#tools.listSignatures(vol.devPath);
-    const foreign = sigs.filter((x) => x.type.toLowerCase() !== this.defaultFileSystem);
-    if (foreign.length || sigs.length > 1) throw failedPrecondition(`refusing to format ${vol.devPath} as ${this.defaultFileSystem}: it holds ${describeSignatures(sigs)}`);
+  async #formatVolume(volumeId: string, check: WriteCheck): Promise<void> {
+    const { vol, facts } = await this.#verifyWrite(volumeId, check, { openers: true, format: true });
     await this.#checkUnclaimed(vol);
-    await this.#tools.makeFilesystem(vol.devPath, this.defaultFileSystem, sigs.length === 1);
+    await this.#tools.makeFilesystem(vol.devPath, this.defaultFileSystem, (facts.signatures?.length ?? 0) > 0);
   }
 
-  /**
-   * WriteVolumeCache, and the flush before UnmountVolume. Mounted (in this daemon's mount namespace,
-   * else in another one): syncfs(2) of that filesystem through a descriptor opened for this call (a
-   * descriptor held from the mount would pin the mount: docs/reliability.md "Flush" says what each
-   * misses); mounted nowhere: fsync(2) of the device node.
-   *
-   * A write-back failure is answered DataLoss once per mount, as the kernel's errseq reports each
-   * error once per descriptor: a later flush of the same mount that fails again resolves, the failure
-   * having been reported (ext4 after a journal abort and xfs after a shutdown fail every flush until
-   * unmounted), so that the caller's retry can go on and unmount. A flush that succeeds, and the
-   * mount's end (unmounted here, or gone from the table), forget the report. At most
-   * {@link MAX_REPORTED_MOUNTS} reports are kept (the oldest forgotten first); a restart forgets them all.
-   */
+  /** WriteVolumeCache, and the flush before UnmountVolume (volume-flush.ts says what is flushed and how a write-back failure is answered). */
   async flushVolume(volumeId: string): Promise<void> {
     const { snap, vol } = await this.#volume(volumeId);
-    for (const [key, r] of this.#reported) if (r.here && !snap.mounts.some((m) => reportKey(m, m.mountId) === key)) this.#reported.delete(key);
-    const here = mountsOf(snap, vol.dev)[0];
-    const there = here ? undefined : (await this.#tools.mountsInAnyNamespace(vol.dev))[0];
-    if (!here && !there) return this.#tools.flushDevice(vol.devPath, vol.dev);
-    const mountPoint = here ? here.mountPoint : `/proc/${there!.pid}/root${there!.mountPoint}`;
-    const shown = here ? here.mountPoint : `${there!.mountPoint} (mount namespace of pid ${there!.pid})`;
-    const key = reportKey(vol.dev, here ? here.mountId : there!.mountId);
-    try {
-      await this.#tools.flushFilesystem(mountPoint, here ? here.mountId : there!.mountId);
-    } catch (e) {
-      if (!(e instanceof CsiProxyError && e.code === Code.DataLoss)) throw e;
-      const earlier = this.#reported.get(key);
-      if (earlier) {
-        this.#log?.warning(`flush of ${vol.devPath} (mounted at ${shown}) failed again (${e.message}); answered DataLoss once already, at ${new Date(earlier.at).toISOString()}`);
-        return;
-      }
-      if (this.#reported.size >= MAX_REPORTED_MOUNTS) this.#reported.delete(this.#reported.keys().next().value!);
-      this.#reported.set(key, { at: Date.now(), here: here !== undefined });
-      throw new CsiProxyError(
-        Code.DataLoss,
-        `${vol.devPath} mounted at ${shown}: ${e.message}; data written to the volume that was not yet on disk may be lost (answered once for this mount: a later flush that fails again answers OK)`,
-        { cause: e },
-      );
-    }
-    this.#reported.delete(key);
+    await this.#flusher.flush(snap, vol);
   }
 
-  /** Up to the next partition, or to the end of the disk (before the GPT backup area); whole logical blocks. */
+  /** Up to the next partition, or to the end of the disk (before the GPT backup area); whole logical blocks (partition-extent.ts). */
   async getPartitionSupportedSize(volumeId: string): Promise<{ maxBytes: bigint; alignBytes: bigint }> {
-    const { vol } = await this.#volume(volumeId);
-    const p = vol.partition;
-    const table = vol.disk.partitionTable;
-    if (!p) throw failedPrecondition(`${vol.devPath} is a whole-disk filesystem, not a partition`);
-    if (!table) throw failedPrecondition(`the partition table of ${vol.disk.devPath} cannot be read`);
-    const unit = BigInt(Math.max(1, vol.disk.logicalBlockSize / 512));
-    const diskSectors = vol.disk.sizeBytes / 512n;
-    const first = (xs: bigint[]) => xs.filter((x) => x > p.startSectors).sort((a, b) => (a < b ? -1 : 1))[0];
-    const entry = table.entries.find((e) => e.number === p.number);
-    let end: bigint;
-    if (entry?.ebrSectors !== undefined) {
-      // MBR logical partition: up to the next extended boot record, else to the end of its extended container.
-      const container = table.entries.find((e) => e.number <= 4 && e.startSectors <= p.startSectors && p.startSectors < e.startSectors + e.sizeSectors);
-      const containerEnd = container ? container.startSectors + container.sizeSectors : diskSectors;
-      end = first(table.entries.filter((e) => e.ebrSectors !== undefined).map((e) => e.ebrSectors!)) ?? containerEnd;
-      if (end > containerEnd) end = containerEnd;
-    } else {
-      const next = first(table.entries.filter((e) => e.number <= 4 || table.type === "gpt").map((e) => e.startSectors));
-      end = next ?? diskSectors - (table.type === "gpt" ? (table.trailerSectors ?? 33n * unit) : 0n);
-    }
-    return { maxBytes: ((end - p.startSectors) / unit) * unit * 512n, alignBytes: 512n * unit };
+    return supportedPartitionSize((await this.#volume(volumeId)).vol);
   }
 
   /** ext* and xfs grow after their partition; a mounted ext* needs CAP_SYS_RESOURCE (the kernel's rule for the online-resize ioctl). */
@@ -333,8 +265,8 @@ export class LinuxVolumeHost implements VolumeHostApi {
    * kernel; verified unused right before. Returns the volume's id afterwards: the kernel re-creates
    * the partition (a new minor), so a `dev-` id changes while a PARTUUID id stays.
    */
-  async #resizePartition(volumeId: string, sizeBytes: bigint, expect?: string, check?: WriteCheck): Promise<string> {
-    const { snap, vol } = await this.#verifyWrite(volumeId, "resize", expect, false, check, true);
+  async #resizePartition(volumeId: string, sizeBytes: bigint, check: WriteCheck): Promise<string> {
+    const { snap, vol } = await this.#verifyWrite(volumeId, check, { openers: true });
     const p = vol.partition;
     if (!p) throw failedPrecondition(`${vol.devPath} is a whole-disk filesystem, not a partition`);
     if (mountsOf(snap, vol.dev).length === 0) await this.#checkUnclaimed(vol);
@@ -370,8 +302,8 @@ export class LinuxVolumeHost implements VolumeHostApi {
   }
 
   /** resize2fs online when mounted, offline after e2fsck -f -p; xfs_growfs on its mount, or on a private temporary one. Verified unused right before. */
-  async #growFilesystem(volumeId: string, expect?: string): Promise<void> {
-    const { snap, vol } = await this.#verifyWrite(volumeId, "grow the filesystem on", expect, false);
+  async #growFilesystem(volumeId: string, check: WriteCheck): Promise<void> {
+    const { snap, vol } = await this.#verifyWrite(volumeId, check);
     const probe = await this.#probe(snap, vol);
     const family = isFilesystem(probe) ? growableFamily(probe.type) : null;
     if (!family) throw failedPrecondition(`growing ${describeProbe(probe)} is not supported`);
@@ -382,68 +314,17 @@ export class LinuxVolumeHost implements VolumeHostApi {
       await this.#tools.checkFilesystem(vol.devPath, family);
       return this.#tools.growFilesystem(vol.devPath, family, null);
     }
-    const dir = await this.#tools.makeTempDir();
-    let left = false;
-    try {
-      await this.#tools.mount(vol.devPath, dir, "xfs");
-      try {
-        await this.#tools.growFilesystem(vol.devPath, family, dir);
-      } finally {
-        await this.#tools.unmount(dir).catch((err: unknown) => {
-          // The call's own temporary mount stays: the answer says where, a bounded retry removes it.
-          left = true;
-          const why = err instanceof Error ? err.message : String(err);
-          const undo = async () => {
-            await this.#tools.unmount(dir);
-            await this.#tools.removeTempDir(dir).catch(() => {});
-            return { done: true as const };
-          };
-          void retryUndo(`temporary mount of ${vol.devPath} at ${dir}`, undo, this.#log);
-          throw new CsiProxyError(
-            err instanceof CsiProxyError ? err.code : Code.FailedPrecondition,
-            `${why}; ${vol.devPath} stays mounted at ${dir} (the temporary mount for growing it); csi-proxy retries unmounting it (${describeSchedule()})`,
-            { cause: err },
-          );
-        });
-      }
-    } finally {
-      if (!left) await this.#tools.removeTempDir(dir).catch(() => {}); // an empty private directory; a leftover is harmless
-    }
+    await growXfsOnTemporaryMount(this.#tools, vol.devPath, this.#log);
   }
 
-  #mounted(snap: BlockSnapshot, m: BlockMount): MountedVolume {
-    const vol = volumeOfDevice(snap, m);
-    return { mountPoint: m.mountPoint, volumeId: vol?.id ?? null, description: vol ? `volume ${vol.id}` : `a ${m.fsType} filesystem (${m.source})` };
-  }
-
+  /** What is mounted exactly at `path` (mounted-volume.ts). */
   async mountedAt(path: string): Promise<MountedVolume | null> {
-    return this.#mountedVolume((s) => mountAt(s, path));
+    return findMountedVolume(this.#tools, (dev) => this.#sessions.read(dev), (s) => mountAt(s, path));
   }
 
   /** The longest mount point containing `path` (the service passes a path with its links resolved). */
   async volumeHolding(path: string): Promise<MountedVolume | null> {
-    return this.#mountedVolume((s) => mountHoldingPath(s, path));
-  }
-
-  /**
-   * The mount `find` picks, described from a snapshot of only the disk it is on when the tools can
-   * tell which (the mount table is cached per change, so this costs no scan of every disk); else, or
-   * when the mount changed between the two readings, from a snapshot of every disk.
-   */
-  async #mountedVolume(find: (s: Pick<BlockSnapshot, "mounts">) => BlockMount | undefined): Promise<MountedVolume | null> {
-    if (this.#tools.diskOfDevice) {
-      const first = find({ mounts: await this.#tools.readMounts() });
-      if (!first) return null;
-      const disk = this.#tools.diskOfDevice(first);
-      // Not on a block device sysfs knows (tmpfs, NFS, ...): no disk can hold it.
-      if (!disk) return this.#mounted({ disks: [], mounts: [], swaps: [], marks: [], loops: [] }, first);
-      const snap = await this.#sessions.read(disk);
-      const m = find(snap);
-      if (m && m.major === first.major && m.minor === first.minor) return this.#mounted(snap, m);
-    }
-    const snap = await this.#sessions.read();
-    const m = find(snap);
-    return m ? this.#mounted(snap, m) : null;
+    return findMountedVolume(this.#tools, (dev) => this.#sessions.read(dev), (s) => mountHoldingPath(s, path));
   }
 
   inspectDirectory(path: string): Promise<{ isDirectory: boolean; empty: boolean } | null> {
@@ -454,8 +335,8 @@ export class LinuxVolumeHost implements VolumeHostApi {
    * Verified unused right before; an unmounted volume also unclaimed. A failure because the kernel
    * lacks the filesystem is FailedPrecondition naming the module to load.
    */
-  async #mountVolume(volumeId: string, path: string, fileSystem: string | null, expect?: string, check?: WriteCheck): Promise<void> {
-    const { snap, vol } = await this.#verifyWrite(volumeId, "mount", expect, false, check);
+  async #mountVolume(volumeId: string, path: string, fileSystem: string | null, check: WriteCheck): Promise<void> {
+    const { snap, vol } = await this.#verifyWrite(volumeId, check);
     let type = fileSystem;
     if (!type) {
       const probe = await this.#probe(snap, vol);
@@ -465,8 +346,7 @@ export class LinuxVolumeHost implements VolumeHostApi {
     if (mountsOf(snap, vol.dev).length === 0) await this.#checkUnclaimed(vol);
     try {
       await this.#tools.mount(vol.devPath, path, type);
-      // A new mount may get the id of an earlier one of the device that ended elsewhere: its report does not carry over.
-      for (const key of this.#reported.keys()) if (key.startsWith(reportPrefix(vol.dev))) this.#reported.delete(key);
+      this.#flusher.mounted(vol.dev);
     } catch (e) {
       if ((await this.#tools.kernelFilesystems()).has(type)) throw e;
       throw new CsiProxyError(
@@ -479,24 +359,24 @@ export class LinuxVolumeHost implements VolumeHostApi {
 
   /* ---------------------------------------------------------------- writes: each ends the session's sharing (snapshot-session.ts) */
 
-  formatVolume(volumeId: string, expect?: string, check?: WriteCheck): Promise<void> {
-    return this.#sessions.write(() => this.#formatVolume(volumeId, expect, check));
+  formatVolume(volumeId: string, check: WriteCheck): Promise<void> {
+    return this.#sessions.write(() => this.#formatVolume(volumeId, check));
   }
 
-  resizePartition(volumeId: string, sizeBytes: bigint, expect?: string, check?: WriteCheck): Promise<string> {
-    return this.#sessions.write(() => this.#resizePartition(volumeId, sizeBytes, expect, check));
+  resizePartition(volumeId: string, sizeBytes: bigint, check: WriteCheck): Promise<string> {
+    return this.#sessions.write(() => this.#resizePartition(volumeId, sizeBytes, check));
   }
 
   syncInterruptedResize(volumeId: string): Promise<boolean> {
     return this.#sessions.write(() => this.#syncInterruptedResize(volumeId));
   }
 
-  growFilesystem(volumeId: string, expect?: string): Promise<void> {
-    return this.#sessions.write(() => this.#growFilesystem(volumeId, expect));
+  growFilesystem(volumeId: string, check: WriteCheck): Promise<void> {
+    return this.#sessions.write(() => this.#growFilesystem(volumeId, check));
   }
 
-  mountVolume(volumeId: string, path: string, fileSystem: string | null, expect?: string, check?: WriteCheck): Promise<void> {
-    return this.#sessions.write(() => this.#mountVolume(volumeId, path, fileSystem, expect, check));
+  mountVolume(volumeId: string, path: string, fileSystem: string | null, check: WriteCheck): Promise<void> {
+    return this.#sessions.write(() => this.#mountVolume(volumeId, path, fileSystem, check));
   }
 
   /** Unmounts; a write-back failure reported for that mount is forgotten (mount ids are reused). */
@@ -504,7 +384,7 @@ export class LinuxVolumeHost implements VolumeHostApi {
     return this.#sessions.write(async () => {
       const m = (await this.#tools.readMounts()).findLast((x) => x.mountPoint === path);
       await this.#tools.unmount(path);
-      if (m) this.#reported.delete(reportKey(m, m.mountId));
+      if (m) this.#flusher.unmounted(m);
     });
   }
 }

@@ -74,6 +74,7 @@ export function parsePartition(op: string, v: unknown): CimPartition {
     size: u64(op, o, "size"),
     offset: u64(op, o, "offset"),
     driveLetter: str(op, o, "driveLetter").replace(/\0/g, ""),
+    accessPaths: list(op, o.accessPaths).map((x) => parseString(op, x)),
   };
 }
 

@@ -29,6 +29,8 @@ export interface CimPartition {
   size: bigint;
   offset: bigint;
   driveLetter: string;
+  /** Where the partition is reachable besides its volume's `\\?\Volume{…}` name: its drive letter (`E:\`) first, then folder access paths. */
+  accessPaths: string[];
 }
 
 /** MSFT_Volume, as csi-proxy uses it. */

@@ -2,6 +2,7 @@ import type { Awaitable, Win32 } from "../../win32/win32.ts";
 import type { CimDisk, CimPartition } from "./cim-types.ts";
 import type { PowerShellPool } from "./powershell-pool.ts";
 import { list, page83FromDescriptor, parseDisk, parsePartition } from "./cim-output.ts";
+import type { ExpectedDiskFacts } from "./expected-facts.ts";
 
 /** The Win32 calls the disk host needs (a {@link Win32}, or a fake in tests). */
 export type DiskIoctls = Awaitable<Pick<Win32, "openForQuery" | "closeHandle" | "storageDeviceNumber" | "storageDeviceIdDescriptor">>;
@@ -33,9 +34,9 @@ export class WindowsDiskCim {
     return parseDisk("disk.get", await this.#pool.call("disk.get", { diskNumber }));
   }
 
-  /** MSFT_Disk.Initialize(PartitionStyle). */
-  async initializeDisk(diskNumber: number, partitionStyle: number): Promise<void> {
-    await this.#pool.call("disk.initialize", { diskNumber, partitionStyle });
+  /** MSFT_Disk.Initialize(PartitionStyle); refused first, in the same worker call, when the disk's facts differ from `expect` (expected-facts.ts). */
+  async initializeDisk(diskNumber: number, partitionStyle: number, expect: ExpectedDiskFacts): Promise<void> {
+    await this.#pool.call("disk.initialize", { diskNumber, partitionStyle, expect });
   }
 
   /** MSFT_Partition rows of the disk. */
@@ -43,9 +44,9 @@ export class WindowsDiskCim {
     return list("disk.partitions", await this.#pool.call("disk.partitions", { diskNumber })).map((p) => parsePartition("disk.partitions", p));
   }
 
-  /** MSFT_Disk.CreatePartition(UseMaximumSize, AssignDriveLetter=false, GptType when given, IsHidden=false, IsActive=false). */
-  async createPartition(diskNumber: number, gptType: string | null): Promise<void> {
-    await this.#pool.call("disk.createPartition", { diskNumber, gptType });
+  /** MSFT_Disk.CreatePartition(UseMaximumSize, AssignDriveLetter=false, GptType when given, IsHidden=false, IsActive=false); refused first when the disk's facts differ from `expect`. */
+  async createPartition(diskNumber: number, gptType: string | null, expect: ExpectedDiskFacts): Promise<void> {
+    await this.#pool.call("disk.createPartition", { diskNumber, gptType, expect });
   }
 
   /** MSFT_Disk.Refresh(). */
@@ -63,9 +64,9 @@ export class WindowsDiskCim {
     await this.#pool.call("disk.rescan");
   }
 
-  /** MSFT_Disk.Online() / Offline(). */
-  async setDiskOnline(diskNumber: number, online: boolean): Promise<void> {
-    await this.#pool.call("disk.setOnline", { diskNumber, online });
+  /** MSFT_Disk.Online() / Offline(); refused first when the disk's facts differ from `expect`. */
+  async setDiskOnline(diskNumber: number, online: boolean, expect: ExpectedDiskFacts): Promise<void> {
+    await this.#pool.call("disk.setOnline", { diskNumber, online, expect });
   }
 
   /** CreateFileW(path) + IOCTL_STORAGE_GET_DEVICE_NUMBER + IOCTL_STORAGE_QUERY_PROPERTY(StorageDeviceIdProperty). */

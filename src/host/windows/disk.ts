@@ -1,7 +1,9 @@
 /**
  * The disk group's host on Windows ({@link DiskHostApi}): MSFT_Disk / MSFT_Partition through the
  * PowerShell worker pool and disk ids through IOCTLs ({@link WindowsDiskCim}), reported in the
- * group's terms. Decisions are disk-service.ts's (upstream master's, docs/upstream-behaviour.md, Disk).
+ * group's terms. Decisions are disk-service.ts's (upstream master's, docs/upstream-behaviour.md, Disk):
+ * before each write the host hands the facts it reads to the service's check, and the worker call
+ * that writes gets them as `expect` and refuses only a change (expected-facts.ts).
  *
  * Facts Windows gives here: online (IsOffline), partition style, partitions and their drive letters.
  * A partition holding the system drive (%SystemDrive%, C:) makes its disk the system disk. Other drive
@@ -9,11 +11,12 @@
  * re-attached data disk must stay usable. Holders, swap and other access paths are not visible to
  * the worker's queries, nor is what a RAW disk holds.
  */
-import type { DiskHostApi, DiskLayout, DeviceUse, HostDisk, HostPartition } from "../../groups/disk/host-api.ts";
+import type { DiskHostApi, DiskLayout, DeviceUse, DiskWriteCheck, HostDisk, HostPartition } from "../../groups/disk/host-api.ts";
 import type { DiskIds, DiskLocation } from "../../groups/disk/types.ts";
 import type { PowerShellPool } from "./powershell-pool.ts";
 import { WindowsDiskCim, type DiskIoctls } from "./disk-cim.ts";
 import { GPT_BASIC_DATA, GPT_MICROSOFT_RESERVED, PartitionStyle, type CimDisk, type CimPartition } from "./cim-types.ts";
+import { expectedDiskFacts, type ExpectedDiskFacts } from "./expected-facts.ts";
 
 /**
  * Upstream's Location parsing: split on ":", at least 5 segments; each trimmed segment of exactly two
@@ -133,13 +136,25 @@ export class WindowsDiskHost implements DiskHostApi {
     return (await this.cim.listPartitions(diskNumber)).map((p) => this.#partition(p));
   }
 
-  async initializeDisk(diskNumber: number): Promise<void> {
-    await this.cim.initializeDisk(diskNumber, PartitionStyle.GPT);
+  /**
+   * The facts of a write, read right before it (MSFT_Disk and its partitions), handed to the service's
+   * `check`; returns the disk's facts as the worker expects them, for the write's own call to compare.
+   */
+  async #verifyWrite(diskNumber: number, check: DiskWriteCheck): Promise<ExpectedDiskFacts> {
+    const d = await this.cim.getDisk(diskNumber);
+    const partitions = d.partitionStyle === PartitionStyle.RAW ? [] : await this.listPartitions(diskNumber);
+    await check({ disk: this.#hostDisk(d), partitions });
+    return expectedDiskFacts(d);
   }
 
-  /** Upstream's basic data partition: GptType {ebd0a0a2-…} on GPT, none on MBR. */
-  async createDataPartition(diskNumber: number, style: "gpt" | "mbr"): Promise<void> {
-    await this.cim.createPartition(diskNumber, style === "gpt" ? GPT_BASIC_DATA : null);
+  /** The service's check on fresh facts, then MSFT_Disk.Initialize(GPT) in a worker call that refuses if the disk's facts changed. */
+  async initializeDisk(diskNumber: number, check: DiskWriteCheck): Promise<void> {
+    await this.cim.initializeDisk(diskNumber, PartitionStyle.GPT, await this.#verifyWrite(diskNumber, check));
+  }
+
+  /** Upstream's basic data partition: GptType {ebd0a0a2-…} on GPT, none on MBR; checked as {@link initializeDisk}. */
+  async createDataPartition(diskNumber: number, style: "gpt" | "mbr", check: DiskWriteCheck): Promise<void> {
+    await this.cim.createPartition(diskNumber, style === "gpt" ? GPT_BASIC_DATA : null, await this.#verifyWrite(diskNumber, check));
   }
 
   async refreshDisk(diskNumber: number): Promise<void> {
@@ -160,7 +175,8 @@ export class WindowsDiskHost implements DiskHostApi {
     // Covered by UpdateHostStorageCache (scanForDisks returns no disk).
   }
 
-  async setDiskOnline(diskNumber: number, online: boolean): Promise<void> {
-    await this.cim.setDiskOnline(diskNumber, online);
+  /** MSFT_Disk.Online/Offline, checked as {@link initializeDisk}. */
+  async setDiskOnline(diskNumber: number, online: boolean, check: DiskWriteCheck): Promise<void> {
+    await this.cim.setDiskOnline(diskNumber, online, await this.#verifyWrite(diskNumber, check));
   }
 }

@@ -6,6 +6,7 @@ import type { PowerShellPool } from "./powershell-pool.ts";
 import { WorkerKilledError } from "./powershell-worker.ts";
 import { Code, CsiProxyError } from "../../errors.ts";
 import { outlivingRecorder, runInCall } from "../../util/call-scope.ts";
+import type { ExpectedVolumeFacts } from "./expected-facts.ts";
 
 /** Bound of one Format or Resize worker call, and of the wait for the storage service after its worker was killed. */
 export const STORAGE_OP_TIMEOUT_MS = 15 * 60_000;
@@ -49,7 +50,7 @@ export class WindowsVolumeCim {
    * the work is recorded as outliving it (util/call-scope.ts) until {@link #untilIdle}, so the disk's
    * operation lock stays held until the volume is seen idle.
    */
-  async #storageOp(op: "volume.format" | "volume.resize", args: { [key: string]: string }, volumeId: string): Promise<void> {
+  async #storageOp(op: "volume.format" | "volume.resize", args: { [key: string]: string | ExpectedVolumeFacts }, volumeId: string): Promise<void> {
     const note = outlivingRecorder();
     try {
       await this.#pool.call(op, args, { timeoutMs: STORAGE_OP_TIMEOUT_MS });
@@ -96,13 +97,12 @@ export class WindowsVolumeCim {
   }
 
   /**
-   * MSFT_Volume.Format(FileSystem="NTFS", FileSystemLabel="", Full=false, Force=true): a quick format. Refused
-   * first, in the same worker call (FailedPrecondition, nothing written), when the partition has a drive
-   * letter or any access path besides its `\\?\Volume{…}` name, or the volume holds a file system other
-   * than NTFS.
+   * MSFT_Volume.Format(FileSystem="NTFS", FileSystemLabel="", Full=false, Force=true): a quick format.
+   * Refused first, in the same worker call (FailedPrecondition, nothing written), when the volume's
+   * facts differ from `expect` (expected-facts.ts).
    */
-  async formatVolume(volumeId: string): Promise<void> {
-    await this.#storageOp("volume.format", { volumeId }, volumeId);
+  async formatVolume(volumeId: string, expect: ExpectedVolumeFacts): Promise<void> {
+    await this.#storageOp("volume.format", { volumeId, expect }, volumeId);
   }
 
   /** MSFT_Volume.Flush(). */
@@ -120,9 +120,9 @@ export class WindowsVolumeCim {
     return parseSupportedSize("volume.supportedSize", await this.#pool.call("volume.supportedSize", { volumeId }));
   }
 
-  /** MSFT_Partition.Resize(Size) of the volume's partition, then MSFT_Disk.Refresh(). */
-  async resizePartition(volumeId: string, sizeBytes: bigint): Promise<void> {
-    await this.#storageOp("volume.resize", { volumeId, size: sizeBytes.toString() }, volumeId);
+  /** MSFT_Partition.Resize(Size) of the volume's partition, then MSFT_Disk.Refresh(); refused first when the volume's facts differ from `expect`. */
+  async resizePartition(volumeId: string, sizeBytes: bigint, expect: ExpectedVolumeFacts): Promise<void> {
+    await this.#storageOp("volume.resize", { volumeId, size: sizeBytes.toString(), expect }, volumeId);
   }
 
   /** SetVolumeMountPointW(mountPoint ending in `\`, volumeId). */

@@ -3,17 +3,20 @@
  * the PowerShell worker pool, volume mount points through Win32 ({@link WindowsVolumeCim}), reported
  * in the group's terms. Decisions are volume-service.ts's (upstream master's, docs/upstream-behaviour.md,
  * Volume). The uses of a volume are those of its partition (host/windows/disk.ts says which Windows
- * reports); whether its disk is online is not reported with it.
+ * reports), plus its drive letter and access paths; whether its disk is online is not reported
+ * with it. Before each write the host hands the facts it reads to the service's check, and the
+ * worker call that writes gets them as `expect` and refuses only a change (expected-facts.ts).
  */
 import * as path from "node:path";
-import type { FilesystemGrowth, MountedVolume, VolumeContent, VolumeHostApi, VolumeLocation, VolumeUsage } from "../../groups/volume/host-api.ts";
+import type { FilesystemGrowth, MountedVolume, VolumeContent, VolumeFacts, VolumeHostApi, VolumeLocation, VolumeUsage, WriteCheck } from "../../groups/volume/host-api.ts";
 import { failedPrecondition } from "../../errors.ts";
 import { IO_REPARSE_TAG_MOUNT_POINT, IO_REPARSE_TAG_SYMLINK } from "../../win32/win32-constants.ts";
 import { Win32Error } from "../../win32/win32-errors.ts";
 import type { PowerShellPool } from "./powershell-pool.ts";
 import { inspectDirectory } from "../inspect-directory.ts";
 import { WindowsVolumeCim, type VolumeWin32 } from "./volume-cim.ts";
-import { FileSystemType } from "./cim-types.ts";
+import { FileSystemType, type CimPartition, type CimVolume } from "./cim-types.ts";
+import { expectedVolumeFacts, type ExpectedVolumeFacts } from "./expected-facts.ts";
 import { partitionName, partitionUse, systemDriveLetter } from "./disk.ts";
 
 /** Links followed at most while resolving a path (upstream fails closed after 256, 32abcf4). */
@@ -51,7 +54,10 @@ export class WindowsVolumeHost implements VolumeHostApi {
 
   /** The volume's MSFT_Partition. The id is the one asked for (the worker matched it exactly, ignoring case). */
   async locateVolume(volumeId: string): Promise<VolumeLocation> {
-    const p = await this.cim.getVolumePartition(volumeId);
+    return this.#location(volumeId, await this.cim.getVolumePartition(volumeId));
+  }
+
+  #location(volumeId: string, p: CimPartition): VolumeLocation {
     const name = partitionName(p);
     return {
       id: volumeId,
@@ -63,15 +69,25 @@ export class WindowsVolumeHost implements VolumeHostApi {
       devices: [{ name, use: partitionUse(p, this.#systemDrive) }],
       // The partition's place on its disk (MSFT_Partition DiskNumber, PartitionNumber, Offset, Size).
       identity: `disk ${p.diskNumber} partition ${p.partitionNumber} offset ${p.offset} size ${p.size}`,
+      accessPaths: p.accessPaths,
     };
   }
 
   /** FileSystemType Unknown (0) is both "empty" and "a file system Windows cannot read": Windows cannot tell them apart. */
   async getVolumeContent(volumeId: string): Promise<VolumeContent> {
+    return contentOf(await this.cim.getVolume(volumeId));
+  }
+
+  /**
+   * The facts of a write, read right before it (the volume's partition and the volume), handed to the
+   * service's `check`; returns them as the worker expects them, for the write's own call to compare.
+   */
+  async #verifyWrite(volumeId: string, check: WriteCheck): Promise<ExpectedVolumeFacts> {
+    const p = await this.cim.getVolumePartition(volumeId);
     const v = await this.cim.getVolume(volumeId);
-    if (v.fileSystemType === FileSystemType.Unknown) return { fileSystem: null, empty: true, description: "no file system Windows knows" };
-    const fileSystem = v.fileSystemType === FileSystemType.NTFS ? "NTFS" : v.fileSystem || `file system type ${v.fileSystemType}`;
-    return { fileSystem, empty: false, description: fileSystem };
+    const facts: VolumeFacts = { location: this.#location(volumeId, p), content: contentOf(v) };
+    await check(facts);
+    return expectedVolumeFacts(p, v);
   }
 
   async getVolumeUsage(volumeId: string): Promise<VolumeUsage> {
@@ -79,8 +95,9 @@ export class WindowsVolumeHost implements VolumeHostApi {
     return { totalBytes: v.size, freeBytes: v.sizeRemaining };
   }
 
-  formatVolume(volumeId: string): Promise<void> {
-    return this.cim.formatVolume(volumeId);
+  /** The service's check on fresh facts, then MSFT_Volume.Format in a worker call that refuses if those facts changed. */
+  async formatVolume(volumeId: string, check: WriteCheck): Promise<void> {
+    await this.cim.formatVolume(volumeId, await this.#verifyWrite(volumeId, check));
   }
 
   flushVolume(volumeId: string): Promise<void> {
@@ -96,9 +113,9 @@ export class WindowsVolumeHost implements VolumeHostApi {
     return { kind: "none" };
   }
 
-  /** MSFT_Partition.Resize, then MSFT_Disk.Refresh. */
-  resizePartition(volumeId: string, sizeBytes: bigint): Promise<void> {
-    return this.cim.resizePartition(volumeId, sizeBytes);
+  /** The service's check on fresh facts, then MSFT_Partition.Resize and MSFT_Disk.Refresh in a worker call that refuses if those facts changed. */
+  async resizePartition(volumeId: string, sizeBytes: bigint, check: WriteCheck): Promise<void> {
+    await this.cim.resizePartition(volumeId, sizeBytes, await this.#verifyWrite(volumeId, check));
   }
 
   async growFilesystem(): Promise<void> {
@@ -170,15 +187,22 @@ export class WindowsVolumeHost implements VolumeHostApi {
     return inspectDirectory(p);
   }
 
-  /** SetVolumeMountPointW(path\, volume\). */
-  mountVolume(volumeId: string, p: string): Promise<void> {
-    return this.cim.setVolumeMountPoint(withSlash(p), withSlash(volumeId));
+  /** The service's check on the volume's partition read right before, then SetVolumeMountPointW(path\, volume\). */
+  async mountVolume(volumeId: string, p: string, _fileSystem: string | null, check: WriteCheck): Promise<void> {
+    await check({ location: await this.locateVolume(volumeId) });
+    await this.cim.setVolumeMountPoint(withSlash(p), withSlash(volumeId));
   }
 
   /** DeleteVolumeMountPointW(path\). */
   unmountVolume(p: string): Promise<void> {
     return this.cim.deleteVolumeMountPoint(withSlash(p));
   }
+}
+
+function contentOf(v: CimVolume): VolumeContent {
+  if (v.fileSystemType === FileSystemType.Unknown) return { fileSystem: null, empty: true, description: "no file system Windows knows" };
+  const fileSystem = v.fileSystemType === FileSystemType.NTFS ? "NTFS" : v.fileSystem || `file system type ${v.fileSystemType}`;
+  return { fileSystem, empty: false, description: fileSystem };
 }
 
 const mounted = (mountPoint: string, volumeId: string): MountedVolume => ({ mountPoint, volumeId, description: `volume ${volumeId}` });

@@ -92,7 +92,7 @@ export function mapWorkerError(info: WorkerErrorInfo): [Code, string] {
   const message = (info.message ?? "PowerShell error").trim();
   if (info.kind === "NotFound") return [Code.NotFound, message];
   if (info.kind === "UnknownOp") return [Code.Internal, message];
-  if (info.kind === "FailedPrecondition") return [Code.FailedPrecondition, message]; // the script's own refusal at the moment of acting
+  if (info.kind === "FailedPrecondition") return [Code.FailedPrecondition, message]; // the script's refusal of facts that changed since the write was decided (Unchanged)
   if (typeof info.returnValue === "number" && info.returnValue !== 0) return [codeForReturnValue(info.returnValue), withStatusText(message, info.returnValue)];
   const status = storageStatus(info);
   if (status !== undefined) return [codeForReturnValue(status), withStatusText(message, status)];

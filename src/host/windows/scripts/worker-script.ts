@@ -103,21 +103,46 @@ function VolumePartition($v) {
 function DiskInfo($d) {
   @{ number = [int64]$d.Number; location = [string]$d.Location; path = [string]$d.Path; serialNumber = $d.SerialNumber; size = [string]$d.Size; isOffline = [bool]$d.IsOffline; partitionStyle = [int]$d.PartitionStyle }
 }
+function AccessPaths($p) {
+  $paths = @(@($p.AccessPaths) | Where-Object { $_ -and -not ([string]$_).StartsWith('\\?\Volume{', [StringComparison]::OrdinalIgnoreCase) } | ForEach-Object { [string]$_ })
+  if ($p.DriveLetter -and [int][char]$p.DriveLetter -ne 0) { $dl = [string]$p.DriveLetter + ':\'; if (-not ($paths -contains $dl)) { $paths = @($dl) + $paths } }
+  $paths
+}
 function PartitionInfo($p) {
-  @{ diskNumber = [int64]$p.DiskNumber; partitionNumber = [int64]$p.PartitionNumber; gptType = [string]$p.GptType; mbrType = $p.MbrType; size = [string]$p.Size; offset = [string]$p.Offset; driveLetter = [string]$p.DriveLetter }
+  @{ diskNumber = [int64]$p.DiskNumber; partitionNumber = [int64]$p.PartitionNumber; gptType = [string]$p.GptType; mbrType = $p.MbrType; size = [string]$p.Size; offset = [string]$p.Offset; driveLetter = [string]$p.DriveLetter; accessPaths = @(AccessPaths $p) }
+}
+function VolumeFacts($v, $p) {
+  @{ fileSystemType = [string][int]$v.FileSystemType; accessPaths = (@(AccessPaths $p) -join ', '); offset = [string]$p.Offset; size = [string]$p.Size }
+}
+function DiskFacts($d) {
+  @{ path = [string]$d.Path; size = [string]$d.Size; isOffline = [string][bool]$d.IsOffline; partitionStyle = [string][int]$d.PartitionStyle }
+}
+function Unchanged([string]$what, $expected, $now) {
+  if ($null -eq $expected) { Fail 'FailedPrecondition' ('refusing to ' + $what + ': the facts it was decided on were not given') }
+  $changed = @()
+  foreach ($k in @($now.Keys)) {
+    $was = [string]$expected.$k
+    $is = [string]$now[$k]
+    if ($was -cne $is) { $changed += ($k + ' ' + $was + ' -> ' + $is) }
+  }
+  if ($changed.Count -gt 0) { Fail 'FailedPrecondition' ('refusing to ' + $what + ': it changed since it was looked up (' + ($changed -join '; ') + ')') }
 }
 $ops = @{
   'ping' = { param($a) @{ pong = $true; psVersion = $PSVersionTable.PSVersion.ToString(); echo = $a.echo } }
   'disk.list' = { param($a) @(Get-CimInstance -Namespace $ns -ClassName MSFT_Disk | ForEach-Object { DiskInfo $_ }) }
   'disk.get' = { param($a) DiskInfo (Disk $a) }
-  'disk.initialize' = { param($a) $null = Call (Disk $a) 'Initialize' @{ PartitionStyle = [uint16]$a.partitionStyle }; $null }
+  'disk.initialize' = { param($a) $d = Disk $a; Unchanged ('initialize disk ' + [string]$d.Number) $a.expect (DiskFacts $d)
+    $null = Call $d 'Initialize' @{ PartitionStyle = [uint16]$a.partitionStyle }; $null }
   'disk.partitions' = { param($a) $n = [uint32]$a.diskNumber; @(Get-CimInstance -Namespace $ns -ClassName MSFT_Partition | Where-Object { $_.DiskNumber -eq $n } | ForEach-Object { PartitionInfo $_ }) }
   'disk.createPartition' = { param($a)
     $p = @{ UseMaximumSize = $true; AssignDriveLetter = $false; IsHidden = $false; IsActive = $false }
     if ($a.gptType) { $p.GptType = [string]$a.gptType }
-    $null = Call (Disk $a) 'CreatePartition' $p; $null }
+    $d = Disk $a; Unchanged ('add a partition to disk ' + [string]$d.Number) $a.expect (DiskFacts $d)
+    $null = Call $d 'CreatePartition' $p; $null }
   'disk.refresh' = { param($a) $null = Call (Disk $a) 'Refresh'; $null }
-  'disk.setOnline' = { param($a) $m = 'Offline'; if ([bool]$a.online) { $m = 'Online' }; $null = Call (Disk $a) $m; $null }
+  'disk.setOnline' = { param($a) $m = 'Offline'; if ([bool]$a.online) { $m = 'Online' }; $d = Disk $a
+    Unchanged ('set disk ' + [string]$d.Number + ' ' + $m.ToLowerInvariant()) $a.expect (DiskFacts $d)
+    $null = Call $d $m; $null }
   'disk.rescan' = { param($a) $r = Invoke-CimMethod -Namespace $ns -ClassName MSFT_StorageSetting -MethodName UpdateHostStorageCache
     if ([int64]$r.ReturnValue -ne 0) { Fail 'method' ('MSFT_StorageSetting.UpdateHostStorageCache failed: code=' + $r.ReturnValue) $r.ReturnValue }; $null }
   'partition.online' = { param($a) $n = [uint32]$a.diskNumber; $pn = [uint32]$a.partitionNumber
@@ -130,16 +155,14 @@ $ops = @{
   'volume.get' = { param($a) $v = Volume $a
     @{ uniqueId = [string]$v.UniqueId; fileSystemType = [int]$v.FileSystemType; fileSystem = [string]$v.FileSystem; size = [string]$v.Size; sizeRemaining = [string]$v.SizeRemaining } }
   'volume.format' = { param($a) $v = Volume $a; $p = VolumePartition $v
-    $paths = @(@($p.AccessPaths) | Where-Object { $_ -and -not ([string]$_).StartsWith('\\?\Volume{', [StringComparison]::OrdinalIgnoreCase) } | ForEach-Object { [string]$_ })
-    if ($p.DriveLetter -and [int][char]$p.DriveLetter -ne 0) { $dl = [string]$p.DriveLetter + ':\'; if (-not ($paths -contains $dl)) { $paths = @($dl) + $paths } }
-    if ($paths.Count -gt 0) { Fail 'FailedPrecondition' ('refusing to format volume ' + [string]$v.UniqueId + ': it is in use at ' + ($paths -join ', ')) }
-    $t = [int]$v.FileSystemType
-    if ($t -ne 0 -and $t -ne 14) { Fail 'FailedPrecondition' ('refusing to format volume ' + [string]$v.UniqueId + ' as NTFS: it holds ' + [string]$v.FileSystem) }
+    Unchanged ('format volume ' + [string]$v.UniqueId) $a.expect (VolumeFacts $v $p)
     $null = Call $v 'Format' @{ FileSystem = 'NTFS'; FileSystemLabel = ''; Full = $false; Force = $true }; $null }
   'volume.flush' = { param($a) $null = Call (Volume $a) 'Flush'; $null }
   'volume.partition' = { param($a) PartitionInfo (VolumePartition (Volume $a)) }
   'volume.supportedSize' = { param($a) $r = Call (VolumePartition (Volume $a)) 'GetSupportedSize'; @{ sizeMin = [string]$r.SizeMin; sizeMax = [string]$r.SizeMax } }
-  'volume.resize' = { param($a) $p = VolumePartition (Volume $a); $null = Call $p 'Resize' @{ Size = [uint64][string]$a.size }
+  'volume.resize' = { param($a) $v = Volume $a; $p = VolumePartition $v
+    Unchanged ('resize volume ' + [string]$v.UniqueId) $a.expect (VolumeFacts $v $p)
+    $null = Call $p 'Resize' @{ Size = [uint64][string]$a.size }
     $d = @(Get-CimAssociatedInstance -InputObject $p -ResultClassName MSFT_Disk); if ($d.Count -gt 0) { $null = Call $d[0] 'Refresh' }; $null }
   'volume.busy' = { param($a) $v = Volume $a
     $j = @(Get-CimInstance -Namespace $ns -ClassName MSFT_StorageJob | Where-Object { [int]$_.JobState -ge 2 -and [int]$_.JobState -le 4 })
