@@ -12,8 +12,16 @@ import "./boot/v8-flags.ts"; // V8 flags: young-generation sizing, optimizing co
 import "./boot/thread-pool-size.ts"; // before anything uses libuv's thread pool
 import { settleAfterStart } from "./boot/start-up-footprint.ts";
 
+/** Once every endpoint listens: start-up's memory given back, then each burst's once the server is quiet. */
+const afterStart = async () => {
+  const report = await settleAfterStart();
+  const { watchQuietFootprint } = await import("./boot/quiet-footprint.ts");
+  watchQuietFootprint();
+  return report;
+};
+
 import("./server-main.ts")
-  .then(({ runServer }) => runServer(process.argv.slice(2), { afterStart: settleAfterStart }))
+  .then(({ runServer }) => runServer(process.argv.slice(2), { afterStart: afterStart }))
   .then(
     (code) => process.exit(code),
     (err) => {

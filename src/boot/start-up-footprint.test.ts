@@ -37,6 +37,18 @@ const status = () => %GetOptimizationStatus(hot);
 `;
 
 describe("start-up footprint", () => {
+  it("leaves the compilers named in leaveOff off after settleAfterStart (Maglev as the top tier)", () => {
+    const out = runChild(`${HOT}
+      const held = m.holdOptimizingCompilers({ leaveOff: ["turbofan"] });
+      await m.settleAfterStart();
+      await warm();
+      console.log(JSON.stringify({ held, after: status() }));`);
+    assert.equal(out.held, true);
+    const after = out.after as number;
+    assert.notEqual(after & MAGLEVVED, 0, `not compiled by Maglev after release: status ${after.toString(2)}`);
+    assert.equal(after & TURBOFANNED, 0, `compiled by Turbofan though left off: status ${after.toString(2)}`);
+  });
+
   it("holds Sparkplug, Maglev and Turbofan until settleAfterStart, which releases them", () => {
     const out = runChild(`${HOT}
       const { cachedDataVersionTag } = await import("node:v8");

@@ -33,10 +33,17 @@ export function compilerChosenByUser(execArgv: readonly string[] = process.execA
 let held = false;
 let settled: Promise<SettleReport> | undefined;
 
-/** Holds Sparkplug, Maglev and Turbofan until {@link settleAfterStart}. Returns whether it did. */
-export function holdOptimizingCompilers(): boolean {
+/** Compilers the release leaves off (the process's own choice of top tier, see v8-flags.ts). */
+let leftOff: readonly string[] = [];
+
+/**
+ * Holds Sparkplug, Maglev and Turbofan until {@link settleAfterStart}, which releases them, except
+ * those in `leaveOff` (they stay off for the process's life). Returns whether it did.
+ */
+export function holdOptimizingCompilers(options: { leaveOff?: readonly (typeof HELD_FLAGS)[number][] } = {}): boolean {
   if (held || settled || compilerChosenByUser()) return false;
   for (const flag of HELD_FLAGS) setFlagsFromString(`--no-${flag}`);
+  leftOff = options.leaveOff ?? [];
   held = true;
   return true;
 }
@@ -56,7 +63,7 @@ export interface SettleReport {
 }
 
 /** V8's `gc()`, reached without --expose-gc on the command line: the flag set, `gc` read from a new context, the flag cleared. */
-function gcFunction(): ((options?: object) => unknown) | undefined {
+export function gcFunction(): ((options?: object) => unknown) | undefined {
   try {
     setFlagsFromString("--expose-gc");
     const gc = runInNewContext("gc");
@@ -70,7 +77,7 @@ function gcFunction(): ((options?: object) => unknown) | undefined {
 
 function releaseCompilers(): boolean {
   if (!held) return false;
-  for (const flag of [...HELD_FLAGS].reverse()) setFlagsFromString(`--${flag}`);
+  for (const flag of [...HELD_FLAGS].reverse()) if (!leftOff.includes(flag)) setFlagsFromString(`--${flag}`);
   held = false;
   return true;
 }

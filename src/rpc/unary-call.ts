@@ -1,4 +1,5 @@
 import { Code, type CsiProxyError } from "../errors.ts";
+import { callEnded, callStarted } from "./call-activity.ts";
 import type { CallStream } from "./call-stream.ts";
 import { decompressRequest, isRefusal, unframeRequest, type Refusal } from "./grpc-request.ts";
 import { statusMessage } from "./grpc-service.ts";
@@ -24,6 +25,7 @@ export function runUnaryCall(stream: CallStream, body: Buffer, maxMessageBytes: 
   if (isRefusal(request)) return outcome.refuse(stream, request);
   if (!request.compressed) return callHandler(stream, request.message, outcome);
   stream.running = true;
+  callStarted();
   decompressRequest(stream.encoding!, request.message, maxMessageBytes, (plain) => {
     if (stream.answered) return ended(stream, outcome);
     if (plain instanceof Uint8Array) return callHandler(stream, plain, outcome);
@@ -33,7 +35,10 @@ export function runUnaryCall(stream: CallStream, body: Buffer, maxMessageBytes: 
 }
 
 function callHandler(stream: CallStream, message: Uint8Array, outcome: CallOutcome): void {
-  stream.running = true;
+  if (!stream.running) {
+    stream.running = true;
+    callStarted();
+  }
   stream.method!.call(message, stream).then(
     (response) => {
       outcome.respond(stream, response);
@@ -51,4 +56,5 @@ function callHandler(stream: CallStream, message: Uint8Array, outcome: CallOutco
 function ended(stream: CallStream, outcome: CallOutcome): void {
   stream.running = false;
   outcome.ended(stream);
+  callEnded();
 }

@@ -9,7 +9,7 @@ import { existsSync, readFileSync } from "node:fs";
 import * as path from "node:path";
 import { CANCEL_GRACE_MS } from "../../src/host/exec/run-command.ts";
 import { Code } from "../../src/errors.ts";
-import { createFaultRig, codeOf, type Clients, type FaultRig } from "../helpers/fault-rig.ts";
+import { checksBeforeMkfsMs, createFaultRig, codeOf, type Clients, type FaultRig } from "../helpers/fault-rig.ts";
 import { processAlive } from "../helpers/process-alive.ts";
 
 const skip = process.getuid?.() !== 0 ? "needs root (loop devices, mount namespace)" : undefined;
@@ -42,16 +42,18 @@ describe("a call's deadline reaches its tool and its wait for the disk", { skip 
 
   it("a deadline ends the hanging mkfs (SIGTERM ignored): nothing of it is left 1 s after the answer; the retry formats", async () => {
     const volumeId = await partitionedVolume("deadline");
+    // the deadline leaves the checks before mkfs 3 × the time they took just now (they slow down with the machine's load)
+    const deadlineMs = 1500 + Math.round(3 * (await checksBeforeMkfsMs(rig, c.volume, volumeId)));
     rig.faults.arm("mkfs.ext4", "hang-ignoring-term");
     const pidFile = path.join(rig.dir, "faults", "hang.pid");
     const t0 = Date.now();
-    const err = await c.volume.formatVolume({ volumeId }, { timeoutMs: 1500 }).then(() => null, (e: unknown) => e);
+    const err = await c.volume.formatVolume({ volumeId }, { timeoutMs: deadlineMs }).then(() => null, (e: unknown) => e);
     const ms = Date.now() - t0;
     assert.equal(codeOf(err), Code.DeadlineExceeded, String(err));
     assert.ok(existsSync(pidFile), "the stand-in mkfs ran");
     const pid = Number(readFileSync(pidFile, "utf8"));
     // the client gives up at its own deadline; the daemon's mkfs gets SIGTERM then, SIGKILL CANCEL_GRACE_MS later
-    assert.ok(ms < 1500 + 2500, `answered ${ms} ms after the call`);
+    assert.ok(ms < deadlineMs + 2500, `answered ${ms} ms after the call (deadline ${deadlineMs} ms)`);
     await sleep(1000);
     assert.ok(!processAlive(pid), `mkfs ${pid} is gone 1 s after the answer (SIGKILL ${CANCEL_GRACE_MS} ms after SIGTERM)`);
     rig.faults.reset();
@@ -61,9 +63,10 @@ describe("a call's deadline reaches its tool and its wait for the disk", { skip 
 
   it("a FormatVolume whose deadline passes while it waits for the disk never starts mkfs", async () => {
     const volumeId = await partitionedVolume("queued");
+    const checksMs = await checksBeforeMkfsMs(rig, c.volume, volumeId);
     rig.faults.arm("mkfs.ext4", "hang");
     const before = mkfsCalls();
-    const first = c.volume.formatVolume({ volumeId }, { timeoutMs: 5000 }).then(() => null, (e: unknown) => e);
+    const first = c.volume.formatVolume({ volumeId }, { timeoutMs: 5000 + Math.round(3 * checksMs) }).then(() => null, (e: unknown) => e);
     const deadline = Date.now() + 30_000;
     while (mkfsCalls() === before && Date.now() < deadline) await sleep(20);
     assert.equal(mkfsCalls(), before + 1, "the first call's mkfs runs (and hangs)");

@@ -1,7 +1,8 @@
 // Through the daemon: a tool that outlives its call. FormatVolume's mkfs (a fault stand-in) ignores
 // SIGTERM and then sits in the kernel on a held FUSE lookup (slow-fuse.ts), where SIGKILL cannot end
 // it until the lookup is answered — what a tool in uninterruptible sleep on a dead device does. The
-// call is answered (DeadlineExceeded) without it; the disk stays locked while it lives: a second call
+// call (its deadline 1.5 s + 3 × the same run's time for the checks before mkfs) is answered
+// (DeadlineExceeded) without it; the disk stays locked while it lives: a second call
 // on the disk is refused with Aborted naming the work (which call, since when, the tool's pid), and
 // no second tool runs. Once the tool has exited, the disk is free and a retry formats.
 import { describe, it, before, after } from "node:test";
@@ -9,7 +10,7 @@ import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import * as path from "node:path";
 import { Code } from "../../src/errors.ts";
-import { createFaultRig, codeOf, type Clients, type FaultRig } from "../helpers/fault-rig.ts";
+import { checksBeforeMkfsMs, createFaultRig, codeOf, type Clients, type FaultRig } from "../helpers/fault-rig.ts";
 import { processAlive } from "../helpers/process-alive.ts";
 import { startSlowFuse, slowFuseSkipReason, type SlowFuse } from "../helpers/slow-fuse.ts";
 
@@ -50,16 +51,19 @@ describe("a tool that outlives its answered call keeps its disk locked", { skip 
     const volumeId = (await c.volume.listVolumesOnDisk({ diskNumber, partitionNumber: 0 })).volumeIds[0] as string;
     const mkfsCalls = () => rig.faults.calls().filter((l) => l.startsWith("mkfs.")).length;
 
+    // the deadline leaves the checks before mkfs 3 × the time they took just now (they slow down with the machine's load)
+    const deadlineMs = 1500 + Math.round(3 * (await checksBeforeMkfsMs(rig, c.volume, volumeId)));
+    const formatted = mkfsCalls();
     fuse!.hold();
     rig.faults.arm("mkfs.ext4", "hang-in-kernel", { device: fuse!.heldPath });
     const pidFile = path.join(rig.dir, "faults", "hang.pid");
-    const first = await c.volume.formatVolume({ volumeId }, { timeoutMs: 1500 }).then(() => null, (e: unknown) => e);
+    const first = await c.volume.formatVolume({ volumeId }, { timeoutMs: deadlineMs }).then(() => null, (e: unknown) => e);
     assert.equal(codeOf(first), Code.DeadlineExceeded, String(first));
     assert.ok(existsSync(pidFile), "the stand-in mkfs ran");
     pid = Number(readFileSync(pidFile, "utf8"));
     const calls = mkfsCalls();
 
-    // The daemon sends SIGTERM at the deadline and SIGKILL 0.5 s later; the tool stays (D state).
+    // The daemon sends SIGTERM at the deadline and SIGKILL 0.5 s later, answers 1 s after that; the tool stays (D state).
     await sleep(2500);
     assert.ok(processAlive(pid), `mkfs ${pid} is still there (state ${processState(pid)})`);
     assert.equal(processState(pid), "D", "in uninterruptible sleep, SIGKILL pending");
@@ -91,6 +95,7 @@ describe("a tool that outlives its answered call keeps its disk locked", { skip 
     }
     assert.equal(retry, null, String(retry));
     assert.equal(mkfsCalls(), calls + 1, "the retry ran mkfs once");
+    assert.equal(calls, formatted + 1, "the cut call ran mkfs once");
     assert.equal((await c.volume.isVolumeFormatted({ volumeId })).formatted, true);
   });
 });

@@ -235,3 +235,19 @@ export function createNeighbour(rig: FaultRig): Neighbour {
     },
   };
 }
+
+/**
+ * Same-run baseline for tests that cut a FormatVolume short: how long the daemon's checks before mkfs
+ * take now (they scan every process's descriptors and mount table, so they slow down with the
+ * machine's load) — a FormatVolume whose mkfs stand-in fails at once, timed. Leaves no fault armed.
+ */
+export async function checksBeforeMkfsMs(rig: FaultRig, volume: Clients["volume"], volumeId: string): Promise<number> {
+  rig.faults.arm("mkfs.ext4", "fail");
+  const t0 = Date.now();
+  const err = await volume.formatVolume({ volumeId }).then(() => null, (e: unknown) => e);
+  const ms = Date.now() - t0;
+  const fired = rig.faults.fired("mkfs.ext4");
+  rig.faults.reset();
+  if (!err || !fired) throw new Error(`the baseline FormatVolume did not reach mkfs: ${String(err)}`);
+  return ms;
+}

@@ -11,7 +11,8 @@
  * - a mount that appears during the walk is skipped (the walk stops at its boundary) and the call
  *   ends FailedPrecondition naming it, with everything else below the path removed.
  *
- * Bounds (like fts(3) in coreutils rm), whatever the depth or width of the tree:
+ * Bounds (like fts(3) in coreutils rm; the walk's constants and name budget are src/host/tree-walk-bounds.ts,
+ * shared with the Windows walker), whatever the depth or width of the tree:
  * - descriptors: at most {@link OPEN_DIRS} directory handles of the walk are open (the deepest ones),
  *   plus one listing stream and {@link UNLINKS} unlinks in flight; a directory whose handle was
  *   closed is re-entered from its child by `..` and must still be the same inode (dev + ino), else
@@ -42,15 +43,11 @@ import { DirHandle, openDirAt, openDirNoFollow, openParentOf, whyNotAt, withPare
 import { readMountTable } from "./mountinfo.ts";
 import { abortError } from "../stop-if-aborted.ts";
 import { leftInDir, NAMES_SHOWN, removeFailure, removeSummary } from "../remove-summary.ts";
+import { OPEN_DIRS, PendingNames } from "../tree-walk-bounds.ts";
 
-/** Directory handles of one walk kept open (the deepest levels). */
-export const OPEN_DIRS = 16;
+export { OPEN_DIRS } from "../tree-walk-bounds.ts";
 /** Unlinks in flight within the directory being worked on. */
 const UNLINKS = 8;
-/** Names read from one directory per listing pass. */
-const BATCH = 1024;
-/** Pending names over all levels of one walk (beyond it, a level reads one name per pass). */
-const NAME_BUDGET = 65_536;
 /**
  * A directory whose size (st_size: bytes of its entries on ext4/xfs, about 20 per entry on tmpfs) is
  * at most this is listed whole in one call; larger ones are read BATCH names per pass.
@@ -98,7 +95,7 @@ class Walker {
   readonly #stack: Frame[] = [];
   readonly #base: string;
   readonly #signal: AbortSignal | undefined;
-  #pendingNames = 0;
+  readonly #pending = new PendingNames();
 
   /** `base` is the path of the directory the walk starts in (for messages). */
   constructor(base: string, signal: AbortSignal | undefined) {
@@ -163,7 +160,7 @@ class Walker {
 
   /** Reads up to BATCH names of the top directory (skipping kept ones) into its pending list. */
   async #list(f: Frame): Promise<void> {
-    const want = Math.max(1, Math.min(BATCH, NAME_BUDGET - this.#pendingNames));
+    const want = this.#pending.want();
     const shown = () => this.#shown();
     await f.dir!.use(undefined, async (p) => {
       if (f.small) {
@@ -199,7 +196,7 @@ class Walker {
         d.closeSync(); // a directory stream's close never waits for the filesystem
       }
     });
-    this.#pendingNames += f.pending.length;
+    this.#pending.add(f.pending.length);
   }
 
   /** Unlinks the pending non-directories of the top level, UNLINKS at a time; all settle before it returns. */
@@ -207,7 +204,7 @@ class Walker {
     const files = f.pending.filter((e) => !e.dir);
     if (files.length === 0) return;
     f.pending = f.pending.filter((e) => e.dir);
-    this.#pendingNames -= files.length;
+    this.#pending.remove(files.length);
     const dir = f.dir!;
     let next = 0;
     let failure: unknown;
@@ -226,7 +223,7 @@ class Walker {
           });
           if (gone === null) {
             f.pending.push({ name: e.name, dir: true });
-            this.#pendingNames++;
+            this.#pending.add();
           }
           else if (gone) this.removed++;
         } catch (err) {
@@ -301,7 +298,7 @@ class Walker {
     if (r === "gone") this.removed++;
     if (r === "link") {
       above.pending.unshift({ name: top.name, dir: false });
-      this.#pendingNames++;
+      this.#pending.add();
     }
   }
 
@@ -333,13 +330,13 @@ class Walker {
         await this.#unlinkFiles(f);
         const e = f.pending.shift();
         if (e === undefined) continue;
-        this.#pendingNames--;
+        this.#pending.remove();
         await this.#enter(f, e, 0);
       }
     } finally {
       // Nothing of this walk is in flight here (every step above is awaited); close what it opened.
       for (const f of this.#stack.splice(1)) await f.dir?.close();
-      this.#pendingNames = 0;
+      this.#pending.reset();
     }
   }
 }

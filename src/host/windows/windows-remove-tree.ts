@@ -1,6 +1,7 @@
 /**
  * Recursive removal on Windows through handles (koffi), in bounded handles and memory whatever the
- * depth or width of the tree.
+ * depth or width of the tree (the walk's constants and name budget are src/host/tree-walk-bounds.ts,
+ * shared with the Linux walker).
  *
  * - Every entry is opened as itself (FILE_FLAG_OPEN_REPARSE_POINT: a link, junction or mount point is
  *   opened, never followed), inspected through that handle (GetFileInformationByHandle: attributes
@@ -36,16 +37,12 @@ import { abortError } from "../stop-if-aborted.ts";
 import { leftInDir, removeFailure, removeSummary } from "../remove-summary.ts";
 import { FILE_ATTRIBUTE_DIRECTORY, FILE_ATTRIBUTE_REPARSE_POINT, IO_REPARSE_TAG_MOUNT_POINT } from "../../win32/win32-constants.ts";
 import type { Awaitable, Handle, Win32 } from "../../win32/win32.ts";
+import { OPEN_DIRS, PendingNames } from "../tree-walk-bounds.ts";
 
 /** The Win32 calls the walk needs (a {@link Win32}, or a test double). */
 export type RemoveTreeWin32 = Awaitable<Pick<Win32, "reparseTag" | "openEntryNoFollow" | "fileInfo" | "openListing" | "readDirectoryBatch" | "deleteByHandle" | "closeHandle">>;
 
-/** Directory handles of one walk kept open (the deepest levels). */
-export const OPEN_DIRS = 16;
-/** Names read from one directory per listing pass. */
-export const BATCH = 1024;
-/** Pending names over all levels of one walk. */
-export const NAME_BUDGET = 65_536;
+export { OPEN_DIRS, BATCH, NAME_BUDGET } from "../tree-walk-bounds.ts";
 
 /**
  * The path Win32 is given: drive-letter paths get the `\\?\` prefix, so paths longer than MAX_PATH
@@ -69,7 +66,7 @@ class Walker {
   readonly #stack: Frame[] = [];
   /** Path of the deepest frame. */
   #cur = "";
-  #pendingNames = 0;
+  readonly #pending = new PendingNames();
 
   constructor(win32: RemoveTreeWin32, signal: AbortSignal | undefined) {
     this.#win32 = win32;
@@ -105,7 +102,7 @@ class Walker {
   /** Leaves the deepest frame (its handle already closed); the new deepest is re-opened and checked if it was given up. */
   async #pop(): Promise<void> {
     const f = this.#stack.pop()!;
-    this.#pendingNames -= f.pending.length;
+    this.#pending.remove(f.pending.length);
     this.#cur = this.#cur.slice(0, this.#cur.length - f.name.length - 1);
     const top = this.#stack.at(-1);
     if (top === undefined || top.h !== null) return;
@@ -181,7 +178,7 @@ class Walker {
   async #list(): Promise<string[]> {
     this.#stopIfAborted();
     const top = this.#stack.at(-1)!;
-    const want = Math.max(1, Math.min(BATCH, NAME_BUDGET - this.#pendingNames));
+    const want = this.#pending.want();
     const names: string[] = [];
     const lh = await this.#win32.openListing(top.h!, this.#cur);
     try {
@@ -193,7 +190,7 @@ class Walker {
     } finally {
       await this.#close(lh);
     }
-    this.#pendingNames += names.length;
+    this.#pending.add(names.length);
     return names;
   }
 
@@ -234,7 +231,7 @@ class Walker {
           continue;
         }
         const name = top.pending.shift()!;
-        this.#pendingNames--;
+        this.#pending.remove();
         const child = this.#cur + path.sep + name;
         const entered = await this.#entry(child, true);
         if (entered !== null) await this.#push(name, entered.h, entered.id, child);
@@ -242,7 +239,7 @@ class Walker {
     } finally {
       // nothing of this walk is in flight here (every step is awaited); close what it still holds
       for (const f of this.#stack.splice(0)) if (f.h !== null) await this.#close(f.h);
-      this.#pendingNames = 0;
+      this.#pending.reset();
     }
   }
 
