@@ -97,56 +97,27 @@ export function win32Message(errno: number): string | undefined {
   return messages[errno];
 }
 
-/** gRPC code for a Win32 error code. */
-export function codeForWin32(errno: number): Code {
-  switch (errno) {
-    case WinError.FILE_NOT_FOUND:
-    case WinError.PATH_NOT_FOUND:
-    case WinError.NOT_A_REPARSE_POINT:
-    case WinError.SERVICE_DOES_NOT_EXIST:
-      return Code.NotFound;
-    case WinError.ACCESS_DENIED:
-    case 1314: // ERROR_PRIVILEGE_NOT_HELD
-      return Code.PermissionDenied;
-    case WinError.ALREADY_EXISTS:
-      return Code.AlreadyExists;
-    case WinError.INVALID_PARAMETER:
-    case WinError.INVALID_NAME:
-    case WinError.FILENAME_EXCED_RANGE:
-    case WinError.INVALID_SECURITY_DESCR:
-      return Code.InvalidArgument;
-    case WinError.DIR_NOT_EMPTY:
-    case WinError.DIRECTORY:
-    case WinError.SHARING_VIOLATION:
-    case WinError.NOT_READY:
-    case WinError.DEPENDENT_SERVICES_RUNNING:
-    case WinError.INVALID_SERVICE_CONTROL:
-    case WinError.SERVICE_DISABLED:
-    case WinError.CIRCULAR_DEPENDENCY:
-    case WinError.SERVICE_NOT_ACTIVE:
-    case WinError.SERVICE_DEPENDENCY_FAIL:
-    case WinError.SERVICE_LOGON_FAILED:
-    case WinError.SERVICE_MARKED_FOR_DELETE:
-    case WinError.SERVICE_DEPENDENCY_DELETED:
-      return Code.FailedPrecondition;
-    case WinError.SERVICE_REQUEST_TIMEOUT:
-    case WinError.SERVICE_START_HANG:
-      return Code.DeadlineExceeded;
-    case WinError.SERVICE_ALREADY_RUNNING:
-      return Code.AlreadyExists;
-    case WinError.SERVICE_CANNOT_ACCEPT_CTRL:
-    case WinError.SERVICE_DATABASE_LOCKED:
-    case WinError.SERVICE_NO_THREAD:
-      return Code.FailedPrecondition; // final for this call (compat/driver-fragments.ts on "in progress" codes)
-    case WinError.NOT_SUPPORTED:
-    case WinError.CALL_NOT_IMPLEMENTED:
-      return Code.Unimplemented;
-    case WinError.PIPE_BUSY:
-      return Code.Unavailable;
-    default:
-      return Code.FailedPrecondition; // the host's failure, named by its Win32 message and number
+/** Win32 error codes by the gRPC code they map to; any other code is FailedPrecondition. */
+const CODE_OF_WIN32: ReadonlyMap<number, Code> = new Map(
+  ([
+    [Code.NotFound, [WinError.FILE_NOT_FOUND, WinError.PATH_NOT_FOUND, WinError.NOT_A_REPARSE_POINT, WinError.SERVICE_DOES_NOT_EXIST]],
+    [Code.PermissionDenied, [WinError.ACCESS_DENIED, 1314 /* ERROR_PRIVILEGE_NOT_HELD */]],
+    [Code.AlreadyExists, [WinError.ALREADY_EXISTS, WinError.SERVICE_ALREADY_RUNNING]],
+    [Code.InvalidArgument, [WinError.INVALID_PARAMETER, WinError.INVALID_NAME, WinError.FILENAME_EXCED_RANGE, WinError.INVALID_SECURITY_DESCR]],
+    [Code.DeadlineExceeded, [WinError.SERVICE_REQUEST_TIMEOUT, WinError.SERVICE_START_HANG]],
+    [Code.Unimplemented, [WinError.NOT_SUPPORTED, WinError.CALL_NOT_IMPLEMENTED]],
+    [Code.Unavailable, [WinError.PIPE_BUSY]],
+  ] as const).flatMap(([code, errnos]) => errnos.map((errno) => [errno, code] as const)),
+);
 
-  }
+/**
+ * gRPC code for a Win32 error code. FailedPrecondition for the rest: a busy or not-empty object, a
+ * service state that forbids the request, and the SCM's "try later" codes (CANNOT_ACCEPT_CTRL,
+ * DATABASE_LOCKED, NO_THREAD: final for this call, compat/driver-fragments.ts on "in progress" codes),
+ * and any code not named here (the host's failure, named by its Win32 message and number).
+ */
+export function codeForWin32(errno: number): Code {
+  return CODE_OF_WIN32.get(errno) ?? Code.FailedPrecondition;
 }
 
 /** A failed Win32 call: `<what>: <Windows message> (win32 error <n>)`, with the code mapped by {@link codeForWin32}. */

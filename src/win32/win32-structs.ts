@@ -3,6 +3,17 @@
  */
 import type { Koffi } from "./native.ts";
 
+/** SERVICE_STATUS, seven DWORDs; also the start of SERVICE_STATUS_PROCESS. */
+const SERVICE_STATUS_FIELDS = {
+  dwServiceType: "uint32_t",
+  dwCurrentState: "uint32_t",
+  dwControlsAccepted: "uint32_t",
+  dwWin32ExitCode: "uint32_t",
+  dwServiceSpecificExitCode: "uint32_t",
+  dwCheckPoint: "uint32_t",
+  dwWaitHint: "uint32_t",
+} as const;
+
 /**
  * The Win32 structures passed through koffi, by their windows.h names and field names (x64). koffi
  * computes sizes and offsets from these; test/windows/win32-layout.test.ts compares every one with
@@ -59,23 +70,10 @@ export const WIN32_STRUCTS: Readonly<Record<string, Readonly<Record<string, stri
     nFileIndexHigh: "uint32_t",
     nFileIndexLow: "uint32_t",
   },
-  SERVICE_STATUS: {
-    dwServiceType: "uint32_t",
-    dwCurrentState: "uint32_t",
-    dwControlsAccepted: "uint32_t",
-    dwWin32ExitCode: "uint32_t",
-    dwServiceSpecificExitCode: "uint32_t",
-    dwCheckPoint: "uint32_t",
-    dwWaitHint: "uint32_t",
-  },
+  SERVICE_STATUS: SERVICE_STATUS_FIELDS,
+  /** SERVICE_STATUS's fields, then two more (as winsvc.h declares it). */
   SERVICE_STATUS_PROCESS: {
-    dwServiceType: "uint32_t",
-    dwCurrentState: "uint32_t",
-    dwControlsAccepted: "uint32_t",
-    dwWin32ExitCode: "uint32_t",
-    dwServiceSpecificExitCode: "uint32_t",
-    dwCheckPoint: "uint32_t",
-    dwWaitHint: "uint32_t",
+    ...SERVICE_STATUS_FIELDS,
     dwProcessId: "uint32_t",
     dwServiceFlags: "uint32_t",
   },

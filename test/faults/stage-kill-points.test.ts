@@ -9,21 +9,12 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { KILL_GRACE_MS } from "../../src/host/exec/run-command.ts";
-import { createFaultRig, createNeighbour, HANG_TIMEOUT_S, codeOf, driverStage, fsUuid, kernelPartitions, writeMarkerOffline, type FaultRig, type Neighbour } from "../helpers/fault-rig.ts";
-import type { FaultAction, FaultTool } from "../helpers/fault-tools.ts";
-import { loopDeviceSkipReason, type LoopDevice } from "../helpers/loop-device.ts";
+import { createFaultRig, createNeighbour, faultRigSkipReason, type FaultCase as Case, HANG_TIMEOUT_S, codeOf, driverStage, fsUuid, kernelPartitions, writeMarkerOffline, type FaultRig, type Neighbour } from "../helpers/fault-rig.ts";
+import type { LoopDevice } from "../helpers/loop-device.ts";
 
-const skip = loopDeviceSkipReason() ?? (existsSync("/usr/bin/unshare") ? null : "needs unshare(1)");
+const skip = faultRigSkipReason();
 const Code = { DeadlineExceeded: 4, NotFound: 5, FailedPrecondition: 9, Unavailable: 14 };
 
-interface Case {
-  name: string;
-  tool: FaultTool;
-  action: FaultAction;
-  pattern?: string;
-  /** The first attempt's answer code when the daemon survives (fault cases). */
-  code?: number;
-}
 
 /** sfdisk argv: the label step ends with the device (after its flags), the append step has --append. */
 const LABEL = "--no-tell-kernel /dev/loop[0-9]+$";

@@ -6,22 +6,14 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { createFaultRig, createNeighbour, codeOf, driverStage, fsUuid, MiB, type Clients, type FaultRig, type Neighbour } from "../helpers/fault-rig.ts";
-import type { FaultAction, FaultTool } from "../helpers/fault-tools.ts";
-import { loopDeviceSkipReason, type LoopDevice } from "../helpers/loop-device.ts";
+import { readFileSync, writeFileSync } from "node:fs";
+import { createFaultRig, createNeighbour, faultRigSkipReason, type FaultCase as Case, codeOf, driverStage, fsUuid, MiB, type Clients, type FaultRig, type Neighbour } from "../helpers/fault-rig.ts";
+import type { LoopDevice } from "../helpers/loop-device.ts";
 
-const skip = loopDeviceSkipReason() ?? (existsSync("/usr/bin/unshare") ? null : "needs unshare(1)");
+const skip = faultRigSkipReason();
 const Code = { DeadlineExceeded: 4, NotFound: 5, FailedPrecondition: 9 };
 const rows: string[] = [];
 
-interface Case {
-  name: string;
-  tool: FaultTool;
-  action: FaultAction;
-  pattern?: string;
-  code?: number;
-}
 
 /** ext4 size from its superblock, in bytes. */
 function ext4Bytes(dev: string): number {

@@ -4,18 +4,30 @@
 // MountVolume). Used by the fault and kill-point suites; everything is removed by close().
 import { execFileSync, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { connectGroup } from "../../src/client/connect-group.ts";
 import { parseMountInfo } from "../../src/host/linux/mountinfo.ts";
 import { mountNamespace, startDaemon, type MountNamespace, type RunningDaemon } from "../integration/smb-iscsi-system-fixtures.ts";
-import { createFaultTools, type FaultTools } from "./fault-tools.ts";
-import { createLoopDevice, type LoopDevice } from "./loop-device.ts";
+import { createFaultTools, type FaultAction, type FaultTool, type FaultTools } from "./fault-tools.ts";
+import { createLoopDevice, loopDeviceSkipReason, type LoopDevice } from "./loop-device.ts";
 
 export const MiB = 1024 * 1024;
 /** -host-command-timeout of the daemon that meets hanging tools, in seconds. */
 export const HANG_TIMEOUT_S = 2;
+
+/** Why a rig cannot be built here (no loop devices, no unshare(1)), or null. */
+export const faultRigSkipReason = () => loopDeviceSkipReason() ?? (existsSync("/usr/bin/unshare") ? null : "needs unshare(1)");
+
+/** One fault of a kill-point suite: which tool misbehaves how, on which argv (a pattern), and the first attempt's answer code when the daemon survives. */
+export interface FaultCase {
+  name: string;
+  tool: FaultTool;
+  action: FaultAction;
+  pattern?: string;
+  code?: number;
+}
 
 /** gRPC code numbers of a ConnectError-like failure (undefined when the call succeeded). */
 export const codeOf = (e: unknown) => (e as { code?: number }).code;

@@ -38,7 +38,8 @@ export function encodeHeaderBlock(headers: RawHeader[]): Buffer {
   );
 }
 
-function frame(type: number, flags: number, stream: number, payload: Buffer): Buffer {
+/** One HTTP/2 frame: the 9-byte header (length, type, flags, stream id) and its payload. */
+export function frame(type: number, flags: number, stream: number, payload: Uint8Array = Buffer.alloc(0)): Buffer {
   const header = Buffer.alloc(9);
   header.writeUIntBE(payload.length, 0, 3);
   header[3] = type;

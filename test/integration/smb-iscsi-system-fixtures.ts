@@ -75,15 +75,21 @@ export async function recordingProgram(dir: string, name: string): Promise<Recor
 /** What a recording `mount` does in place of CIFS: mounts a tmpfs with the same source at the same directory. */
 export const MOUNT_TMPFS_INSTEAD = { exec: "/usr/bin/mount", args: ["-t", "tmpfs", "-o", "size=1m", "$3", "$4"] };
 
+/** `<dir>/fakebin` (to bind over /usr/local/sbin in a mount namespace) holding only a recording `mount` that mounts a tmpfs in place of CIFS. */
+export async function recordingMount(dir: string): Promise<{ fakeBin: string; mount: RecordingProgram }> {
+  const fakeBin = path.join(dir, "fakebin");
+  await fs.mkdir(fakeBin);
+  const mount = await recordingProgram(fakeBin, "mount");
+  await mount.behave(MOUNT_TMPFS_INSTEAD);
+  return { fakeBin, mount };
+}
+
 /**
  * `<dir>/fakebin` (to bind over /usr/local/sbin in a mount namespace) holding a recording `mount`
  * that mounts a tmpfs in place of CIFS and a recording `iscsiadm` whose behaviour is the caller's.
  */
 export async function recordingMountAndIscsiadm(dir: string): Promise<{ fakeBin: string; mount: RecordingProgram; iscsiadm: RecordingProgram }> {
-  const fakeBin = path.join(dir, "fakebin");
-  await fs.mkdir(fakeBin);
-  const mount = await recordingProgram(fakeBin, "mount");
-  await mount.behave(MOUNT_TMPFS_INSTEAD);
+  const { fakeBin, mount } = await recordingMount(dir);
   const iscsiadm = await recordingProgram(fakeBin, "iscsiadm");
   return { fakeBin, mount, iscsiadm };
 }

@@ -21,7 +21,7 @@ import {
   isRoot,
   MOUNT_TMPFS_INSTEAD,
   mountNamespace,
-  recordingProgram,
+  recordingMount,
   startDaemon,
   type MountNamespace,
   type RecordingProgram,
@@ -76,11 +76,8 @@ describe("SMB group through the daemon", { skip: !canRun && "needs root and unsh
     kubelet = path.join(dir, "kubelet");
     stateDir = path.join(dir, "state");
     socketDir = path.join(dir, "sock");
-    fakeBin = path.join(dir, "fakebin");
     await fs.mkdir(path.join(kubelet, "plugins"), { recursive: true });
-    await fs.mkdir(fakeBin);
-    mount = await recordingProgram(fakeBin, "mount");
-    await mount.behave(MOUNT_TMPFS_INSTEAD);
+    ({ fakeBin, mount } = await recordingMount(dir));
     ns = await mountNamespace(`mount --bind ${fakeBin} /usr/local/sbin`);
     await start();
   });

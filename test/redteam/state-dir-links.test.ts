@@ -24,7 +24,7 @@ import { after, before, describe, it } from "node:test";
 import { connectGroup } from "../../src/client/connect-group.ts";
 import { parseMountInfo } from "../../src/host/linux/mountinfo.ts";
 import {
-  isRoot, MOUNT_TMPFS_INSTEAD, mountNamespace, recordingProgram, startDaemon, type MountNamespace, type RunningDaemon,
+  isRoot, mountNamespace, recordingMount, startDaemon, type MountNamespace, type RunningDaemon,
 } from "../integration/smb-iscsi-system-fixtures.ts";
 import { rejectsWithCode } from "../helpers/assert-coded.ts";
 
@@ -80,10 +80,7 @@ describe("links planted in the state directory after start-up", { skip: !canRun 
     socketDir = path.join(dir, "sock");
     outside = path.join(dir, "outside");
     await fs.mkdir(path.join(kubelet, "plugins"), { recursive: true });
-    const fakeBin = path.join(dir, "fakebin");
-    await fs.mkdir(fakeBin);
-    const mount = await recordingProgram(fakeBin, "mount");
-    await mount.behave(MOUNT_TMPFS_INSTEAD);
+    const { fakeBin } = await recordingMount(dir);
     ns = await mountNamespace(`mount --bind ${fakeBin} /usr/local/sbin`);
     daemon = await startDaemon(["-socket-dir", socketDir, "-kubelet-path", kubelet, "-state-dir", stateDir, "-v=2"], { wrapper: ns.enter });
     const smb = await connectGroup("smb", { socketDir, versions: ["v1"] });

@@ -13,16 +13,9 @@ import { serveEndpoints, type ServingEndpoints } from "../../src/rpc/serve-endpo
 import { Filesystem, PathExistsRequestSchema } from "../../src/gen/filesystem/v1/api_pb.ts";
 import type { CallContext } from "../../src/api/handlers.ts";
 import type { TransportLimits } from "../../src/rpc/transport-limits.ts";
+import { frame } from "../helpers/raw-h2-client.ts";
 
 const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
-const frame = (type: number, flags: number, id: number, payload: Uint8Array = Buffer.alloc(0)) => {
-  const h = Buffer.alloc(9);
-  h.writeUIntBE(payload.length, 0, 3);
-  h[3] = type;
-  h[4] = flags;
-  h.writeUInt32BE(id, 5);
-  return Buffer.concat([h, payload]);
-};
 const u32 = (n: number) => {
   const b = Buffer.alloc(4);
   b.writeUInt32BE(n);

@@ -136,6 +136,16 @@ export async function whyNotAt(dir: DirHandle, p: string, dev: bigint, ino: bigi
 const linkSwapped = (shown: string) =>
   new CsiProxyError(Code.FailedPrecondition, `${shown} is a symbolic link or not a directory now (the path changed since it was checked); refusing to follow it`);
 
+/** A just-opened directory as a handle shown as `shown`; the file is closed when that fails (no mount id). */
+async function adopt(file: fs.FileHandle, shown: string): Promise<DirHandle> {
+  try {
+    return new DirHandle(file, shown, mountIdOf(file.fd));
+  } catch (err) {
+    await file.close().catch(() => {});
+    throw err;
+  }
+}
+
 /**
  * Opens `name` inside `parent` without following a link, as a handle shown as `shown`. Resolves
  * null when the entry is a symbolic link or not a directory (ELOOP/ENOTDIR), throws coded errors
@@ -150,12 +160,7 @@ export async function openDirAt(parent: DirHandle, name: string, shown: string):
     if (code === "ELOOP" || code === "ENOTDIR") return null;
     throw fsError(err, "open", shown);
   }
-  try {
-    return new DirHandle(file, shown, mountIdOf(file.fd));
-  } catch (err) {
-    await file.close().catch(() => {});
-    throw err;
-  }
+  return adopt(file, shown);
 }
 
 /** The parent of the held directory `child` (by `..`), shown as `shown`; the caller checks it is the one it expects. */
@@ -163,12 +168,7 @@ export async function openParentOf(child: DirHandle, shown: string): Promise<Dir
   const file = await child.use("..", (p) => fs.open(p, DIR_FLAGS)).catch((err) => {
     throw fsError(err, "open", shown);
   });
-  try {
-    return new DirHandle(file, shown, mountIdOf(file.fd));
-  } catch (err) {
-    await file.close().catch(() => {});
-    throw err;
-  }
+  return adopt(file, shown);
 }
 
 /**

@@ -270,14 +270,19 @@ describe("Rescan", () => {
 });
 
 describe("SetDiskState / GetDiskState", () => {
-  test("loop device: offline = persisted mark + read-only flag; online undoes both", async () => {
-    const s = setup();
-    const n = s.num("loop3");
-    assert.deepEqual(await s.disk.getDiskState({ diskNumber: n }), { isOnline: true });
+  /** SetDiskState(offline) of loop3: offline, read-only, one mark with the flag set. */
+  async function takeLoop3Offline(s: ReturnType<typeof setup>, n: number): Promise<void> {
     await s.disk.setDiskState({ diskNumber: n, isOnline: false });
     assert.deepEqual(await s.disk.getDiskState({ diskNumber: n }), { isOnline: false });
     assert.equal(s.world.disk("loop3").readOnly, true);
     assert.deepEqual(s.world.marks, [{ major: 7, minor: 3, diskSeq: "1", setReadOnly: true }]);
+  }
+
+  test("loop device: offline = persisted mark + read-only flag; online undoes both", async () => {
+    const s = setup();
+    const n = s.num("loop3");
+    assert.deepEqual(await s.disk.getDiskState({ diskNumber: n }), { isOnline: true });
+    await takeLoop3Offline(s, n);
     await s.disk.setDiskState({ diskNumber: n, isOnline: false }); // idempotent
     await s.disk.setDiskState({ diskNumber: n, isOnline: true });
     assert.deepEqual(await s.disk.getDiskState({ diskNumber: n }), { isOnline: true });
@@ -291,10 +296,7 @@ describe("SetDiskState / GetDiskState", () => {
     const s = setup((w) => w.marks.push({ major: 7, minor: 3, diskSeq: "1", setReadOnly: true }));
     const n = s.num("loop3");
     assert.deepEqual(await s.disk.getDiskState({ diskNumber: n }), { isOnline: true });
-    await s.disk.setDiskState({ diskNumber: n, isOnline: false });
-    assert.deepEqual(await s.disk.getDiskState({ diskNumber: n }), { isOnline: false });
-    assert.equal(s.world.disk("loop3").readOnly, true);
-    assert.deepEqual(s.world.marks, [{ major: 7, minor: 3, diskSeq: "1", setReadOnly: true }]);
+    await takeLoop3Offline(s, n);
     await s.disk.setDiskState({ diskNumber: n, isOnline: true });
     assert.equal(s.world.disk("loop3").readOnly, false);
   });

@@ -1,35 +1,12 @@
 /**
  * The facts behind the write refusals, as pure functions of what sysfs and the table say: stacked loop
  * devices (regions, offsets, shared backing objects, the reverse stacking) and kernel partitions out
- * of step with the on-disk table. The same facts on real loop devices: test/redteam/block-redteam.test.ts.
+ * of step with the on-disk table, and the use a device is put to. The same facts on real loop devices: test/redteam/block-redteam.test.ts.
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { findVolume, stackedUses, tableMismatch, type BlockSnapshot } from "./block-model.ts";
-import type { BlockDisk, BlockPartition, LoopDevice } from "./block-types.ts";
-import { Code } from "../../errors.ts";
-
-const MiB = 1024n * 1024n;
-const S = (mib: bigint) => (mib * MiB) / 512n;
-
-function part(number: number, minor: number, startMiB: bigint, sizeMiB: bigint, uuid: string | null = null): BlockPartition {
-  return { name: `loop0p${number}`, devPath: `/dev/loop0p${number}`, major: 259, minor, number, startSectors: S(startMiB), sizeSectors: S(sizeMiB), uuid, typeId: null, holders: [], readOnly: false };
-}
-
-function disk(name: string, minor: number, partitions: BlockPartition[], table?: BlockDisk["partitionTable"]): BlockDisk {
-  return {
-    name, devPath: `/dev/${name}`, major: 7, minor, diskSeq: "1", sizeBytes: 256n * MiB, logicalBlockSize: 512, readOnly: false, removable: false,
-    loopBackingFile: null, scsiAddress: null, scsiState: null, serial: null, vpdPage80: null, vpdPage83: null, wwid: null, holders: [],
-    partitions, partitionTable: table ?? { type: "gpt", entries: partitions.map((p) => ({ number: p.number, startSectors: p.startSectors, sizeSectors: p.sizeSectors, uuid: p.uuid, typeId: p.typeId })) },
-  };
-}
-
-const loop = (name: string, minor: number, backing: LoopDevice["backing"], offsetMiB = 0n, sizeMiB = 256n): LoopDevice => ({
-  name, devPath: `/dev/${name}`, major: 7, minor, sizeBytes: sizeMiB * MiB, offsetBytes: offsetMiB * MiB, backingFile: `backing-of-${name}`, backing,
-});
-
-const snap = (disks: BlockDisk[], loops: LoopDevice[], mounts: BlockSnapshot["mounts"] = []): BlockSnapshot => ({ disks, mounts, swaps: [], marks: [], loops });
-const file = { kind: "file" as const, dev: { major: 254, minor: 1 }, ino: 42n };
+import { deviceUse, noUse, stackedUses, tableMismatch } from "./device-use.ts";
+import { disk, file, loop, part, S, snap } from "../../../test/doubles/block-disk-fixtures.ts";
 
 describe("stacked loop devices", () => {
   const p1 = part(1, 0, 1n, 100n);
@@ -88,10 +65,33 @@ describe("kernel partitions against the on-disk table", () => {
   });
 });
 
-test("a dev- id of a partition whose PARTUUID another partition shares is ambiguous", () => {
-  const uuid = "0fc63daf-8483-4772-8e79-3d69d8477de4";
-  const a = disk("loop0", 0, [part(1, 0, 1n, 100n, uuid)]);
-  const b = disk("loop1", 1, [{ ...part(1, 1, 1n, 100n, uuid), name: "loop1p1", devPath: "/dev/loop1p1" }]);
-  assert.throws(() => findVolume(snap([a, b], []), "\\\\?\\Volume{dev-259-1}\\"), { code: Code.FailedPrecondition, message: /ambiguous/ });
-  assert.equal(findVolume(snap([a], []), "\\\\?\\Volume{dev-259-0}\\").devPath, "/dev/loop0p1");
+describe("deviceUse", () => {
+  const p1 = part(1, 0, 1n, 100n);
+  const d = disk("loop0", 0, [p1]);
+
+  test("the root filesystem is reported as system, other mounts as mount points", () => {
+    const mounts = [
+      { major: 259, minor: 0, mountPoint: "/", fsType: "ext4", source: "/dev/loop0p1" },
+      { major: 259, minor: 0, mountPoint: "/mnt/a", fsType: "ext4", source: "/dev/loop0p1" },
+    ];
+    const use = deviceUse(snap([d], [], mounts), p1, d);
+    assert.equal(use.system, "the root filesystem /");
+    assert.deepEqual(use.mountPoints, ["/mnt/a"]);
+    assert.deepEqual(use.busy, []);
+  });
+
+  test("swap and holders make it busy; an idle device has no use", () => {
+    const held = { ...p1, holders: ["dm-0"] };
+    const use = deviceUse(snap([d], [], [], { swaps: [{ major: 259, minor: 0 }] }), held, d);
+    assert.deepEqual(use.busy, ["in use as swap", "in use by /dev/dm-0 (holders)"]);
+    assert.deepEqual(deviceUse(snap([d]), p1, d), noUse());
+  });
+
+  test("a disk with a stale kernel partition names it; openers are listed when scanned", () => {
+    const stale = disk("loop0", 0, [p1], { type: "gpt", entries: [] });
+    const opener = { pid: 7, command: "dd", dev: { major: 7, minor: 0 }, access: "read-write" as const };
+    const use = deviceUse(snap([stale], [], [], { openers: [opener] }), stale, stale);
+    assert.match(use.busy.join(), /out of step with its partition table: the kernel shows partition 1 /);
+    assert.deepEqual(use.openers, [{ pid: 7, command: "dd", access: "read-write" }]);
+  });
 });

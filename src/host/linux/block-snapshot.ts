@@ -1,0 +1,84 @@
+/**
+ * The block snapshot: every fact the hosts' in-use checks need, read once per operation, and the
+ * lookups of disks and volumes in it (NotFound / ambiguous-id errors carry their codes here).
+ */
+import { failedPrecondition, notFound } from "../../errors.ts";
+import type { BlockDisk, BlockMount, DeviceOpener, DevNumber, LoopDevice, OfflineMark } from "./block-types.ts";
+import type { BlockReads } from "./block-reads.ts";
+import type { DeviceClaims } from "./device-claims.ts";
+import type { OfflineMarks } from "./device-state.ts";
+import { diskNumberOf, sameDev, visibleDisks } from "./disk-numbers.ts";
+import { parseVolumeId, volumeOfPartition, volumeOfWholeDisk, type VolumeRef } from "./volume-ids.ts";
+
+/** Everything the in-use checks need, read once per operation. */
+export interface BlockSnapshot {
+  disks: BlockDisk[];
+  mounts: BlockMount[];
+  swaps: DevNumber[];
+  marks: OfflineMark[];
+  /** Every attached loop device, shown or not: what may be stacked on a device. */
+  loops: LoopDevice[];
+  /** Processes holding the nodes of the snapshot's disks and partitions; absent unless asked for ({@link SnapshotOptions}). */
+  openers?: DeviceOpener[];
+}
+
+/** The reads a snapshot is taken with. */
+export type SnapshotSources = Pick<BlockReads, "listDisks" | "findDisk" | "readMounts" | "listLoops"> & Pick<DeviceClaims, "readSwapDevices" | "deviceOpeners"> & Pick<OfflineMarks, "readOfflineMarks">;
+
+export interface SnapshotOptions {
+  /** Also scan for processes holding the disks' and partitions' nodes (a change that must refuse them; a scan of /proc). */
+  openers?: boolean;
+}
+
+/**
+ * Reads everything the hosts' facts need, once per operation: every disk, or (with `dev`) only the
+ * disk with that device number — then `disks` is that disk or empty.
+ */
+export async function takeSnapshot(tools: SnapshotSources, dev?: DevNumber, options: SnapshotOptions = {}): Promise<BlockSnapshot> {
+  const disks = dev ? tools.findDisk(dev).then((d) => (d ? [d] : [])) : tools.listDisks();
+  const [all, mounts, swaps, marks, loops] = await Promise.all([disks, tools.readMounts(), tools.readSwapDevices(), tools.readOfflineMarks(), tools.listLoops()]);
+  const snap: BlockSnapshot = { disks: visibleDisks(all), mounts, swaps, marks, loops };
+  if (options.openers) snap.openers = await tools.deviceOpeners(snap.disks.flatMap((d) => [d, ...d.partitions]));
+  return snap;
+}
+
+/** The disk with this number; NotFound otherwise. */
+export function requireDisk(snap: BlockSnapshot, diskNumber: number): BlockDisk {
+  const disk = snap.disks.find((d) => diskNumberOf(d) === diskNumber);
+  if (!disk) throw notFound(`disk ${diskNumber} not found`);
+  return disk;
+}
+
+/** The disk behind a volume id or NotFound (no partition has that id, or the device is gone). */
+export function findVolume(snap: BlockSnapshot, id: string): VolumeRef {
+  const parsed = parseVolumeId(id);
+  const matches: VolumeRef[] = [];
+  for (const disk of snap.disks) {
+    if (parsed.kind === "dev" && sameDev(disk, parsed.dev)) matches.push(volumeOfWholeDisk(disk));
+    for (const p of disk.partitions) {
+      if (parsed.kind === "dev" ? sameDev(p, parsed.dev) : p.uuid?.toLowerCase() === parsed.uuid) matches.push(volumeOfPartition(disk, p));
+    }
+  }
+  if (matches.length === 0) throw notFound(`volume ${id} not found`);
+  // A dev- id of a partition whose PARTUUID other partitions share is as ambiguous as that PARTUUID.
+  const uuid = parsed.kind === "dev" && matches.length === 1 ? matches[0].partition?.uuid : null;
+  if (uuid) {
+    for (const disk of snap.disks) {
+      for (const p of disk.partitions) if (p.uuid?.toLowerCase() === uuid.toLowerCase() && !sameDev(p, matches[0].dev)) matches.push(volumeOfPartition(disk, p));
+    }
+  }
+  if (matches.length > 1) {
+    throw failedPrecondition(`volume id ${id} is ambiguous: partitions ${matches.map((m) => m.devPath).join(", ")} share that PARTUUID (cloned disks?)`);
+  }
+  return matches[0];
+}
+
+/** Volume holding a mounted device, if that device is a visible disk or partition. */
+export function volumeOfDevice(snap: BlockSnapshot, dev: DevNumber): VolumeRef | null {
+  for (const disk of snap.disks) {
+    if (sameDev(disk, dev)) return volumeOfWholeDisk(disk);
+    const p = disk.partitions.find((q) => sameDev(q, dev));
+    if (p) return volumeOfPartition(disk, p);
+  }
+  return null;
+}
