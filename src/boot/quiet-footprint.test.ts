@@ -13,11 +13,10 @@ const activityUrl = new URL("../rpc/call-activity.ts", import.meta.url).href;
 const MB = 1024 * 1024;
 
 /**
- * A child that (optionally) watches, then runs one "call" that holds 1.2 million small objects (promoted to
- * old space) and ~25 MB of 64 KiB Buffers (malloc'd), 90–120 MB resident in all, and drops them when it ends; prints RSS before,
- * at the end of the call and `waitMs` later, and the settle reports.
+ * Runs `body` as an ES module in a child Node (no NODE_OPTIONS) with `watchQuietFootprint`, `activity`
+ * (call-activity.ts) and an empty `settled` array in scope; returns the JSON of its last output line.
  */
-function burst(watch: boolean, waitMs: number): { base: number; peak: number; after: number; settled: { rssBefore: number; rssAfter: number; ms: number }[]; running: number } {
+function runChild<T>(body: string): T {
   const dir = mkdtempSync(path.join(tmpdir(), "quiet-footprint-"));
   try {
     const file = path.join(dir, "child.mjs");
@@ -25,6 +24,25 @@ function burst(watch: boolean, waitMs: number): { base: number; peak: number; af
       const { watchQuietFootprint } = await import(${JSON.stringify(watchUrl)});
       const activity = await import(${JSON.stringify(activityUrl)});
       const settled = [];
+      ${body}
+    `);
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    delete env.NODE_OPTIONS;
+    const r = spawnSync(process.execPath, [file], { encoding: "utf8", env, timeout: 60_000 });
+    assert.equal(r.status, 0, r.stderr);
+    return JSON.parse(r.stdout.trim().split("\n").at(-1)!) as T;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * A child that (optionally) watches, then runs one "call" that holds 1.2 million small objects (promoted to
+ * old space) and ~25 MB of 64 KiB Buffers (malloc'd), 90–120 MB resident in all, and drops them when it ends; prints RSS before,
+ * at the end of the call and `waitMs` later, and the settle reports.
+ */
+function burst(watch: boolean, waitMs: number): { base: number; peak: number; after: number; settled: { rssBefore: number; rssAfter: number; ms: number }[]; running: number } {
+  return runChild(`
       await new Promise((r) => setTimeout(r, 100));
       if (${watch}) watchQuietFootprint({ quietMs: 100, growthBytes: 8 * 1024 * 1024, settled: (r) => settled.push(r) });
       await new Promise((r) => setTimeout(r, 200)); // the trim function is loaded
@@ -41,15 +59,7 @@ function burst(watch: boolean, waitMs: number): { base: number; peak: number; af
       activity.callEnded();
       await new Promise((r) => setTimeout(r, ${waitMs}));
       console.log(JSON.stringify({ base, peak, after: process.memoryUsage.rss(), settled, running: activity.runningCalls() }));
-    `);
-    const env: NodeJS.ProcessEnv = { ...process.env };
-    delete env.NODE_OPTIONS;
-    const r = spawnSync(process.execPath, [file], { encoding: "utf8", env, timeout: 60_000 });
-    assert.equal(r.status, 0, r.stderr);
-    return JSON.parse(r.stdout.trim().split("\n").at(-1)!);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  `);
 }
 
 describe("quiet footprint", () => {
@@ -69,13 +79,7 @@ describe("quiet footprint", () => {
   });
 
   it("does nothing while a call runs", () => {
-    const dir = mkdtempSync(path.join(tmpdir(), "quiet-footprint-"));
-    try {
-      const file = path.join(dir, "child.mjs");
-      writeFileSync(file, `
-        const { watchQuietFootprint } = await import(${JSON.stringify(watchUrl)});
-        const activity = await import(${JSON.stringify(activityUrl)});
-        const settled = [];
+    const out = runChild<{ during: number; after: number }>(`
         watchQuietFootprint({ quietMs: 50, growthBytes: -Infinity /* any size */, settled: (r) => settled.push(r) });
         activity.callStarted(); activity.callStarted();
         activity.callEnded(); // one still runs
@@ -84,15 +88,7 @@ describe("quiet footprint", () => {
         activity.callEnded();
         await new Promise((r) => setTimeout(r, 400));
         console.log(JSON.stringify({ during, after: settled.length }));
-      `);
-      const env: NodeJS.ProcessEnv = { ...process.env };
-      delete env.NODE_OPTIONS;
-      const r = spawnSync(process.execPath, [file], { encoding: "utf8", env, timeout: 60_000 });
-      assert.equal(r.status, 0, r.stderr);
-      const out = JSON.parse(r.stdout.trim().split("\n").at(-1)!);
-      assert.deepEqual(out, { during: 0, after: 1 });
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    `);
+    assert.deepEqual(out, { during: 0, after: 1 });
   });
 });

@@ -5,7 +5,7 @@
  * reports them, STORAGE_DEVICE_ID_DESCRIPTOR buffers, Win32 error codes — and the Windows disk and
  * volume services' decisions (upstream master's, docs/upstream-behaviour.md: Disk, Volume) over them.
  */
-import { test, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Code, CsiProxyError } from "../../src/errors.ts";
 import { WindowsDiskHost, parseLocation } from "../../src/host/windows/disk.ts";
@@ -19,15 +19,9 @@ import { page83FromDescriptor } from "../../src/host/windows/cim-output.ts";
 import { IO_REPARSE_TAG_MOUNT_POINT, IO_REPARSE_TAG_SYMLINK } from "../../src/win32/win32-constants.ts";
 import { Win32Error, codeForWin32 } from "../../src/win32/win32-errors.ts";
 import { GPT_BASIC_DATA, GPT_MICROSOFT_RESERVED } from "../../src/host/windows/cim-types.ts";
-import { createFakePool, type FakePool } from "./fake-pool.ts";
+import { fakePoolsClosedAfter } from "./fake-pool.ts";
 
-const pools: FakePool[] = [];
-after(() => Promise.all(pools.map((p) => p.close())));
-function pool(fixtures: Record<string, unknown>) {
-  const p = createFakePool(fixtures, { size: 1 });
-  pools.push(p);
-  return p;
-}
+const pool = fakePoolsClosedAfter();
 const codeOf = (e: unknown) => (e as CsiProxyError).code;
 const reject = (p: Promise<unknown>) => p.then(() => assert.fail("expected a rejection"), (e) => e as CsiProxyError);
 

@@ -2,6 +2,7 @@
  * A PowerShellPool whose workers are the fake worker (test/doubles/fake-powershell-worker.ts) started
  * with the exact arguments powershell.exe would get, plus access to what the workers received.
  */
+import { after } from "node:test";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -67,5 +68,19 @@ export function createFakePool(fixtures: Record<string, unknown> = {}, options: 
       await pool.close();
       fs.rmSync(dir, { recursive: true, force: true });
     },
+  };
+}
+
+/**
+ * For a test file: a one-worker fake pool per call of the function it returns (with `options` for
+ * the script and ops), all closed after the file's tests.
+ */
+export function fakePoolsClosedAfter(options: Parameters<typeof createFakePool>[1] = {}): (fixtures: Record<string, unknown>) => FakePool {
+  const pools: FakePool[] = [];
+  after(() => Promise.all(pools.map((p) => p.close())));
+  return (fixtures) => {
+    const p = createFakePool(fixtures, { size: 1, ...options });
+    pools.push(p);
+    return p;
   };
 }

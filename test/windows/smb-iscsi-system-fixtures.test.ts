@@ -6,7 +6,7 @@
  * Service Control Manager's answers (Win32 errors, QUERY_SERVICE_CONFIGW / ENUM_SERVICE_STATUSW
  * buffers) — and the group services' decisions over them, down to the gRPC code.
  */
-import { test, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -27,15 +27,9 @@ import { ServiceStatus, StartType } from "../../src/groups/system/types.ts";
 import type { JsonStateFile } from "../../src/state/atomic-file.ts";
 import type { SmbState } from "../../src/groups/smb/smb-state.ts";
 import type { PathPolicy } from "../../src/policy/path-policy.ts";
-import { createFakePool, type FakePool } from "./fake-pool.ts";
+import { fakePoolsClosedAfter } from "./fake-pool.ts";
 
-const pools: FakePool[] = [];
-after(() => Promise.all(pools.map((p) => p.close())));
-function pool(fixtures: Record<string, unknown>) {
-  const p = createFakePool(fixtures, { size: 1, script: SMB_ISCSI_SYSTEM_SCRIPT, ops: SMB_ISCSI_SYSTEM_OPS });
-  pools.push(p);
-  return p;
-}
+const pool = fakePoolsClosedAfter({ script: SMB_ISCSI_SYSTEM_SCRIPT, ops: SMB_ISCSI_SYSTEM_OPS });
 const reject = (p: Promise<unknown>) => p.then(() => assert.fail("expected a rejection"), (e) => e as CsiProxyError);
 
 // ---- fixtures shaped like the worker's output on Windows -------------------------------------

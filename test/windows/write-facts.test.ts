@@ -6,7 +6,7 @@
  * facts the TypeScript side sends; the hosts obey whatever the check says; a fact that changed
  * between the service's look and the write is refused before the write's worker call.
  */
-import { test, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Code, CsiProxyError } from "../../src/errors.ts";
 import { WORKER_SCRIPT } from "../../src/host/windows/scripts/worker-script.ts";
@@ -22,15 +22,9 @@ import type { VolumeFacts, WriteCheck } from "../../src/groups/volume/host-api.t
 import type { DiskFacts, DiskWriteCheck } from "../../src/groups/disk/host-api.ts";
 import { GPT_BASIC_DATA } from "../../src/host/windows/cim-types.ts";
 import { rejectsWithCode } from "../helpers/assert-coded.ts";
-import { createFakePool, type FakePool } from "./fake-pool.ts";
+import { fakePoolsClosedAfter, type FakePool } from "./fake-pool.ts";
 
-const pools: FakePool[] = [];
-after(() => Promise.all(pools.map((p) => p.close())));
-function pool(fixtures: Record<string, unknown>) {
-  const p = createFakePool(fixtures, { size: 1 });
-  pools.push(p);
-  return p;
-}
+const pool = fakePoolsClosedAfter();
 const ops = (p: FakePool) => p.recorded().requests.map((r) => r.op);
 
 const DATA = { diskNumber: 1, partitionNumber: 2, gptType: GPT_BASIC_DATA, mbrType: null, size: "10720641024", offset: "16794624", driveLetter: "\u0000", accessPaths: [] as string[] };

@@ -5,6 +5,7 @@ import { FakeIscsiHost } from "../../../test/doubles/fake-iscsi-host.ts";
 import { createIscsiService } from "./iscsi-service.ts";
 import type { AuthenticationType, TargetPortal } from "./types.ts";
 import { rejectsWithCsiProxyError } from "../../../test/helpers/assert-coded.ts";
+import { holdPoint } from "../../../test/helpers/hold-point.ts";
 import * as fs from "node:fs/promises";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -201,18 +202,11 @@ describe("targets", () => {
 });
 
 describe("a call whose caller went away while it waited for its portal", () => {
-  /** An initiator whose connectTarget waits until `pass()`; `entered` settles when the first one started. */
+  /** An initiator whose connectTarget waits at `held` until the test lets it pass. */
   class HeldIscsiHost extends FakeIscsiHost {
-    #enter = () => {};
-    #pass = () => {};
-    readonly entered = new Promise<void>((resolve) => (this.#enter = resolve));
-    readonly #passed = new Promise<void>((resolve) => (this.#pass = resolve));
-    pass(): void {
-      this.#pass();
-    }
+    readonly held = holdPoint();
     override async connectTarget(portal: TargetPortal, iqn: string, auth: { type: AuthenticationType; chapUsername: string; chapSecret: string }) {
-      this.#enter();
-      await this.#passed;
+      await this.held.arrive();
       return super.connectTarget(portal, iqn, auth);
     }
   }
@@ -225,11 +219,11 @@ describe("a call whose caller went away while it waited for its portal", () => {
     await first.addTargetPortal({ targetPortal: P });
     await first.discoverTargetPortal({ targetPortal: P });
     const holding = first.connectTarget(connectReq());
-    await host.entered;
+    await host.held.entered;
     const waiting = second.connectTarget(connectReq("NONE", "", "", P, OTHER), { signal: AbortSignal.timeout(100) });
     waiting.catch(() => {});
     await sleep(400); // the deadline has passed while the first call holds the portal
-    host.pass();
+    host.held.pass();
     await holding;
     const err = await rejectsWithCsiProxyError(waiting, Code.DeadlineExceeded, /was not started .*nothing was done/);
     assert.deepEqual(host.calls.filter((c) => c.startsWith("connectTarget") || c.includes(OTHER)), [`connectTarget 10.0.0.5:3260 ${IQN} NONE user=`], "the dropped call never reached the host");

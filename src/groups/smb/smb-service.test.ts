@@ -11,6 +11,7 @@ import { createPathPolicy } from "../../policy/path-policy.ts";
 import { createRefCountedSmb, type RefCountedSmbService } from "../../../test/helpers/ref-counted-smb.ts";
 import { validateSmbState, type SmbState } from "./smb-state.ts";
 import { rejectsWithCsiProxyError } from "../../../test/helpers/assert-coded.ts";
+import { holdPoint } from "../../../test/helpers/hold-point.ts";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createKeyedMutex, type KeyedMutex } from "../../util/keyed-mutex.ts";
 import { createSmbService } from "./smb-service.ts";
@@ -505,18 +506,11 @@ describe("Windows platform", () => {
 });
 
 describe("a call whose caller went away while it waited for its share root", () => {
-  /** A host whose createMapping waits until `pass()`; `entered` settles when the first one started. */
+  /** A host whose createMapping waits at `held` until the test lets it pass. */
   class HeldSmbHost extends FakeSmbHost {
-    #enter = () => {};
-    #pass = () => {};
-    readonly entered = new Promise<void>((resolve) => (this.#enter = resolve));
-    readonly #passed = new Promise<void>((resolve) => (this.#pass = resolve));
-    pass(): void {
-      this.#pass();
-    }
+    readonly held = holdPoint();
     override async createMapping(root: string, username: string, password: string, requirePrivacy: boolean) {
-      this.#enter();
-      await this.#passed;
+      await this.held.arrive();
       return super.createMapping(root, username, password, requirePrivacy);
     }
   }
@@ -532,11 +526,11 @@ describe("a call whose caller went away while it waited for its share root", () 
   /** Runs a second call for the root held by a first one whose createMapping is held; its deadline passes while it waits. */
   async function queuedBehind(first: SmbService, second: SmbService, host: HeldSmbHost) {
     const holding = first.newSmbGlobalMapping(req("\\\\server\\share\\a", local("a")));
-    await host.entered;
+    await host.held.entered;
     const waiting = second.newSmbGlobalMapping(req("\\\\server\\share\\b", local("b")), { signal: AbortSignal.timeout(100) });
     waiting.catch(() => {});
     await sleep(400); // the deadline has passed while the first call holds the root
-    host.pass();
+    host.held.pass();
     await holding;
     const err = await rejectsWithCsiProxyError(waiting, Code.DeadlineExceeded, /was not started .*nothing was done/);
     const after = host.calls.filter((c) => !c.startsWith("getMapping") && !c.startsWith("isPathValid"));

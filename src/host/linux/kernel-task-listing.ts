@@ -123,13 +123,13 @@ function emitBlockFile(o: Offsets, fd: "ctx" | "mapping"): Insn[] {
     jeqImm(2, 0),
     ldx(2, 2, o.taskTgid.offset, o.taskTgid.size),
     stxW(10, -16, 2),
-    ldx(1, 6, o.ctxMeta, 8),
-    ldx(1, 1, o.metaSeq, 8),
-    movReg(2, 10),
-    addImm(2, -RECORD_BYTES),
-    movImm(3, RECORD_BYTES),
-    call(BPF_FUNC_SEQ_WRITE),
+    ...writeRecord(o),
   ];
+}
+
+/** bpf_seq_write(ctx->meta->seq, the RECORD_BYTES below r10, RECORD_BYTES): the record out to the reader (r6 holds ctx). */
+function writeRecord(o: Offsets): Insn[] {
+  return [ldx(1, 6, o.ctxMeta, 8), ldx(1, 1, o.metaSeq, 8), movReg(2, 10), addImm(2, -RECORD_BYTES), movImm(3, RECORD_BYTES), call(BPF_FUNC_SEQ_WRITE)];
 }
 
 /** The record: tgid, 0, the mount namespace's inode number, 0 — for thread group leaders with a namespace. */
@@ -150,12 +150,7 @@ function taskProgram(o: Offsets): Buffer {
     stxW(10, -16, 3),
     stW(10, -12, 0),
     stW(10, -4, 0),
-    ldx(1, 6, o.ctxMeta, 8),
-    ldx(1, 1, o.metaSeq, 8),
-    movReg(2, 10),
-    addImm(2, -RECORD_BYTES),
-    movImm(3, RECORD_BYTES),
-    call(BPF_FUNC_SEQ_WRITE),
+    ...writeRecord(o),
   ]);
 }
 
