@@ -105,8 +105,9 @@ export class Lab {
     this.services = services;
   }
 
-  static async create(defaultFsType: "ext4" | "xfs" = "ext4"): Promise<Lab> {
-    const dir = mkdtempSync(path.join(tmpdir(), "csi-redteam-"));
+  /** `baseDir`: where the lab's directory (its images among them) is made; the system's temporary directory by default. */
+  static async create(defaultFsType: "ext4" | "xfs" = "ext4", baseDir = tmpdir()): Promise<Lab> {
+    const dir = mkdtempSync(path.join(baseDir, "csi-redteam-"));
     mkdirSync(path.join(dir, "kubelet"));
     mkdirSync(path.join(dir, "outside"));
     const services = await createServices({

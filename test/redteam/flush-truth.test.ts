@@ -8,7 +8,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { writeFileSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { Lab, hasTool, labSkipReason, run, type Loop } from "./block-lab.ts";
 import { rejectsWithCode } from "../helpers/assert-coded.ts";
@@ -16,6 +17,27 @@ import { Code } from "../../src/errors.ts";
 
 const skip = labSkipReason() ?? (hasTool("chattr") ? null : "chattr missing (e2fsprogs)");
 if (skip) process.stderr.write(`flush red-team suite skipped: ${skip}\n`);
+
+/**
+ * A directory whose filesystem takes `chattr +i` for the images: the temporary directory, or /var/tmp
+ * when that is a tmpfs (no immutable flag there; Debian 13 mounts /tmp as one).
+ */
+function imageBaseDir(): string {
+  for (const dir of [tmpdir(), "/var/tmp"]) {
+    const probe = path.join(dir, `csi-chattr-probe-${process.pid}`);
+    try {
+      writeFileSync(probe, "");
+      run("chattr", ["+i", probe]);
+      run("chattr", ["-i", probe]);
+      return dir;
+    } catch {
+      // this filesystem has no immutable flag: try the next
+    } finally {
+      rmSync(probe, { force: true });
+    }
+  }
+  return tmpdir();
+}
 
 const FILESYSTEMS = [
   { fs: "ext4", mkfs: ["mkfs.ext4", "-q"] },
@@ -54,7 +76,7 @@ async function mountedVolume(lab: Lab, mkfs: readonly string[], name: string) {
 describe("flush on a device whose writes fail (ext4, xfs, btrfs)", { skip: skip ?? false }, () => {
   for (const { fs, mkfs } of FILESYSTEMS) {
     it(`${fs}: WriteVolumeCache answers DataLoss once; UnmountVolume after a failed flush stays mounted, the next one unmounts`, { skip: !hasTool(mkfs[0]) && `${mkfs[0]} missing` }, async () => {
-      const lab = await Lab.create();
+      const lab = await Lab.create("ext4", imageBaseDir());
       const vols: Awaited<ReturnType<typeof mountedVolume>>[] = [];
       try {
         // WriteVolumeCache.
