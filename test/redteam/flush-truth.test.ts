@@ -8,7 +8,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { rmSync, writeFileSync } from "node:fs";
+import { statfsSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { Lab, hasTool, labSkipReason, run, type Loop } from "./block-lab.ts";
@@ -19,24 +19,13 @@ const skip = labSkipReason() ?? (hasTool("chattr") ? null : "chattr missing (e2f
 if (skip) process.stderr.write(`flush red-team suite skipped: ${skip}\n`);
 
 /**
- * A directory whose filesystem takes `chattr +i` for the images: the temporary directory, or /var/tmp
- * when that is a tmpfs (no immutable flag there; Debian 13 mounts /tmp as one).
+ * A directory on a filesystem that refuses writes to an immutable file: the temporary directory, or
+ * /var/tmp when that is a tmpfs (Debian 13 mounts /tmp as one). tmpfs takes `chattr +i` (Linux ≥ 6.0)
+ * but its write path does not check the flag, so the loop device's writes would go on succeeding.
  */
 function imageBaseDir(): string {
-  for (const dir of [tmpdir(), "/var/tmp"]) {
-    const probe = path.join(dir, `csi-chattr-probe-${process.pid}`);
-    try {
-      writeFileSync(probe, "");
-      run("chattr", ["+i", probe]);
-      run("chattr", ["-i", probe]);
-      return dir;
-    } catch {
-      // this filesystem has no immutable flag: try the next
-    } finally {
-      rmSync(probe, { force: true });
-    }
-  }
-  return tmpdir();
+  const TMPFS_MAGIC = 0x01021994;
+  return [tmpdir(), "/var/tmp"].find((dir) => statfsSync(dir).type !== TMPFS_MAGIC) ?? tmpdir();
 }
 
 const FILESYSTEMS = [
