@@ -138,7 +138,8 @@ test("while workers cannot start, calls in the back-off window fail at once with
   try {
     const first = await f.pool.call("ping").catch((e) => e);
     assert.equal(codeOf(first), Code.Unavailable);
-    assert.match(String(first.message), /PowerShell worker exited \(code 3\)/);
+    // the call that waited for the failed start and those in the back-off answer in one shape
+    assert.match(String(first.message), /^ping: PowerShell worker exited \(code 3\) \(PowerShell workers cannot start; next attempt in \d+ ms\)$/);
     const t0 = Date.now();
     const errs = await Promise.all(Array.from({ length: 5 }, () => f.pool.call("ping").catch((e) => e)));
     assert.ok(Date.now() - t0 < 200, `no call waited for the next start attempt (${Date.now() - t0} ms)`);

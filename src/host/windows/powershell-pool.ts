@@ -47,6 +47,14 @@ export interface PowerShellPoolOptions {
   ops?: readonly string[];
 }
 
+/**
+ * The one answer of a call while no worker can start, whether it waited for the failed start or came
+ * during the back-off: the same text either way, so an answer does not depend on the pool's history.
+ */
+function cannotStart(op: string, startError: CsiProxyError, waitMs: number): CsiProxyError {
+  return new CsiProxyError(Code.Unavailable, `${op}: ${startError.message} (PowerShell workers cannot start; next attempt in ${Math.max(0, waitMs)} ms)`);
+}
+
 export class PowerShellPool implements WorkerOwner {
   readonly #options: PowerShellPoolOptions;
   readonly #size: number;
@@ -98,9 +106,7 @@ export class PowerShellPool implements WorkerOwner {
     };
     if (signal?.aborted) return Promise.reject(notStarted(signal));
     const wait = this.#retryAt - Date.now();
-    if (this.#startError && this.#workers.size === 0 && wait > 0) {
-      return Promise.reject(new CsiProxyError(Code.Unavailable, `${op}: ${this.#startError.message} (PowerShell workers cannot start; next attempt in ${wait} ms)`));
-    }
+    if (this.#startError && this.#workers.size === 0 && wait > 0) return Promise.reject(cannotStart(op, this.#startError, wait));
     return new Promise<T>((resolve, reject) => {
       const id = this.#nextId++;
       const call: WorkerCall = {
@@ -189,7 +195,7 @@ export class PowerShellPool implements WorkerOwner {
         this.#startError = err;
         this.#retryAt = Date.now() + Math.min(30_000, 250 * 2 ** Math.min(this.#failures - 1, 7));
         // calls waiting while no worker can start fail rather than hang
-        if (this.#workers.size === 0) for (const call of this.#queue.splice(0)) call.reject(err);
+        if (this.#workers.size === 0) for (const call of this.#queue.splice(0)) call.reject(cannotStart(call.op, err, this.#retryAt - Date.now()));
       }
       this.dispatch();
     });
