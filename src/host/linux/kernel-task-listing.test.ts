@@ -5,7 +5,8 @@
 // itself is left out; a holder that exits is gone from the next listing; a holder in another PID
 // namespace is named by this namespace's pid. Each process's mount namespace is the one its
 // /proc/<pid>/ns/mnt link names. The daemon's stop closes the listing's BPF links (no descriptor
-// left), and the next scan opens it again.
+// left), and the next scan opens it again. Signals arriving during the programs' load (a profiler's
+// SIGPROF every 50 µs) do not make the listing unavailable.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
@@ -145,5 +146,14 @@ describe("the kernel's task listings give the /proc walk's answers", { skip: ski
     assert.ok(await openKernelTaskListing(), "opened again after the stop");
     assert.equal(bpfLinks(), 3);
     assert.deepEqual(await scanDeviceOpeners([dev], { via: "kernel" }), await scanDeviceOpeners([dev], { via: "procfs" }));
+  });
+
+  it("opens while signals keep arriving (a profiler's SIGPROF every 50 µs): the verifier's EAGAIN does not make it unavailable", () => {
+    const module = path.join(import.meta.dirname, "kernel-task-listing.ts");
+    const script = `const m = await import(${JSON.stringify(module)}); const k = await m.openKernelTaskListing(); process.stdout.write(JSON.stringify({ open: !!k, why: m.kernelListingUnavailableReason() ?? null }));`;
+    for (let i = 0; i < 3; i++) {
+      const out = execFileSync(process.execPath, ["--cpu-prof", "--cpu-prof-dir", path.join(dir, "profiles"), "--cpu-prof-interval", "50", "--input-type=module", "-e", script], { encoding: "utf8" });
+      assert.deepEqual(JSON.parse(out), { open: true, why: null }, `run ${i + 1}`);
+    }
   });
 });

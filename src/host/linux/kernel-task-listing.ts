@@ -64,6 +64,8 @@ const BPF_FUNC_SEQ_WRITE = 127;
 /** The initial PID namespace's inode number (PROC_PID_INIT_INO). */
 const INIT_PID_NS = "pid:[4026531836]";
 const RECORD_BYTES = 16;
+/** BPF_PROG_LOAD attempts when the verifier was interrupted by a signal (EAGAIN). */
+const PROG_LOAD_ATTEMPTS = 20;
 
 /** One BPF instruction. */
 const insn = (code: number, dst: number, src: number, off: number, imm: number) => ({ code, dst, src, off, imm });
@@ -214,6 +216,22 @@ function bpfCall(koffi: Koffi, syscall: Syscall, cmd: number, attr: Buffer): num
   return r;
 }
 
+let sigmask: ((how: number, set: Buffer, old: Buffer) => number) | undefined;
+/** Runs `fn` with every blockable signal blocked on this thread (pthread_sigmask), the mask restored after. */
+function withSignalsHeld<T>(koffi: Koffi, fn: () => T): T {
+  sigmask ??= koffi.load("libc.so.6").func("int pthread_sigmask(int how, const void *set, void *old)") as unknown as (how: number, set: Buffer, old: Buffer) => number;
+  const all = Buffer.alloc(128, 0xff);
+  const old = Buffer.alloc(128);
+  const SIG_BLOCK = 0;
+  const SIG_SETMASK = 2;
+  if (sigmask(SIG_BLOCK, all, old) !== 0) return fn();
+  try {
+    return fn();
+  } finally {
+    sigmask(SIG_SETMASK, old, Buffer.alloc(128));
+  }
+}
+
 function loadIterator(koffi: Koffi, syscall: Syscall, program: Buffer, btfId: number): number {
   const license = Buffer.from("GPL\0");
   const log = Buffer.alloc(64 * 1024);
@@ -230,7 +248,17 @@ function loadIterator(koffi: Koffi, syscall: Syscall, program: Buffer, btfId: nu
   attr.writeUInt32LE(btfId, 108); // attach_btf_id
   let prog: number;
   try {
-    prog = bpfCall(koffi, syscall, BPF_PROG_LOAD, attr);
+    // The verifier gives up with EAGAIN when a signal is pending (a profiler's SIGPROF, a child's
+    // SIGCHLD): signals are held back on this thread during the load (delivered right after), and
+    // an EAGAIN all the same is tried again, as libbpf does.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        prog = withSignalsHeld(koffi, () => bpfCall(koffi, syscall, BPF_PROG_LOAD, attr));
+        break;
+      } catch (err) {
+        if ((err as { code?: string }).code !== "EAGAIN" || attempt >= PROG_LOAD_ATTEMPTS) throw err;
+      }
+    }
   } catch (err) {
     const text = log.toString("utf8", 0, Math.max(0, log.indexOf(0))).trim().split("\n").slice(-3).join("; ");
     throw new Error(`${(err as Error).message}${text ? ` (verifier: ${text})` : ""}`, { cause: err });
