@@ -19,12 +19,14 @@
  * the /proc pids only there). {@link openKernelTaskListing} resolves null otherwise, and the callers
  * walk /proc instead (device-openers.ts, namespace-mounts.ts).
  *
- * Owned resources, for the process's lifetime, opened on first use: three iterator links (3
- * descriptors; each holds its loaded program). Each listing opens one iterator descriptor, reads it to
- * its end and closes it. Cost: the kernel's walk over every task's file table and mappings (~0.1–0.3 µs
- * per descriptor or mapping), the record copy for block device files only; one record per process for
- * the namespaces. The first use also reads the kernel's BTF (kernel-btf.ts) for the structure offsets
- * (0.1–0.3 s, once).
+ * Owned resources, opened on first use and kept until {@link closeKernelTaskListing} (the daemon's
+ * stop): three iterator links (3 descriptors; each holds its loaded program). Each listing creates a
+ * fresh iterator descriptor per walk, reads it to its end and closes it: what is kept is the program,
+ * never a walk's result. The file and mapping walks run at once, each read(2) on a libuv pool thread.
+ * Cost: the kernel's walk over every task's file table and mappings (~0.1 µs per descriptor, ~0.2 µs
+ * per mapping on this machine at load ~10; docs/performance.md "Opener scan"), the record copy for
+ * block device files only; one record per process for the namespaces (~1 µs per process in all).
+ * The first use also reads the kernel's BTF (kernel-btf.ts) for the structure offsets (0.1–0.3 s, once).
  */
 import { closeSync, read, readlinkSync } from "node:fs";
 import { loadKoffi, type Koffi } from "../../win32/native.ts";
@@ -44,8 +46,8 @@ export interface BlockFileRecord {
 export interface KernelTaskListing {
   /**
    * Every open or mapped block device file, as of one walk of the kernel's tasks. `beforeRead` runs
-   * before each read(2) (one read covers at most 4 096 files or mappings, a few ms; the event loop can
-   * have a turn there): it may throw to stop the listing.
+   * before each read(2) (one read covers at most 16 × 4 096 files or mappings, ~5–20 ms of kernel
+   * time, on a pool thread): it may throw to stop the listing.
    */
   blockFiles(beforeRead?: () => Promise<void>): Promise<BlockFileRecord[]>;
   /** Each process's (thread group leader's) mount namespace as /proc/<pid>/ns/mnt names it (`mnt:[inode]`), by pid; exiting processes are left out. */
