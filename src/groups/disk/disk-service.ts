@@ -85,6 +85,7 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
         const check = diskWriteCheck(disk, ruleOf(what, false, { table: { kind: "empty", to: "write a partition table to" } }));
         await withContext(`initialise ${disk.name} with GPT`, host.initializeDisk(n, check));
         changed = `${disk.name} was given an empty GPT partition table`;
+        stopIfAborted(callSignal(), { before: `adding the data partition to ${disk.name}`, done: `${changed}; no partition was created (a retry of PartitionDisk adds it)` });
         style = "gpt";
         table = await host.listPartitions(n).catch((e: unknown) => Promise.reject(withEarlierSteps(e, changed!))); // Windows may add a reserved partition itself
       }
@@ -100,7 +101,6 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
       }
       // Right before writing: same disk, nothing in use or mounted at all, no signature but a partition table.
       const check = diskWriteCheck(disk, ruleOf(what, false, { table: { kind: "table", to: "add a partition to" } }));
-      if (changed) stopIfAborted(callSignal(), { before: `adding the data partition to ${disk.name}`, done: `${changed}; no partition was created (a retry of PartitionDisk adds it)` });
       try {
         await host.createDataPartition(n, style, check);
       } catch (err) {
