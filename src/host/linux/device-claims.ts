@@ -15,7 +15,7 @@ import { createNamespaceMounts } from "./namespace-mounts.ts";
 import { fsError } from "../fs-error.ts";
 import { failedPrecondition } from "../../errors.ts";
 import { callSignal } from "../../util/call-scope.ts";
-import { NOTHING_CHANGED, stopIfAborted } from "../stop-if-aborted.ts";
+import { NOTHING_CHANGED, StoppedBetweenSteps, stopIfAborted } from "../stop-if-aborted.ts";
 
 /** How long read-only openers of a device node are given to close before they count (udev probing takes milliseconds). */
 export const OPENER_SETTLE_MS = 1000;
@@ -81,6 +81,7 @@ async function claimExclusive(devPath: string, dev: DevNumber): Promise<DeviceCl
       }
     }
   } catch (e) {
+    if (e instanceof StoppedBetweenSteps) throw e;
     const code = (e as NodeJS.ErrnoException).code;
     if (code === "EBUSY") throw failedPrecondition(`${devPath} is in use: the kernel refuses an exclusive claim (mounted, or held by another program or device)`);
     if (code === "ENOENT" || code === "ENXIO") throw failedPrecondition(`${devPath} is gone (the device changed since it was looked up)`);
