@@ -38,6 +38,8 @@ import { CsiProxyError, Code } from "../../errors.ts";
 import { HostCommandError, runCommand } from "../exec/run-command.ts";
 import { readFileIfExists, readStateFile, removeFileDurablyIn, writeFileAtomic, writeFileAtomicIn } from "../../state/atomic-file.ts";
 import { withStateDir, type StateDirHandle } from "../../state/state-subdir.ts";
+import { callSignal } from "../../util/call-scope.ts";
+import { NOTHING_CHANGED, stopIfAborted } from "../stop-if-aborted.ts";
 
 /** The mutual CHAP secret's name in `<state-dir>/iscsi`. */
 const MUTUAL_FILE = "mutual-chap-secret";
@@ -214,10 +216,15 @@ export class LinuxIscsiHost implements IscsiHostApi {
     }
     const records = await this.#recordFiles(portal, iqn);
     if (records.length === 0) throw new CsiProxyError(Code.NotFound, `no node record for ${iqn} at ${portalArg(portal)} in ${this.#nodesDir}`);
+    stopIfAborted(callSignal(), { before: `setting the authentication of ${iqn} at ${portalArg(portal)}`, done: NOTHING_CHANGED });
     for (const file of records) {
       const text = await fs.readFile(file, "utf8");
       await writeFileAtomic(file, rewriteAuth(text, lines), { mode: 0o600, tmpDir: path.dirname(this.#nodesDir) });
     }
+    stopIfAborted(callSignal(), {
+      before: `logging in to ${iqn} at ${portalArg(portal)}`,
+      done: `the node records of ${iqn} at ${portalArg(portal)} hold the requested authentication settings; no session was started`,
+    });
     await this.#run(`log in to ${iqn} at ${portalArg(portal)}`, ["-m", "node", "-T", iqn, "-p", portalArg(portal), "--login"], { ok: [0, 15], redact });
   }
 
