@@ -179,6 +179,34 @@ describe("a call aborted between two steps of a host operation", { skip, timeout
     assert.ok(blocks() > fsBefore, `filesystem grown: ${blocks()} > ${fsBefore} blocks`);
   });
 
+  test("ResizeVolume: aborted after finishing an interrupted resize, the resize itself is not started; the answer says what the kernel was told", async () => {
+    const l = partitionedLoop(256, 32, "sync");
+    run("mkfs.ext4", ["-q", `${l.device}p1`]);
+    // An earlier resize interrupted between sfdisk and partx: the table says 160 MiB, the kernel 32 MiB.
+    run("sfdisk", ["--quiet", "--no-reread", "--no-tell-kernel", "-N", "1", l.device], `, ${160 * 2048}\n`);
+    assert.equal(sysfsSectors(l, 1), 32 * 2048);
+    const blocks = () => Number(/^Block count:\s+(\d+)/m.exec(run("dumpe2fs", ["-h", `${l.device}p1`]))?.[1]);
+    const fsBefore = blocks();
+    const controller = new AbortController();
+    const t = tracedTools("resizePartition", () => controller.abort(DEADLINE()));
+    const { volume } = services(t.tools);
+    const [id] = (await volume.listVolumesOnDisk({ diskNumber: l.diskNumber, partitionNumber: 1 })).volumeIds;
+    const target = 200n * BigInt(MiB);
+    const err = await rejection(volume.resizeVolume({ volumeId: id, sizeBytes: target }, { signal: controller.signal }));
+    assert.equal(err.code, Code.DeadlineExceeded, err.message);
+    assert.equal(
+      err.message,
+      `deadline exceeded: stopped before resizing volume ${id}; finishing an earlier interrupted resize, the kernel was given the size partition 1 of disk ${l.diskNumber} already had in the partition table; nothing more was changed`,
+    );
+    assert.deepEqual(t.afterAbort, [], "no host step after the abort");
+    assert.equal(sysfsSectors(l, 1), 160 * 2048, "the kernel shows the table's size");
+    assert.equal(blocks(), fsBefore, "the filesystem was not grown");
+    // The retry: 40 MiB more is below the 100 MiB threshold, so the partition stays; the filesystem grows to it.
+    await volume.resizeVolume({ volumeId: id, sizeBytes: target });
+    assert.equal(sysfsSectors(l, 1), 160 * 2048);
+    assert.ok(blocks() > fsBefore, `filesystem grown: ${blocks()} > ${fsBefore} blocks`);
+  });
+
   test("SetDiskState(offline): aborted after the offline mark was recorded, the device is not set read-only and the mark is taken back", async () => {
     const l = partitionedLoop(64, 32, "offl");
     const controller = new AbortController();

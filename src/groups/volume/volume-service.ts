@@ -167,9 +167,15 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
     if (sizeBytes < 0n) throw invalidArgument(`invalid negative size ${sizeBytes} for volume (${volumeId})`);
     if (host.syncInterruptedResize) {
       const first = await host.locateVolume(volumeId);
-      await locks.run(diskLockKey(first.diskNumber), () => withContext(`resize volume ${volumeId} (${first.name}): finishing an interrupted resize`, host.syncInterruptedResize!(volumeId)), {
+      const synced = await locks.run(diskLockKey(first.diskNumber), () => withContext(`resize volume ${volumeId} (${first.name}): finishing an interrupted resize`, host.syncInterruptedResize!(volumeId)), {
         what: `ResizeVolume of volume ${volumeId} (${first.name})`,
       });
+      if (synced) {
+        stopIfAborted(callSignal(), {
+          before: `resizing volume ${volumeId}`,
+          done: `finishing an earlier interrupted resize, the kernel was given the size partition ${first.partitionNumber} of disk ${first.diskNumber} already had in the partition table; nothing more was changed`,
+        });
+      }
     }
     await withVolume("ResizeVolume", volumeId, async (vol) => {
       const what = `resize volume ${volumeId} (${vol.name})`;
