@@ -243,6 +243,7 @@ export class TreeWalker<H, I> {
           if (!f.listedAll) {
             await this.#checkRoot();
             await this.#list(f);
+            await this.#unlinkFiles(f);
             continue;
           }
           // read to its end and emptied (but for kept names); an entry created since makes its removal fail
@@ -253,9 +254,7 @@ export class TreeWalker<H, I> {
           await this.#pop();
           continue;
         }
-        await this.#unlinkFiles(f);
-        const e = f.pending.shift();
-        if (e === undefined) continue;
+        const e = f.pending.shift()!;
         this.#pending.remove();
         await this.#enter(f, e);
       }
