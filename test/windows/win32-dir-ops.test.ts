@@ -50,7 +50,7 @@ test("openEntry: a directory is held with its identity; a file or link is delete
   assert.equal(fake.open.size, 0, "every handle closed");
 });
 
-test("list reads at most `want` names per pass through a listing handle closed after it; end once read to the end", async (t) => {
+test("list reads at most `want` names per pass through a listing handle closed after it; end once a pass finds it empty", async (t) => {
   const d = tmp(t);
   const n = LISTING_BATCH * 2 + 10;
   for (let i = 0; i < n; i++) fs.writeFileSync(path.join(d, `f${i}`), "");
@@ -62,7 +62,12 @@ test("list reads at most `want` names per pass through a listing handle closed a
   assert.deepEqual([part.entries.length, part.end], [LISTING_BATCH + 5, false]);
   assert.ok(part.entries.every((e) => e.dir === null), "a name's kind is learnt by opening it");
   const all = await ops.list(root.h, root.id, n + 1, new Set(["f0"]), d, () => {});
-  assert.deepEqual([all.entries.length, all.end], [n - 1, true]);
+  assert.deepEqual([all.entries.length, all.end], [n - 1, false], "read to its end, but not empty: not done yet");
+  const e = tmp(t);
+  const empty = await openEntry(fake, e, false);
+  if (empty.kind !== "dir") throw new Error(empty.kind);
+  assert.deepEqual(await ops.list(empty.h, empty.id, 10, null, e, () => {}), { entries: [], end: true }, "a pass that finds it empty reads it to its end");
+  await ops.close(empty.h);
   assert.equal(fake.open.size, 1, "only the held directory is open between passes");
   // the named path still opens to the held directory; replaced → why not
   assert.equal(await ops.whyNotNamed(root.h, root.id, d), null);

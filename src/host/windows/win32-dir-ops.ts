@@ -11,7 +11,10 @@
  *   meanwhile); a level is re-entered by its `\\?\` path;
  * - listing: a listing handle re-opened from the level's own handle (no path), read with
  *   GetFileInformationByHandleEx(FileIdBothDirectoryInfo) from the start, closed before the pass
- *   returns; names only (each entry is inspected when it is opened), so nothing runs concurrently.
+ *   returns; names only (each entry is inspected when it is opened), so nothing runs concurrently. A
+ *   directory is read to its end only when a pass finds it empty: it is deleted after a pass that
+ *   saw it empty, and the walk checks the named directory before every pass, so no directory is
+ *   deleted after the named one was found moved.
  */
 import * as fs from "node:fs/promises";
 import { Code, CsiProxyError } from "../../errors.ts";
@@ -86,7 +89,9 @@ export function win32DirOps(win32: RemoveTreeWin32): DirOps<Handle, string> {
       } finally {
         await win32.closeHandle(lh);
       }
-      return { entries: names.map((name) => ({ name, dir: null })), end };
+      // read to its end counts only when the pass found nothing: a directory is removed after a pass that saw it
+      // empty, and the walk checks the named directory again before that pass (as before every pass)
+      return { entries: names.map((name) => ({ name, dir: null })), end: end && names.length === 0 };
     },
     openChild: (_parent, _parentId, _name, shown) => openEntry(win32, shown, true),
     unlink: async (_parent, _name, shown) => {
