@@ -12,9 +12,6 @@ import { abortError } from "../stop-if-aborted.ts";
 import { emptyTree } from "../tree-walker.ts";
 import { openEntry, win32DirOps, type RemoveTreeWin32 } from "./win32-dir-ops.ts";
 
-export { OPEN_DIRS, BATCH, NAME_BUDGET } from "../tree-walk-bounds.ts";
-export { win32Path, type RemoveTreeWin32 } from "./win32-dir-ops.ts";
-
 /**
  * Removes `p` and everything below it (`contents`: only what is below it; `p` must be a directory).
  * Missing `p`: nothing to do for removal of the entry; NotFound for `contents`. Never follows a link
