@@ -6,7 +6,8 @@ import { setTimeout as sleep } from "node:timers/promises";
  * block tools (a modelled host with loop, virtio and SCSI disks).
  */
 import { createDiskService } from "../../groups/disk/disk-service.ts";
-import { diskNumberOf, devOfDiskNumber, page83FromVpd, serialFromVpd } from "./block-model.ts";
+import { diskNumberOf, devOfDiskNumber } from "./disk-numbers.ts";
+import { page83FromVpd, serialFromVpd } from "./disk-ids.ts";
 import { LinuxDiskHost } from "./disk.ts";
 import { createPathPolicy } from "../../policy/path-policy.ts";
 import { diskWriteCheck } from "../../policy/block-policy.ts";

@@ -14,7 +14,7 @@ import { spawnSync } from "node:child_process";
 import { Code, CsiProxyError } from "../../errors.ts";
 import { LinuxIscsiHost, parseDiscoveredTargets, parseDiscoveryRecords, portalArg, rewriteAuth } from "./iscsi.ts";
 import { recordingProgram, type RecordingProgram } from "../../../test/integration/smb-iscsi-system-fixtures.ts";
-import { diskNumberOf } from "./block-model.ts";
+import { diskNumberOf } from "./disk-numbers.ts";
 
 const P = { targetAddress: "10.0.0.5", targetPort: 3260 };
 const IQN = "iqn.2024-01.com.example:storage.lun1";

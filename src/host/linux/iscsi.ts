@@ -27,7 +27,7 @@
  * when the start-up check of the state directory refused it (src/state/state-dir.ts), both mutual
  * CHAP operations answer that FailedPrecondition instead.
  *
- * Disk numbers follow the disk group's numbering (src/host/linux/block-model.ts `diskNumberOf`):
+ * Disk numbers follow the disk group's numbering (src/host/linux/disk-numbers.ts `diskNumberOf`):
  * the block device's dev_t as (major << 20) | minor.
  */
 import * as fs from "node:fs/promises";
