@@ -337,17 +337,6 @@ describe("createPathPolicy() on linux, real filesystem", { skip: process.platfor
       await expectOutcome(() => policy.check(r(c.path), { followFinal: c.followFinal }), r(c.want as string));
     });
   }
-
-  it("createFsResolver() follows the resolver contract", async () => {
-    const resolve = createFsResolver(fs, "linux");
-    assert.equal(await resolve(r("kubelet/in")), r("kubelet/pods"));
-    assert.equal(await resolve(r("kubelet/nothing")), null);
-    assert.equal(await resolve(r("kubelet/file/x")), null); // ENOTDIR
-    assert.equal(await resolve(r("kubelet/dangling")), r("outside/missing"));
-    assert.equal(await resolve(r("kubelet/chain")), r("outside/missing"));
-    assert.equal(await resolve(r("kubelet/dangling/x")), null);
-    await assert.rejects(resolve(r("kubelet/loop1")), { code: "ELOOP" });
-  });
 });
 
 describe("createPathPolicy() on win32", () => {
