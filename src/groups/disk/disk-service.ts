@@ -18,8 +18,6 @@ import {
   type DiskWriteRule,
 } from "../../policy/block-policy.ts";
 
-export { diskLockKey } from "../../policy/block-policy.ts";
-
 export interface DiskServiceDeps {
   host: DiskHostApi;
   /**

@@ -1,7 +1,7 @@
 /**
  * The block devices the kernel shows, read without processes: /sys/block (sysfs-block.ts), the
  * mount table (mount-table-cache.ts), loop devices, /proc/filesystems and the partition table on
- * the disk itself (partition-table.ts). Reads only; block-model.ts interprets them.
+ * the disk itself (partition-table.ts). Reads only; the interpreting rooms (disk-numbers.ts, block-snapshot.ts…) read them.
  */
 import { readFile, stat } from "node:fs/promises";
 import { existsSync, readFileSync, readdirSync, realpathSync } from "node:fs";

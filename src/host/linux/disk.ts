@@ -1,7 +1,7 @@
 /**
  * The disk group's host on Linux block devices ({@link DiskHostApi}): every answer is read from
  * sysfs, procfs, the partition table or blkid through {@link DiskTools} and interpreted by
- * block-model.ts; every operation is one tool step. Decisions are disk-service.ts's
+ * the interpreting rooms (disk-numbers.ts, disk-ids.ts, block-snapshot.ts…); every operation is one tool step. Decisions are disk-service.ts's
  * (policy/block-policy.ts): before each write the host hands the facts of a fresh reading to the
  * service's check and refuses nothing itself (the kernel's exclusive claim and sfdisk keep theirs).
  * docs/linux-concept-map.md says what each concept means here.
@@ -19,27 +19,14 @@ import type { Privileges } from "./privileges.ts";
 import { SnapshotSessions } from "./snapshot-session.ts";
 import { callSignal } from "../../util/call-scope.ts";
 import { NOTHING_CHANGED, stopIfAborted } from "../stop-if-aborted.ts";
-import {
-  deviceUse,
-  devOfDiskNumber,
-  diskIds,
-  diskLocation,
-  diskNumberOf,
-  isDiskOnline,
-  isReservedPartition,
-  LINUX_DATA_GPT_TYPE,
-  LINUX_DATA_MBR_TYPE,
-  contentSignatures,
-  describeSignatures,
-  liveMarks,
-  markOf,
-  noUse,
-  requireDisk,
-  rootRequirement,
-  takeSnapshot,
-  visibleDisks,
-  type BlockSnapshot,
-} from "./block-model.ts";
+import { deviceUse, noUse } from "./device-use.ts";
+import { devOfDiskNumber, diskNumberOf, visibleDisks } from "./disk-numbers.ts";
+import { diskIds, diskLocation } from "./disk-ids.ts";
+import { isDiskOnline, liveMarks, markOf } from "./disk-online.ts";
+import { isReservedPartition, LINUX_DATA_GPT_TYPE, LINUX_DATA_MBR_TYPE } from "./partition-types.ts";
+import { contentSignatures, describeSignatures } from "../../policy/block-policy.ts";
+import { requireDisk, takeSnapshot, type BlockSnapshot } from "./block-snapshot.ts";
+import { rootRequirement } from "./root-requirement.ts";
 
 const styleOf = (t: PartitionTable) => (t.type === "gpt" ? "gpt" : "mbr");
 

@@ -7,7 +7,7 @@ import { Code, CsiProxyError, failedPrecondition } from "../../errors.ts";
 import { describeSchedule, retryUndo, type UndoLog } from "../../util/undo-retry.ts";
 import { callSignal } from "../../util/call-scope.ts";
 import { stopIfAborted } from "../stop-if-aborted.ts";
-import type { VolumeRef } from "./block-model.ts";
+import type { VolumeRef } from "./volume-ids.ts";
 import type { FilesystemTools } from "./filesystem-tools.ts";
 import type { MountTools } from "./mount-tools.ts";
 

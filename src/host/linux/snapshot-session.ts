@@ -11,7 +11,7 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { DevNumber } from "./block-types.ts";
-import type { BlockSnapshot, SnapshotOptions } from "./block-model.ts";
+import type { BlockSnapshot, SnapshotOptions } from "./block-snapshot.ts";
 
 type Store = Map<string, Promise<BlockSnapshot>>;
 

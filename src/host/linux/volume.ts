@@ -1,6 +1,6 @@
 /**
  * The volume group's host on Linux block devices ({@link VolumeHostApi}). Volumes are partitions or
- * whole-disk filesystems, named `\\?\Volume{<PARTUUID>}\` (block-model.ts); what they hold comes from
+ * whole-disk filesystems, named `\\?\Volume{<PARTUUID>}\` (volume-ids.ts); what they hold comes from
  * the mount table or blkid; changes are tool steps through {@link VolumeTools}. Decisions are
  * volume-service.ts's (policy/block-policy.ts): the host reports facts, and before each write hands
  * the facts of a fresh reading to the service's check; it refuses nothing itself (the kernel's
@@ -27,28 +27,16 @@ import { growXfsOnTemporaryMount, supportedPartitionSize } from "./partition-gro
 import { findMountedVolume } from "./mounted-volume.ts";
 import { callSignal } from "../../util/call-scope.ts";
 import { NOTHING_CHANGED, stopIfAborted } from "../stop-if-aborted.ts";
-import {
-  describeSignatures,
-  devOfDiskNumber,
-  describeProbe,
-  deviceUse,
-  diskNumberOf,
-  findVolume,
-  growableFamily,
-  isDiskOnline,
-  isFilesystem,
-  isVolumePartition,
-  mountAt,
-  mountHoldingPath,
-  mountsOf,
-  rootRequirement,
-  takeSnapshot,
-  volumeOfPartition,
-  volumeOfWholeDisk,
-  type BlockSnapshot,
-  type VolumeRef,
-  tableMismatch,
-} from "./block-model.ts";
+import { describeProbe, growableFamily, isFilesystem } from "./probe-facts.ts";
+import { describeSignatures } from "../../policy/block-policy.ts";
+import { devOfDiskNumber, diskNumberOf } from "./disk-numbers.ts";
+import { deviceUse, tableMismatch } from "./device-use.ts";
+import { findVolume, takeSnapshot, type BlockSnapshot } from "./block-snapshot.ts";
+import { isDiskOnline } from "./disk-online.ts";
+import { isVolumePartition } from "./partition-types.ts";
+import { mountAt, mountHoldingPath, mountsOf } from "./snapshot-mounts.ts";
+import { rootRequirement } from "./root-requirement.ts";
+import { volumeOfPartition, volumeOfWholeDisk, type VolumeRef } from "./volume-ids.ts";
 
 export interface LinuxVolumeHostOptions {
   /** What FormatVolume creates (flag -default-fs-type). */

@@ -11,7 +11,8 @@
  * re-attached data disk must stay usable. Holders, swap and other access paths are not visible to
  * the worker's queries, nor is what a RAW disk holds.
  */
-import type { DiskHostApi, DiskLayout, DeviceUse, DiskWriteCheck, HostDisk, HostPartition } from "../../groups/disk/host-api.ts";
+import type { DiskHostApi, DiskLayout, DiskWriteCheck, HostDisk, HostPartition } from "../../groups/disk/host-api.ts";
+import type { DeviceUse } from "../../policy/host-device.ts";
 import type { DiskIds, DiskLocation } from "../../groups/disk/types.ts";
 import type { PowerShellPool } from "./powershell-pool.ts";
 import { WindowsDiskCim, type DiskIoctls } from "./disk-cim.ts";
