@@ -13,9 +13,10 @@
 // the base state; FormatVolume's time (a quick re-format of an unmounted partition, the in-use
 // checks included); the in-use verdict over every namespace timed in this process with the
 // daemon's own code (first call, then with the tables remembered); the server's RSS; the load average.
-//   node bench/node-scale.ts [--quick] [--calls N] [--formats N]
+//   node bench/node-scale.ts [--quick] [--calls N] [--formats N] [--disks N]
 // --quick: smaller sizes (mounts 0/200/1 000/2 000, 30 namespaces, 3/16 disks, 50 SMB entries,
-// 200 processes), a few minutes on a loaded 2-core machine.
+// 200 processes), a few minutes on a loaded 2-core machine. --disks: the loop disks of the "+ disks"
+// state (default 64, 16 with --quick; `--quick --disks 64` measures the disk target in a quick run).
 // Cleanup, even on failure: the mounts go with the private namespace; every process started here
 // carries a marker in its environment and is killed by pid by the outer process; loop devices whose
 // backing file is in this run's directory are detached; the directory is removed.
@@ -125,8 +126,8 @@ interface Sizes {
 
 async function inner(runDir: string) {
   const sizes: Sizes = quick
-    ? { mounts: [200, 1000, 2000], namespaces: 30, disks: [3, 16], smb: 50, processes: 200, descriptors: 50, calls: arg("calls", 60), warm: 30, formats: arg("formats", 3) }
-    : { mounts: [1000, 5000, 20000], namespaces: 300, disks: [3, 64], smb: 500, processes: 2000, descriptors: 50, calls: arg("calls", 200), warm: 100, formats: arg("formats", 5) };
+    ? { mounts: [200, 1000, 2000], namespaces: 30, disks: [3, arg("disks", 16)], smb: 50, processes: 200, descriptors: 50, calls: arg("calls", 60), warm: 30, formats: arg("formats", 3) }
+    : { mounts: [1000, 5000, 20000], namespaces: 300, disks: [3, arg("disks", 64)], smb: 500, processes: 2000, descriptors: 50, calls: arg("calls", 200), warm: 100, formats: arg("formats", 5) };
   const koffi = (await import("koffi")).default;
   const libc = koffi.load("libc.so.6");
   const mount2 = libc.func("int mount(const char *source, const char *target, const char *fstype, unsigned long flags, const void *data)");
