@@ -12,7 +12,7 @@ import { readFileSync, readdirSync, realpathSync } from "node:fs";
 import * as path from "node:path";
 import type { BlockDisk, BlockPartition, PartitionTable } from "./block-types.ts";
 import { mbrPartUuid, readPartitionTable } from "./partition-table.ts";
-import { UEVENT_SEQNUM, UeventKeyed } from "./uevent-keyed.ts";
+import { UeventKeyed } from "./uevent-keyed.ts";
 
 export const SYS_BLOCK = "/sys/block";
 
@@ -189,7 +189,7 @@ const identityListing = new UeventKeyed<Promise<BlockDisk[]>>();
  * devices, empty card readers — is skipped after one read).
  *
  * With `withMedium` and `identityOnly` on the real /sys/block: read once per uevent (one read of
- * {@link UEVENT_SEQNUM} per call otherwise). A loop device's backing file is named as of that
+ * `/sys/kernel/uevent_seqnum` per call otherwise). A loop device's backing file is named as of that
  * reading: a rename of the file while attached sends no uevent, so the new name shows after the next
  * uevent on the node (the file is the same; only its name is not re-read).
  */
