@@ -1,13 +1,18 @@
 /**
- * Cost of the opener scan (src/host/linux/device-openers.ts) on a node with many processes:
- * `node bench/opener-scan.ts [processes=2000] [descriptors=50] [mix=files|mixed] [via=both|kernel|procfs]` starts that many
+ * Cost of the opener scan (src/host/linux/device-openers.ts) and of FormatVolume's whole in-use
+ * verdict on a node with many processes:
+ * `node bench/opener-scan.ts [processes=2000] [descriptors=50] [mix=files|mixed] [via=both|kernel|procfs] [namespaces=0]` starts that many
  * `sleep` processes, each inheriting that many descriptors (mix "files": every one a regular file,
  * the worst case, each needs a stat; "mixed": half regular files, half pipes and sockets), then times
  * scans for a device nobody holds (Linux only): wall time, the scan's CPU time (user + system, the
  * figure the machine's load does not inflate much) and the event loop's largest stall during a scan
  * next to its largest stall while idle. One JSON line per way of scanning ("kernel": the kernel's task
  * listing, "procfs": the walk of /proc; the kernel's listing is opened before the timed scans, as a
- * daemon has it open after its first scan). Every process it started is killed before it exits.
+ * daemon has it open after its first scan). With `namespaces` > 0 it also starts that many `sleep`
+ * processes each in a mount namespace of its own (unshare, root). Each line also times the whole
+ * in-use verdict the way FormatVolume takes it: the mounts of the device in every mount namespace
+ * (namespace-mounts.ts, tables remembered after a first call) and then the opener scan — medians of
+ * 5, wall and CPU, and the namespace half alone. Every process it started is killed before it exits.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { closeSync, mkdtempSync, openSync, rmSync } from "node:fs";
@@ -15,11 +20,13 @@ import { createServer, connect } from "node:net";
 import { tmpdir, loadavg } from "node:os";
 import * as path from "node:path";
 import { scanDeviceOpeners, type OpenerScanStats } from "../src/host/linux/device-openers.ts";
+import { createNamespaceMounts } from "../src/host/linux/namespace-mounts.ts";
 
 const processes = Number(process.argv[2] ?? 2000);
 const descriptors = Number(process.argv[3] ?? 50);
 const mix = process.argv[4] ?? "files";
 const ways = (process.argv[5] ?? "both") === "both" ? (["kernel", "procfs"] as const) : ([process.argv[5]] as ["kernel" | "procfs"]);
+const namespaces = Number(process.argv[6] ?? 0);
 
 const dir = mkdtempSync(path.join(tmpdir(), "opener-scan-"));
 const fds: number[] = [];
@@ -39,6 +46,10 @@ try {
   }
   for (let i = 0; i < processes; i++) {
     children.push(spawn("sleep", ["600"], { stdio: fds }));
+    if (i % 100 === 99) await new Promise((r) => setTimeout(r, 10));
+  }
+  for (let i = 0; i < namespaces; i++) {
+    children.push(spawn("unshare", ["--mount", "--propagation", "private", "sleep", "600"], { stdio: "ignore" }));
     if (i % 100 === 99) await new Promise((r) => setTimeout(r, 10));
   }
   await new Promise((r) => setTimeout(r, 500));
@@ -77,8 +88,29 @@ try {
     }
     const ms = runs.map((r) => r.ms).sort((a, b) => a - b);
     const cpuMs = runs.map((r) => r.cpuMs).sort((a, b) => a - b);
+    // The whole verdict as FormatVolume takes it: every namespace's mounts of the device, then the openers.
+    const inUse = createNamespaceMounts(via === "procfs" ? { processNamespaces: async () => null } : {});
+    await inUse.mountsOf(4095, 1048575); // the first call reads every namespace's table once
+    const timed = async (fn: () => Promise<unknown>) => {
+      const wall: number[] = [];
+      const cpu: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        const c0 = process.cpuUsage();
+        const w0 = performance.now();
+        await fn();
+        wall.push(performance.now() - w0);
+        const c = process.cpuUsage(c0);
+        cpu.push((c.user + c.system) / 1000);
+      }
+      return { ms: +wall.sort((a, b) => a - b)[2].toFixed(1), cpuMs: +cpu.sort((a, b) => a - b)[2].toFixed(1) };
+    };
+    const namespacesHalf = await timed(() => inUse.mountsOf(4095, 1048575));
+    const verdict = await timed(async () => {
+      await inUse.mountsOf(4095, 1048575);
+      await scanDeviceOpeners([{ major: 4095, minor: 1048575 }], { via });
+    });
     process.stdout.write(
-      `${JSON.stringify({ via, processes, descriptors, mix, medianMs: ms[2], minMs: ms[0], maxMs: ms[4], medianCpuMs: cpuMs[2], cpuUsPerDescriptor: +((cpuMs[2] * 1000) / Math.max(1, processes * descriptors)).toFixed(2), maxEventLoopLagMs: Math.round(maxLagMs), idleEventLoopLagMs: baselineLagMs, scanned: runs[2].stats, loadavg: loadavg().map((x) => x.toFixed(1)).join(" ") })}\n`,
+      `${JSON.stringify({ via, processes, descriptors, mix, namespaces: inUse.rememberedNamespaces(), medianMs: ms[2], minMs: ms[0], maxMs: ms[4], medianCpuMs: cpuMs[2], cpuUsPerDescriptor: +((cpuMs[2] * 1000) / Math.max(1, processes * descriptors)).toFixed(2), namespacesHalfMs: namespacesHalf.ms, namespacesHalfCpuMs: namespacesHalf.cpuMs, verdictMs: verdict.ms, verdictCpuMs: verdict.cpuMs, maxEventLoopLagMs: Math.round(maxLagMs), idleEventLoopLagMs: baselineLagMs, scanned: runs[2].stats, loadavg: loadavg().map((x) => x.toFixed(1)).join(" ") })}\n`,
     );
   }
 } finally {

@@ -24,6 +24,15 @@ export async function createServices(config: ProxyConfig): Promise<Services> {
 }
 
 /**
+ * Releases what the hosts hold for the daemon's life once its calls have answered (Linux: the
+ * kernel's task listing, kernel-task-listing.ts). Idempotent; a later call opens what it needs again.
+ */
+export async function releaseHostResources(platform: ProxyConfig["platform"]): Promise<void> {
+  if (platform === "win32") return;
+  await (await import("./host/linux/compose-linux.ts")).releaseLinuxResources();
+}
+
+/**
  * {@link createServices} for library callers: every method's arguments are checked at run time
  * first (src/groups/service-guard.ts), so a wrong type or null is an InvalidArgument CsiProxyError,
  * never a TypeError from inside. Exported as the package's `createServices`.

@@ -1,5 +1,5 @@
 import type { DescMethod } from "@bufbuild/protobuf";
-import { buildEndpoints, createServices } from "./compose.ts";
+import { buildEndpoints, createServices, releaseHostResources } from "./compose.ts";
 import type { ProxyConfig } from "./proxy-config.ts";
 import type { Services } from "./groups/services.ts";
 import { serveEndpoints, type ServingEndpoints } from "./rpc/serve-endpoints.ts";
@@ -15,7 +15,7 @@ export interface Daemon {
   addresses: string[];
   /** The bound metrics address when -metrics-bind-address is set. */
   metricsAddress?: string;
-  /** Stops serving: listeners closed, connections ended, sockets removed. Idempotent. */
+  /** Stops serving: listeners closed, connections ended, sockets removed; then the hosts' process-long resources released (compose.ts). Idempotent. */
   stop(): Promise<void>;
 }
 
@@ -48,6 +48,7 @@ export async function startDaemon(config: ProxyConfig, options: { logger: Logger
     stop: async () => {
       // The metrics connections are closed at once, whatever their scrapers do; the endpoints let calls in flight answer.
       await Promise.all([metricsServer?.close(), serving.stop()]);
+      await releaseHostResources(config.platform);
     },
   };
 }

@@ -85,6 +85,20 @@ describe("every opener of a device node counts as a use", { skip: skip ?? false 
       assert.match(run("blkid", ["-p", "-o", "value", "-s", "TYPE", p1]), /ext4/);
     }));
 
+  it("an opener that appears after a first FormatVolume stops the second (the listing is kept, its walk is fresh per call)", () =>
+    withLab(async (lab) => {
+      const img = lab.image(100, "later");
+      writeTable(img, "gpt", ["start=1MiB,size=64MiB"]);
+      const disk = lab.attach(img, { partscan: true });
+      const p1 = `${disk.device}p1`;
+      const [volumeId] = await lab.volumesOf(disk.diskNumber);
+      await lab.services.volume.formatVolume({ volumeId: lab.guardVolume(volumeId) });
+      const holder = await hold("read-write", p1);
+      const before = hashRegion(img, 0, 100 * MiB);
+      await rejectsWithCode(lab.services.volume.formatVolume({ volumeId: lab.guardVolume(volumeId) }), Code.FailedPrecondition, new RegExp(`${p1} is open for writing by pid ${holder.pid} \\(node\\)`));
+      assert.equal(hashRegion(img, 0, 100 * MiB), before, "image unchanged");
+    }));
+
   it("a read-write opener of a raw disk: PartitionDisk refused, no partition table written", () =>
     withLab(async (lab) => {
       const img = lab.image(64, "raw");

@@ -33,6 +33,10 @@ import { LinuxVolumeHost } from "./volume.ts";
 import { LinuxSmbHost } from "./smb.ts";
 import { LinuxIscsiHost } from "./iscsi.ts";
 import { LinuxSystemHost } from "./system.ts";
+import { closeKernelTaskListing } from "./kernel-task-listing.ts";
+
+/** What the Linux hosts hold for the process's life, closed at the daemon's stop: the kernel's task listing (3 BPF link descriptors). */
+export const releaseLinuxResources = (): Promise<void> => closeKernelTaskListing();
 
 export async function createLinuxServices(config: ProxyConfig): Promise<Services> {
   const trust = await secureStateDir(config.stateDir, "linux", { log: config.logger });

@@ -2,15 +2,19 @@
 // (device-openers.ts "procfs"): on a loop device of this test's own image, held read-write, read-only,
 // only mapped, through a device node outside /dev (mknod in a temporary directory), and by a process
 // in another mount namespace, both ways name the same processes with the same access; the daemon
-// itself is left out; a holder that exits is gone from the next listing. Each process's mount
-// namespace is the one its /proc/<pid>/ns/mnt link names.
+// itself is left out; a holder that exits is gone from the next listing; a holder in another PID
+// namespace is named by this namespace's pid. Each process's mount namespace is the one its
+// /proc/<pid>/ns/mnt link names. The daemon's stop closes the listing's BPF links (no descriptor
+// left), and the next scan opens it again.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync, openSync, closeSync, readlinkSync } from "node:fs";
+import { mkdtempSync, rmSync, openSync, closeSync, readlinkSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
-import { openKernelTaskListing, kernelListingUnavailableReason } from "./kernel-task-listing.ts";
+import { openKernelTaskListing, closeKernelTaskListing, kernelListingUnavailableReason } from "./kernel-task-listing.ts";
+import { startDaemon } from "../../daemon.ts";
+import { createLogger } from "../../log/klog.ts";
 import { scanDeviceOpeners } from "./device-openers.ts";
 import { createLoopDevice, loopDeviceSkipReason, type LoopDevice } from "../../../test/helpers/loop-device.ts";
 
@@ -84,5 +88,62 @@ describe("the kernel's task listings give the /proc walk's answers", { skip: ski
     } finally {
       closeSync(selfFd);
     }
+  });
+
+  it("a holder in another PID namespace is named by this namespace's pid, both ways", async () => {
+    const dev = { major: loop.major, minor: loop.minor };
+    // --kill-child: the holder goes with unshare (it would outlive it otherwise, holding the loop device).
+    const outer = await hold("read-write", loop.device, ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc"]);
+    // unshare forks the holder: its pid here is unshare's child, not the pid it printed (1 inside).
+    const inner = Number(readFileSync(`/proc/${outer.pid}/task/${outer.pid}/children`, "utf8").trim().split(/\s+/)[0]);
+    try {
+      assert.ok(inner > 0 && inner !== outer.pid, `the holder's pid here: ${inner}`);
+      assert.notEqual(readlinkSync(`/proc/${inner}/ns/pid`), readlinkSync("/proc/self/ns/pid"));
+      for (const via of ["kernel", "procfs"] as const) {
+        const found = (await scanDeviceOpeners([dev], { via })).filter((o) => o.pid === inner || o.pid === outer.pid); // earlier tests' holders aside
+        assert.deepEqual(found.map((o) => [o.pid, o.access]), [[inner, "read-write"]], via);
+      }
+    } finally {
+      if (inner > 0) process.kill(inner, "SIGKILL");
+      outer.kill("SIGKILL");
+    }
+  });
+
+  it("the daemon's stop closes the listing's BPF links; the next scan opens them again", async () => {
+    const fds = () => readdirSync("/proc/self/fd");
+    const bpfLinks = () => fds().filter((fd) => {
+      try {
+        return readlinkSync(`/proc/self/fd/${fd}`) === "anon_inode:bpf_link";
+      } catch {
+        return false;
+      }
+    }).length;
+    const config = (n: number) => ({
+      platform: "linux" as const,
+      kubeletPath: path.join(dir, `kubelet-${n}`),
+      workingDirs: [],
+      socketDir: path.join(dir, `sockets-${n}`),
+      requirePrivacy: true,
+      defaultFsType: "ext4" as const,
+      stateDir: path.join(dir, `state-${n}`),
+      allowedServices: [],
+    });
+    const logger = createLogger({ verbosity: 0, logToStderr: true, stderr: { write: (_c: string, cb: (err?: Error | null) => void) => cb() } });
+    const dev = { major: loop.major, minor: loop.minor };
+    // A first daemon opens whatever this process keeps for its life; the second is the one measured.
+    for (const n of [1, 2]) {
+      await closeKernelTaskListing();
+      const before = fds().length;
+      assert.equal(bpfLinks(), 0, "no link before the daemon");
+      const daemon = await startDaemon(config(n), { logger });
+      await scanDeviceOpeners([dev]); // the daemon's in-use verdict: opens the shared listing
+      assert.equal(bpfLinks(), 3, "the listing's three links while the daemon runs");
+      await daemon.stop();
+      assert.equal(bpfLinks(), 0, "no link after the stop");
+      if (n === 2) assert.equal(fds().length, before, `descriptors before the daemon ${before}, after its stop ${fds().length}`);
+    }
+    assert.ok(await openKernelTaskListing(), "opened again after the stop");
+    assert.equal(bpfLinks(), 3);
+    assert.deepEqual(await scanDeviceOpeners([dev], { via: "kernel" }), await scanDeviceOpeners([dev], { via: "procfs" }));
   });
 });

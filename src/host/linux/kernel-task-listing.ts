@@ -26,7 +26,7 @@
  * the namespaces. The first use also reads the kernel's BTF (kernel-btf.ts) for the structure offsets
  * (0.1–0.3 s, once).
  */
-import { closeSync, readSync, readlinkSync } from "node:fs";
+import { closeSync, read, readlinkSync } from "node:fs";
 import { loadKoffi, type Koffi } from "../../win32/native.ts";
 import { readKernelBtf, KIND_FUNC } from "./kernel-btf.ts";
 
@@ -50,6 +50,8 @@ export interface KernelTaskListing {
   blockFiles(beforeRead?: () => Promise<void>): Promise<BlockFileRecord[]>;
   /** Each process's (thread group leader's) mount namespace as /proc/<pid>/ns/mnt names it (`mnt:[inode]`), by pid; exiting processes are left out. */
   mountNamespaces(): Promise<Map<number, string>>;
+  /** Waits for the listings under way, then closes the iterator links (and with them the programs). Later listings reject. Idempotent. */
+  close(): Promise<void>;
 }
 
 const SYS_BPF: Record<string, number> = { x64: 321, arm64: 280 };
@@ -169,6 +171,12 @@ function assemble(body: Insn[]): Buffer {
 
 /** Objects (files, mappings) the kernel walks between two {@link TICK} records. */
 const TICK_EVERY = 4096;
+/**
+ * Bytes asked for per read(2) of a block-file walk: 16 records, so a read returns after at most 16
+ * ticks (65 536 objects, ~5–20 ms of kernel time) and the scan's deadline is looked at in between;
+ * a handful of reads for a node of 2 000 processes × 50 descriptors.
+ */
+const READ_BYTES = 16 * RECORD_BYTES;
 /** The descriptor field of a tick record (pid 0): no file, only a point where a read(2) returns. */
 const TICK = -2;
 
@@ -191,6 +199,10 @@ function vmaProgram(o: Offsets): Buffer {
 }
 
 type Syscall = (nr: number, ...args: unknown[]) => number | bigint;
+
+/** read(2) of `fd` into `buf` on libuv's thread pool. */
+const readAsync = (fd: number, buf: Buffer) =>
+  new Promise<number>((resolve, reject) => read(fd, buf, 0, buf.length, null, (err, n) => (err ? reject(err) : resolve(n))));
 
 function bpfCall(koffi: Koffi, syscall: Syscall, cmd: number, attr: Buffer): number {
   const r = Number(syscall(SYS_BPF[process.arch], "int", cmd, "void *", attr, "unsigned int", attr.length));
@@ -287,57 +299,80 @@ async function open(): Promise<KernelTaskListing> {
     throw err;
   }
   const [fileIter, vmaIter, taskIter] = links;
-  const buf = Buffer.alloc(64 * 1024);
-  const attr = Buffer.alloc(8);
-  /** Reads iterator `link` to its end: `readBytes` at a time (one record: a read returns at each tick). */
-  const iterate = async (link: number, out: BlockFileRecord[], readBytes: number, beforeRead?: () => Promise<void>) => {
-    attr.writeUInt32LE(link, 0);
-    const fd = bpfCall(koffi, syscall, BPF_ITER_CREATE, attr);
-    try {
-      let pending = Buffer.alloc(0);
-      for (let again = 0; ; ) {
-        await beforeRead?.();
-        let n: number;
-        try {
-          n = readSync(fd, buf, 0, readBytes, null);
-        } catch (err) {
-          // A million objects without a record: read on (a thousand times that is no node's size).
-          if ((err as NodeJS.ErrnoException).code === "EAGAIN" && ++again < 1000) continue;
-          throw err;
+  /** Iterations under way: {@link KernelTaskListing.close} waits for them before it closes the links. */
+  const active = new Set<Promise<void>>();
+  let closed = false;
+  /**
+   * Reads iterator `link` to its end, `readBytes` at a time, on libuv's thread pool (one read(2) at a
+   * time per iteration; the event loop stays free, and two iterations walk on two threads at once).
+   */
+  const iterate = (link: number, out: BlockFileRecord[], readBytes: number, beforeRead?: () => Promise<void>): Promise<void> => {
+    if (closed) return Promise.reject(new Error("the kernel's task listing was closed"));
+    const run = (async () => {
+      const createAttr = Buffer.alloc(8);
+      createAttr.writeUInt32LE(link, 0);
+      const fd = bpfCall(koffi, syscall, BPF_ITER_CREATE, createAttr);
+      const buf = Buffer.alloc(readBytes);
+      try {
+        let pending = Buffer.alloc(0);
+        for (let again = 0; ; ) {
+          await beforeRead?.();
+          let n: number;
+          try {
+            n = await readAsync(fd, buf);
+          } catch (err) {
+            // A million objects without a record: read on (a thousand times that is no node's size).
+            if ((err as NodeJS.ErrnoException).code === "EAGAIN" && ++again < 1000) continue;
+            throw err;
+          }
+          if (n === 0) break;
+          const data = pending.length ? Buffer.concat([pending, buf.subarray(0, n)]) : buf.subarray(0, n);
+          const whole = data.length - (data.length % RECORD_BYTES);
+          for (let p = 0; p < whole; p += RECORD_BYTES) {
+            const pid = data.readUInt32LE(p);
+            if (pid === 0) continue; // a tick
+            const rdev = data.readUInt32LE(p + 8);
+            out.push({ pid, fd: data.readInt32LE(p + 4), major: rdev >>> 20, minor: rdev & 0xfffff, flags: data.readUInt32LE(p + 12) });
+          }
+          pending = Buffer.from(data.subarray(whole));
         }
-        if (n === 0) break;
-        const data = pending.length ? Buffer.concat([pending, buf.subarray(0, n)]) : buf.subarray(0, n);
-        const whole = data.length - (data.length % RECORD_BYTES);
-        for (let p = 0; p < whole; p += RECORD_BYTES) {
-          const rdev = data.readUInt32LE(p + 8);
-          const pid = data.readUInt32LE(p);
-          if (pid !== 0) out.push({ pid, fd: data.readInt32LE(p + 4), major: rdev >>> 20, minor: rdev & 0xfffff, flags: data.readUInt32LE(p + 12) });
-        }
-        pending = Buffer.from(data.subarray(whole));
+      } finally {
+        closeSync(fd);
       }
-    } finally {
-      closeSync(fd);
-    }
+    })();
+    active.add(run);
+    void run.then(
+      () => active.delete(run),
+      () => active.delete(run),
+    );
+    return run;
   };
   const listing: KernelTaskListing = {
     async blockFiles(beforeRead) {
-      const out: BlockFileRecord[] = [];
-      await iterate(fileIter, out, RECORD_BYTES, beforeRead);
-      await iterate(vmaIter, out, RECORD_BYTES, beforeRead);
-      return out;
+      const files: BlockFileRecord[] = [];
+      const mappings: BlockFileRecord[] = [];
+      // Both walks at once: each on its own pool thread (and core).
+      await Promise.all([iterate(fileIter, files, READ_BYTES, beforeRead), iterate(vmaIter, mappings, READ_BYTES, beforeRead)]);
+      return files.concat(mappings);
     },
     async mountNamespaces() {
       const out: BlockFileRecord[] = [];
-      await iterate(taskIter, out, buf.length);
+      await iterate(taskIter, out, 64 * 1024);
       // The record's device field carries the inode number; undo its major/minor split.
       return new Map(out.map((r) => [r.pid, `mnt:[${r.major * 0x100000 + r.minor}]`]));
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      await Promise.allSettled([...active]);
+      for (const l of links) closeSync(l);
     },
   };
   // Offsets read from the wrong place would list wrong facts silently: this process's own entry must
   // be what /proc says (pid, tgid, nsproxy and the namespace's inode read right).
   const own = (await listing.mountNamespaces()).get(process.pid);
   if (own !== readlinkSync("/proc/self/ns/mnt")) {
-    for (const l of links) closeSync(l);
+    await listing.close();
     throw new Error(`the kernel's task listing names this process's mount namespace ${own ?? "(none)"}, /proc says ${readlinkSync("/proc/self/ns/mnt")}`);
   }
   return listing;
@@ -346,13 +381,28 @@ async function open(): Promise<KernelTaskListing> {
 let opening: Promise<KernelTaskListing | null> | undefined;
 let why: string | undefined;
 
-/** The kernel's listings, opened once per process; null where they cannot be had ({@link kernelListingUnavailableReason} says why). */
+/**
+ * The kernel's listings, opened at the first use after start (or after {@link closeKernelTaskListing})
+ * and shared by every caller in the process until closed; null where they cannot be had
+ * ({@link kernelListingUnavailableReason} says why; not tried again until closed).
+ */
 export function openKernelTaskListing(): Promise<KernelTaskListing | null> {
   opening ??= open().catch((err: Error) => {
     why = err.message;
     return null;
   });
   return opening;
+}
+
+/**
+ * Closes the shared listing (its three links and programs; the daemon's stop calls it): listings
+ * under way finish first. The next {@link openKernelTaskListing} opens a new one. Idempotent.
+ */
+export async function closeKernelTaskListing(): Promise<void> {
+  const was = opening;
+  opening = undefined;
+  why = undefined;
+  await (await was)?.close();
 }
 
 /** Why the kernel's listings are not used (after {@link openKernelTaskListing} resolved null). */
