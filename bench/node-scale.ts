@@ -13,9 +13,12 @@
 // the base state; FormatVolume's time (a quick re-format of an unmounted partition, the in-use
 // checks included); the in-use verdict over every namespace timed in this process with the
 // daemon's own code (first call, then with the tables remembered); the server's RSS; the load average.
-//   node bench/node-scale.ts [--quick] [--calls N] [--formats N]
+// Per RPC also the uevents the kernel sent during its calls (every one makes the reads kept until the
+// next uevent read again: src/host/linux/uevent-keyed.ts).
+//   node bench/node-scale.ts [--quick] [--calls N] [--formats N] [--disks N] [--cpu-prof DIR]
 // --quick: smaller sizes (mounts 0/200/1 000/2 000, 30 namespaces, 3/16 disks, 50 SMB entries,
-// 200 processes), a few minutes on a loaded 2-core machine.
+// 200 processes), a few minutes on a loaded 2-core machine. --disks: the loop disks of the "+ disks"
+// state (default 64, 16 with --quick; `--quick --disks 64` measures the disk target in a quick run).
 // Cleanup, even on failure: the mounts go with the private namespace; every process started here
 // carries a marker in its environment and is killed by pid by the outer process; loop devices whose
 // backing file is in this run's directory are detached; the directory is removed.
@@ -38,6 +41,8 @@ const arg = (name: string, fallback: number) => {
   return i >= 0 ? Number(argv[i + 1]) : fallback;
 };
 const quick = argv.includes("--quick");
+/** --cpu-prof DIR: each state's server writes a V8 CPU profile there when it stops (bench/profile-summary.ts reads them). */
+const cpuProfDir = argv.includes("--cpu-prof") ? path.resolve(argv[argv.indexOf("--cpu-prof") + 1]) : null;
 
 const skip = loopDeviceSkipReason() ?? (spawnSync("unshare", ["--version"]).status === 0 ? null : "unshare(1) missing");
 if (skip) {
@@ -125,8 +130,8 @@ interface Sizes {
 
 async function inner(runDir: string) {
   const sizes: Sizes = quick
-    ? { mounts: [200, 1000, 2000], namespaces: 30, disks: [3, 16], smb: 50, processes: 200, descriptors: 50, calls: arg("calls", 60), warm: 30, formats: arg("formats", 3) }
-    : { mounts: [1000, 5000, 20000], namespaces: 300, disks: [3, 64], smb: 500, processes: 2000, descriptors: 50, calls: arg("calls", 200), warm: 100, formats: arg("formats", 5) };
+    ? { mounts: [200, 1000, 2000], namespaces: 30, disks: [3, arg("disks", 16)], smb: 50, processes: 200, descriptors: 50, calls: arg("calls", 60), warm: 30, formats: arg("formats", 3) }
+    : { mounts: [1000, 5000, 20000], namespaces: 300, disks: [3, arg("disks", 64)], smb: 500, processes: 2000, descriptors: 50, calls: arg("calls", 200), warm: 100, formats: arg("formats", 5) };
   const koffi = (await import("koffi")).default;
   const libc = koffi.load("libc.so.6");
   const mount2 = libc.func("int mount(const char *source, const char *target, const char *fstype, unsigned long flags, const void *data)");
@@ -234,7 +239,7 @@ async function inner(runDir: string) {
   interface Row {
     state: string;
     load: string;
-    rpc: Record<string, { p50: number; p99: number; cpuUs: number }>;
+    rpc: Record<string, { p50: number; p99: number; cpuUs: number; uevents: number }>;
     formatMs: number[];
     inUseColdMs: number;
     inUseWarmMs: number;
@@ -277,7 +282,7 @@ async function inner(runDir: string) {
 
     const measure = async (label: string) => {
       writeSmbState(smbEntries);
-      server = spawnServer(["-socket-dir", sockets, "-kubelet-path", kubelet, "-state-dir", state]);
+      server = spawnServer(["-socket-dir", sockets, "-kubelet-path", kubelet, "-state-dir", state], cpuProfDir ? ["--cpu-prof", "--cpu-prof-dir", cpuProfDir] : []);
       await waitUp();
       const fs = (await connectGroup("filesystem", { socketDir: sockets, versions: ["v1"] })) as Extract<Awaited<ReturnType<typeof connectGroup<"filesystem">>>, { version: "v1" }>;
       const dc = (await connectGroup("disk", { socketDir: sockets, versions: ["v1"] })) as Extract<Awaited<ReturnType<typeof connectGroup<"disk">>>, { version: "v1" }>;
@@ -304,13 +309,14 @@ async function inner(runDir: string) {
           for (let i = 0; i < sizes.warm; i++) await call(); // warm: the compilers settle, caches fill
           const times: number[] = [];
           const cpu0 = cpuNs(server.child.pid!);
+          const seq0 = ueventCount();
           for (let i = 0; i < sizes.calls; i++) {
             const t0 = performance.now();
             await call();
             times.push(performance.now() - t0);
           }
           const cpuUs = (cpuNs(server.child.pid!) - cpu0) / sizes.calls / 1000;
-          rpc[name] = { p50: pct(times, 0.5), p99: pct(times, 0.99), cpuUs };
+          rpc[name] = { p50: pct(times, 0.5), p99: pct(times, 0.99), cpuUs, uevents: ueventCount() - seq0 };
         }
         const formatMs: number[] = [];
         for (let i = 0; i < sizes.formats; i++) {
@@ -436,12 +442,15 @@ async function inner(runDir: string) {
   }
 }
 
+/** The kernel's uevent count: the block reads kept until the next uevent (src/host/linux/uevent-keyed.ts) are read again after each one, from any process on the node. */
+const ueventCount = () => Number(readFileSync("/sys/kernel/uevent_seqnum", "utf8"));
+
 const f = (x: number) => (x < 10 ? x.toFixed(2) : x < 100 ? x.toFixed(1) : x.toFixed(0));
 
 interface PrintedRow {
   state: string;
   load: string;
-  rpc: Record<string, { p50: number; p99: number; cpuUs: number }>;
+  rpc: Record<string, { p50: number; p99: number; cpuUs: number; uevents?: number }>;
   formatMs: number[];
   inUseColdMs: number;
   inUseWarmMs: number;
@@ -459,7 +468,7 @@ function printRow(row: PrintedRow, base: PrintedRow) {
   const med = [...row.formatMs].sort((a, b) => a - b)[Math.floor(row.formatMs.length / 2)];
   console.log(`\n${row.state}   [load ${row.load}]`);
   for (const [name, r] of Object.entries(row.rpc)) {
-    console.log(`  ${name.padEnd(34)} ${f(r.p50).padStart(6)} / ${f(r.p99).padStart(6)} ms  ×${(r.p50 / base.rpc[name].p50).toFixed(2)}   server CPU ${r.cpuUs.toFixed(0).padStart(5)} µs/call  ×${(r.cpuUs / base.rpc[name].cpuUs).toFixed(2)}`);
+    console.log(`  ${name.padEnd(34)} ${f(r.p50).padStart(6)} / ${f(r.p99).padStart(6)} ms  ×${(r.p50 / base.rpc[name].p50).toFixed(2)}   server CPU ${r.cpuUs.toFixed(0).padStart(5)} µs/call  ×${(r.cpuUs / base.rpc[name].cpuUs).toFixed(2)}   uevents ${r.uevents ?? "-"}`);
   }
   console.log(`  FormatVolume ${f(med)} ms (runs ${row.formatMs.map(f).join(" ")}); namespaces' verdict ${f(row.inUseColdMs)} / ${f(row.inUseWarmMs)} ms (CPU ${f(row.inUseCpuMs)} ms); opener scan (${row.openerVia}) ${f(row.openerMs)} ms (CPU ${f(row.openerCpuMs)} ms); whole in-use verdict ${f(row.verdictMs)} ms (CPU ${f(row.verdictCpuMs)} ms); RSS ${row.rssMB.toFixed(1)} MB (anon ${row.anonMB.toFixed(1)})`);
 }

@@ -1,8 +1,7 @@
 /**
- * The bounds of one recursive removal walk, shared by both platforms' walkers
- * (src/host/linux/remove-tree.ts over directory handles and *at calls, src/host/windows/windows-remove-tree.ts
- * over Win32 handles), whatever the depth or width of the tree:
- * - handles: at most {@link OPEN_DIRS} directory handles of a walk are open (the deepest levels; a
+ * The bounds of one recursive removal walk (src/host/tree-walker.ts, the one walk of both platforms:
+ * Linux directory handles and *at calls, Win32 handles), whatever the depth or width of the tree:
+ * - handles: at most {@link OPEN_DIRS} directory handles of a walk are open (the named directory's and the deepest levels'; a
  *   level whose handle was given up is entered again, and checked to be the same directory, when
  *   the walk climbs back to it);
  * - memory: a level keeps its name, identity and at most {@link BATCH} pending names, and a walk at
@@ -11,7 +10,7 @@
  * docs/reliability.md lists them with the other bounds.
  */
 
-/** Directory handles of one walk kept open (the deepest levels). */
+/** Directory handles of one walk kept open (the named directory's and the deepest levels'). */
 export const OPEN_DIRS = 16;
 /** Names read from one directory per listing pass. */
 export const BATCH = 1024;

@@ -4,6 +4,7 @@
  * (democratic-csi's options), `createInProcessApi` is the typed, strict, versioned API.
  */
 export { createInProcessClient, DEFAULT_VERSIONS, InProcessMetadata, type InProcessCsiProxyClient, type InProcessClientOptions, type GrpcStyleClient, type ServiceError, type UnaryCallback, type InProcessUnaryCall } from "./grpc-style-client.ts";
-export { createInProcessApi, type InProcessApi, type TypedClient, type CallOptions } from "./typed-api.ts";
+export { createInProcessApi, type InProcessApi, type TypedClient } from "./typed-api.ts";
+export type { CallOptions } from "./call-options.ts";
 export { CsiProxyError, Code } from "../errors.ts";
 export type { ProxyConfig } from "../proxy-config.ts";

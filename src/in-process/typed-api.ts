@@ -19,8 +19,6 @@ import { createInProcessEngine, type InProcessEngine } from "./in-process-engine
 import { checkMessage } from "./strict-message.ts";
 import { checkCallOptions, type CallOptions } from "./call-options.ts";
 
-export type { CallOptions };
-
 type Method<I extends DescMessage, O extends DescMessage> = (request?: MessageInitShape<I>, options?: CallOptions) => Promise<MessageShape<O>>;
 
 /** One group/version: its RPCs by generated (camelCase) name. */

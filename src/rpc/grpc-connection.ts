@@ -1,5 +1,6 @@
 import type { Duplex } from "node:stream";
 import { Code, CsiProxyError } from "../errors.ts";
+import { noteSocketRead } from "./read-collector.ts";
 import { ByteBudget } from "./byte-budget.ts";
 import { CallStream } from "./call-stream.ts";
 import { ConnectionPolicy } from "./connection-policy.ts";
@@ -85,6 +86,7 @@ export class GrpcConnection implements FrameHandler {
   }
 
   private onData(chunk: Buffer): void {
+    noteSocketRead(chunk.length);
     if (!this.closed && !this.read(() => this.reader.push(chunk))) this.socket.destroy();
   }
 

@@ -93,6 +93,8 @@ export const STREAM_RECEIVE_WINDOW = 8 * 1024 * 1024;
 /** Connection receive window: the default 65535 raised by this much at once; replenished in steps of CONNECTION_WINDOW_REPLENISH as DATA arrives. */
 export const CONNECTION_WINDOW_BOOST = 16 * 1024 * 1024;
 export const CONNECTION_WINDOW_REPLENISH = 4 * 1024 * 1024;
+/** Bytes read from client sockets by the process (all connections) after which one young-generation collection frees the dead reads (read-collector.ts). */
+export const READ_COLLECT_BYTES = 2 * 1024 * 1024;
 /** Largest frame accepted: the RFC default SETTINGS_MAX_FRAME_SIZE, which the server never raises. Larger: GOAWAY(FRAME_SIZE_ERROR). */
 export const MAX_FRAME_ACCEPTED = 16384;
 

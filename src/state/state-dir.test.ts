@@ -10,7 +10,8 @@ import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { Code, CsiProxyError } from "../errors.ts";
 import { createJsonStateFile } from "./atomic-file.ts";
-import { describeUid, guardStateFile, secureLinuxStateDir, secureStateDir, StateDirRefusal } from "./state-dir.ts";
+import { describeUid, guardStateFile, secureLinuxStateDir, secureStateDir } from "./state-dir.ts";
+import { StateDirRefusal } from "./state-dir-trust.ts";
 
 const isRoot = process.getuid?.() === 0;
 const NOBODY = 65534;

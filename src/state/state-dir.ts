@@ -30,8 +30,6 @@ import { CsiProxyError } from "../errors.ts";
 import type { JsonStateFile } from "./atomic-file.ts";
 import { STATE_FILES, StateDirRefusal, type StateArea, type StateDirLog, type StateDirTrust } from "./state-dir-trust.ts";
 
-export { STATE_FILES, StateDirRefusal, type StateArea, type StateDirLog, type StateDirTrust } from "./state-dir-trust.ts";
-
 /** Linux: the sub-directories the hosts create, in creation order, with their area. */
 const LINUX_DIRS: readonly (readonly [string, StateArea])[] = [
   ["smb", "smb"],

@@ -15,7 +15,7 @@ export const exempt: Record<string, string> = {
   "src/version.ts": "one constant; test/package/ checks the bins print the package version",
   "src/host/linux/compose-linux.ts": "picked by createServices (src/compose.ts), which every integration test and src/index tests build",
   "src/host/exec/spawn-worker.ts": "starts powershell.exe: only the exe under Wine runs it (wine-e2e sees Wine's stub answer Unavailable)",
-  "src/host/windows/windows-remove-tree.ts": "reached through WindowsFilesystemHost in test/windows/windows-remove-tree.test.ts (the walker has no other caller)",
+  "src/host/windows/windows-remove-tree.ts": "reached through WindowsFilesystemHost in test/windows/windows-remove-tree.test.ts and wine-deep-delete.test.ts (its only caller); the walk is tested in src/host/tree-walker.test.ts, its operations in test/windows/win32-dir-ops.test.ts",
   "src/state/state-subdir.ts": "through the SMB and iSCSI state code in test/redteam/state-dir-links.test.ts and src/state tests",
   "src/win32/io-limiter.ts": "through win32-calls.ts (Win32Calls.io) in test/windows/win32-io.test.ts and win32-calls.test.ts",
   "src/win32/pipe-security.ts": "needs Win32 security calls: test/windows/wine-pipe-security.test.ts reads the DACL back from every pipe of the exe",

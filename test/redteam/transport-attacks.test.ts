@@ -7,7 +7,7 @@
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { readdirSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import * as net from "node:net";
 import * as path from "node:path";
 import { startDaemonProcess, nodeBinary, repoRoot, type DaemonProcess } from "../helpers/daemon-process.ts";
@@ -146,10 +146,12 @@ describe("the transport under attack (daemon with --max-old-space-size=256)", ()
   });
 
   it("100 streams × 4 MiB partial bodies on two connections: buffered data is capped, the rest RESOURCE_EXHAUSTED", async () => {
-    // 64 MB, not the 48 aimed at: a full CI run measured +56 MB on a daemon that had already served the
-    // attacks before this one (separate runs: +9 to +32 MB); docs/reliability.md, "Transport limits".
-    const r = await underAttack("partial-bodies", 6000, { connections: 2, rssBoundMb: 64 });
-    assert.ok((r.status[RESOURCE_EXHAUSTED] ?? 0) >= 20, JSON.stringify(r));
+    // 48 MB: 8 MiB of bodies held, the dead socket reads collected every 2 MiB read (read-collector.ts);
+    // measured +17 to +23 MB (docs/reliability.md, "Transport limits"; without the collection +55 MB).
+    const r = await underAttack("partial-bodies", 6000, { connections: 2, rssBoundMb: 48 });
+    // Every stream of a connection past its first is refused; how many the attacker opens in 6 s depends
+    // on the machine (198 at load 2, 18 at load 12).
+    assert.ok((r.status[RESOURCE_EXHAUSTED] ?? 0) >= 10, JSON.stringify(r));
   });
 
   it("rapid reset (CVE-2023-44487) → GOAWAY(ENHANCE_YOUR_CALM)", async () => {
@@ -234,7 +236,7 @@ describe("descriptor exhaustion on one endpoint (daemon under prlimit --nofile=6
 });
 void net;
 
-describe("fair admission: idle and half-open connections on all 23 endpoints (daemon under prlimit --nofile=1024)", () => {
+describe("fair admission: idle and half-open connections on all 23 endpoints (daemon under prlimit --nofile)", () => {
   /**
    * Fresh connections, one call each (PathExists on the filesystem endpoints in turn, 2 s timeout),
    * sequentially while `attack` holds its connections: how many answered, and the p99 in ms from
@@ -262,24 +264,47 @@ describe("fair admission: idle and half-open connections on all 23 endpoints (da
     return { answered, p99: times.length ? p99(times) : Infinity };
   }
 
-  for (const [attack, perEndpoint] of [["half-preface", 448], ["idle-connections", 448]] as const) {
-    it(`${perEndpoint} ${attack} connections per endpoint × 23: fresh connections are answered ≥ 90 %, p99 ≤ 1 s`, async () => {
-      const daemon = await startDaemonProcess({ wrap: ["prlimit", "--nofile=1024:1024", "--"], nodeArgs: ["--max-old-space-size=256"] });
+  /**
+   * The attacks: connections per endpoint, the daemon's RLIMIT_NOFILE, how long the attacker holds
+   * them (ms) and the fresh calls made meanwhile. The full-size case (1 000 idle connections on each
+   * endpoint, 23 000 in all, beyond the 19 872 the process admits at RLIMIT_NOFILE 20 000) takes
+   * minutes: it runs with CSI_PROXY_SOAK=1.
+   */
+  const cases = [
+    { attack: "half-preface", perEndpoint: 448, nofile: 1024, holdMs: 15_000, calls: 30 },
+    { attack: "idle-connections", perEndpoint: 448, nofile: 1024, holdMs: 15_000, calls: 30 },
+    ...(process.env.CSI_PROXY_SOAK === "1" ? [{ attack: "idle-connections", perEndpoint: 1000, nofile: 20_000, holdMs: 60_000, calls: 150 }] : []),
+  ];
+  for (const { attack, perEndpoint, nofile, holdMs, calls } of cases) {
+    it(`${perEndpoint} ${attack} connections per endpoint × 23 at RLIMIT_NOFILE ${nofile}: fresh connections are answered ≥ 90 %, p99 ≤ 1 s`, { timeout: holdMs + 240_000 }, async () => {
+      const daemon = await startDaemonProcess({ wrap: ["prlimit", `--nofile=${nofile}:${nofile}`, "--"], nodeArgs: ["--max-old-space-size=256"] });
       try {
         const addresses = readdirSync(daemon.socketDir).filter((f) => f.endsWith(".sock")).map((f) => path.join(daemon.socketDir, f));
         assert.equal(addresses.length, 23);
         const base = await freshCalls(daemon, 10);
-        const child = spawn("prlimit", ["--nofile=20000:20000", "--", nodeBinary, path.join(repoRoot, "test/helpers/h2-attack.ts"), attack, addresses.join(","), "15000", String(perEndpoint)], { stdio: ["ignore", "pipe", "inherit"] });
-        let out = "";
-        const held = new Promise<void>((resolve) => child.stdout!.setEncoding("utf8").on("data", (d: string) => ((out += d), out.includes("held") && resolve())));
-        const exited = new Promise((r) => child.once("exit", r));
-        await Promise.race([held, exited]);
-        const during = await freshCalls(daemon, 30);
-        await exited;
-        const result = JSON.parse(out.trim().split("\n").at(-1)!) as AttackResult;
-        console.log(JSON.stringify({ attack, perEndpoint, base, during, attacker: result.status }));
+        const rssBefore = vmRssMb(daemon.child.pid!);
+        // One attacker process per ≤ 12 000 connections (its own RLIMIT_NOFILE cannot exceed this machine's hard limit, 20 000).
+        const attackers = Math.ceil((23 * perEndpoint) / 12_000);
+        const t0 = performance.now();
+        const runs = Array.from({ length: attackers }, (_, a) => {
+          const mine = addresses.filter((_, i) => i % attackers === a);
+          const files = Math.min(20_000, mine.length * perEndpoint + 1000);
+          const child = spawn("prlimit", [`--nofile=${files}:${files}`, "--", nodeBinary, path.join(repoRoot, "test/helpers/h2-attack.ts"), attack, mine.join(","), String(holdMs), String(perEndpoint)], { stdio: ["ignore", "pipe", "inherit"] });
+          let out = "";
+          const held = new Promise<void>((resolve) => child.stdout!.setEncoding("utf8").on("data", (d: string) => ((out += d), out.includes("held") && resolve())));
+          const exited = new Promise((r) => child.once("exit", r));
+          return { ready: Promise.race([held, exited]), result: exited.then(() => JSON.parse(out.trim().split("\n").at(-1)!) as AttackResult) };
+        });
+        await Promise.all(runs.map((r) => r.ready));
+        const openedMs = Math.round(performance.now() - t0);
+        const during = await freshCalls(daemon, calls);
+        const rssDuring = vmRssMb(daemon.child.pid!);
+        const results = await Promise.all(runs.map((r) => r.result));
+        const result = { status: { open: results.reduce((n, r) => n + (r.status.open ?? 0), 0), closed: results.reduce((n, r) => n + (r.status.closed ?? 0), 0) } };
+        const load = readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
+        console.log(JSON.stringify({ attack, perEndpoint, nofile, openedMs, base, during, attacker: result.status, rssBeforeMb: Math.round(rssBefore), rssDuringMb: Math.round(rssDuring), load }));
         assert.equal(daemon.child.exitCode, null);
-        assert.ok(during.answered >= 27, `answered ${during.answered} of 30`);
+        assert.ok(during.answered >= Math.ceil(0.9 * calls), `answered ${during.answered} of ${calls}`);
         assert.ok(during.p99 <= Math.max(1000, 3 * base.p99), `p99 ${during.p99.toFixed(0)} ms (unattacked ${base.p99.toFixed(0)} ms)`);
       } finally {
         await daemon.stop();

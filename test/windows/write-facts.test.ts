@@ -22,6 +22,7 @@ import type { VolumeFacts, WriteCheck } from "../../src/groups/volume/host-api.t
 import type { DiskFacts, DiskWriteCheck } from "../../src/groups/disk/host-api.ts";
 import { GPT_BASIC_DATA } from "../../src/host/windows/cim-types.ts";
 import { rejectsWithCode } from "../helpers/assert-coded.ts";
+import { runInCall } from "../../src/util/call-scope.ts";
 import { fakePoolsClosedAfter, type FakePool } from "./fake-pool.ts";
 
 const pool = fakePoolsClosedAfter();
@@ -123,4 +124,25 @@ test("PartitionDisk: another disk behind the number at the write is refused befo
   const svc = createDiskService({ host: new WindowsDiskHost(p.pool, {} as DiskIoctls) });
   await rejectsWithCode(svc.partitionDisk({ diskNumber: 1 }), Code.FailedPrecondition, /the disk changed since it was looked up \(.*ven_google#1 size 10737418240 → .*ven_other#2 size 10737418240\)/);
   assert.deepEqual(ops(p), ["disk.get", "disk.get"]);
+});
+
+test("a call aborted between a write's checks and its worker call: the write is never sent; the signal's code, saying nothing was changed", async () => {
+  const p = pool({ "volume.partition": { result: DATA }, "volume.get": { result: VOL }, "disk.get": { result: DISK }, "disk.partitions": { result: [] } });
+  const volumes = new WindowsVolumeHost(p.pool, {} as VolumeWin32);
+  const disks = new WindowsDiskHost(p.pool, {} as DiskIoctls);
+  const writes = ["volume.format", "volume.resize", "disk.initialize", "disk.createPartition", "disk.setOnline"];
+  const cases: [string, (c: AbortController) => Promise<unknown>, RegExp][] = [
+    ["format", (c) => volumes.formatVolume(VOL.uniqueId, async () => c.abort(new CsiProxyError(Code.DeadlineExceeded, "deadline exceeded"))), /^deadline exceeded: stopped before formatting volume .*; nothing was changed$/],
+    ["resize", (c) => volumes.resizePartition(VOL.uniqueId, 20n << 30n, async () => c.abort()), /^cancelled: stopped before resizing the partition of volume .*; nothing was changed$/],
+    ["initialize", (c) => disks.initializeDisk(1, async () => c.abort()), /^cancelled: stopped before initialising disk 1 with GPT; nothing was changed$/],
+    ["partition", (c) => disks.createDataPartition(1, "gpt", async () => c.abort()), /^cancelled: stopped before adding a partition to disk 1; nothing was changed$/],
+    ["offline", (c) => disks.setDiskOnline(1, false, async () => c.abort()), /^cancelled: stopped before setting disk 1 offline; nothing was changed$/],
+  ];
+  for (const [name, write, message] of cases) {
+    const c = new AbortController();
+    const err = await runInCall({ signal: c.signal }, () => write(c)).then(() => assert.fail(`${name} succeeded`), (e: unknown) => e as CsiProxyError);
+    assert.match(err.message, message, name);
+    assert.equal(err.code, message.source.startsWith("^deadline") ? Code.DeadlineExceeded : Code.Canceled, name);
+  }
+  assert.deepEqual(ops(p).filter((op) => writes.includes(op)), [], "no write sent");
 });

@@ -1,5 +1,6 @@
 import type { DiskIds, DiskLocation, DiskService } from "./types.ts";
-import { inCallScope } from "../../util/call-scope.ts";
+import { callSignal, inCallScope } from "../../util/call-scope.ts";
+import { stopIfAborted, withEarlierSteps } from "../../host/stop-if-aborted.ts";
 import type { DiskHostApi, HostPartition } from "./host-api.ts";
 import type { KeyedMutex } from "../../util/keyed-mutex.ts";
 import { createKeyedMutex } from "../../util/keyed-mutex.ts";
@@ -16,8 +17,6 @@ import {
   withContext,
   type DiskWriteRule,
 } from "../../policy/block-policy.ts";
-
-export { diskLockKey } from "../../policy/block-policy.ts";
 
 export interface DiskServiceDeps {
   host: DiskHostApi;
@@ -75,14 +74,18 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
       const { content } = layout;
       let style = layout.partitionStyle;
       let table = layout.partitions;
+      /** What this call changed so far, for an answer after an abort between steps. */
+      let changed: string | null = null;
       if (style === "unknown" || style === null) throw failedPrecondition(`refusing to ${what}: ${content ?? "its partition table cannot be read"}`);
       if (style === "raw") {
         if (content) throw failedPrecondition(`refusing to ${what}: it has no partition table but holds ${content}; initialising it would destroy that data`);
         // Right before writing, on the host's reading: same disk, nothing in use or mounted at all, not a single signature.
         const check = diskWriteCheck(disk, ruleOf(what, false, { table: { kind: "empty", to: "write a partition table to" } }));
         await withContext(`initialise ${disk.name} with GPT`, host.initializeDisk(n, check));
+        changed = `${disk.name} was given an empty GPT partition table`;
+        stopIfAborted(callSignal(), { before: `adding the data partition to ${disk.name}`, done: `${changed}; no partition was created (a retry of PartitionDisk adds it)` });
         style = "gpt";
-        table = await host.listPartitions(n); // Windows may add a reserved partition itself
+        table = await host.listPartitions(n).catch((e: unknown) => Promise.reject(withEarlierSteps(e, changed!))); // Windows may add a reserved partition itself
       }
 
       const data = table.filter(isData);
@@ -101,14 +104,16 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
       } catch (err) {
         // 42002 "access path already in use" is tolerated, as upstream does
         if (!(err instanceof CsiProxyError && err.code === Code.AlreadyExists)) {
-          throw hostFailure(`create the data partition on ${disk.name}`, err);
+          throw hostFailure(`create the data partition on ${disk.name}`, changed ? withEarlierSteps(err, changed) : err);
         }
       }
-      await withContext(`refresh ${disk.name}`, host.refreshDisk(n));
-      const created = (await host.listPartitions(n)).filter(isData);
+      changed = `${changed ? `${changed}, then ` : ""}a data partition was added to the partition table of ${disk.name}`;
+      const afterChange = <T>(step: Promise<T>) => step.catch((e: unknown) => Promise.reject(withEarlierSteps(e, changed!)));
+      await withContext(`refresh ${disk.name}`, afterChange(host.refreshDisk(n)));
+      const created = (await afterChange(host.listPartitions(n))).filter(isData);
       if (created.length === 0) throw internal(`created a data partition on ${disk.name}, but the disk shows none`);
       if (created[0].online !== true) {
-        await withContext(`bring partition ${created[0].number} of ${disk.name} online`, host.onlinePartition(n, created[0].number));
+        await withContext(`bring partition ${created[0].number} of ${disk.name} online`, afterChange(host.onlinePartition(n, created[0].number)));
       }
     });
   }

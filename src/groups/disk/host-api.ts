@@ -25,11 +25,9 @@
  * Errors: an unknown disk number is NotFound; a failing tool, syscall or CIM method rejects with a
  * CsiProxyError (Internal unless the host knows better). Hosts never choose codes from request meaning.
  */
+/** The device facts shared with the volume group (HostDevice, DeviceUse) live in policy/host-device.ts. */
 import type { HostDevice, SignatureFact } from "../../policy/host-device.ts";
 import type { DiskIds, DiskLocation } from "./types.ts";
-
-/** The device facts shared with the volume group live in policy/host-device.ts. */
-export type { DeviceUse, HostDevice } from "../../policy/host-device.ts";
 
 export interface HostDisk extends HostDevice {
   /** The disk number of the API (uint32). */

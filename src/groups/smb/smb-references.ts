@@ -19,7 +19,7 @@
  */
 import type { KeyedMutex } from "../../util/keyed-mutex.ts";
 import type { JsonStateFile } from "../../state/atomic-file.ts";
-import { StateDirRefusal } from "../../state/state-dir.ts";
+import { StateDirRefusal } from "../../state/state-dir-trust.ts";
 import { CsiProxyError, Code, failedPrecondition } from "../../errors.ts";
 import type { SmbHostApi } from "./host-api.ts";
 import { emptySmbState, type SmbRootState, type SmbState, type SmbUser } from "./smb-state.ts";

@@ -5,73 +5,24 @@ import * as path from "node:path";
 import { describe, it } from "node:test";
 import { Code, CsiProxyError, internal } from "../../errors.ts";
 import { FakeSmbHost } from "../../../test/doubles/fake-smb-host.ts";
-import { createJsonStateFile, type JsonStateFile } from "../../state/atomic-file.ts";
-import { guardStateFile, StateDirRefusal } from "../../state/state-dir.ts";
+import type { JsonStateFile } from "../../state/atomic-file.ts";
 import { createPathPolicy } from "../../policy/path-policy.ts";
-import { createRefCountedSmb, type RefCountedSmbService } from "../../../test/helpers/ref-counted-smb.ts";
-import { validateSmbState, type SmbState } from "./smb-state.ts";
+import { createRefCountedSmb } from "../../../test/helpers/ref-counted-smb.ts";
+import type { SmbState } from "./smb-state.ts";
 import { rejectsWithCsiProxyError } from "../../../test/helpers/assert-coded.ts";
 import { holdPoint } from "../../../test/helpers/hold-point.ts";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createKeyedMutex, type KeyedMutex } from "../../util/keyed-mutex.ts";
 import { createSmbService } from "./smb-service.ts";
+import { KUBELET, ROOT, linuxPolicy, local, memoryState, req, setupSmb } from "../../../test/helpers/smb-group-setup.ts";
 import { openSmbReferences } from "./smb-references.ts";
 import { createSmbMappingSteps } from "./smb-mapping-steps.ts";
 import type { SmbService } from "./types.ts";
 import { createNodeLocks } from "../../state/node-locks.ts";
 
-const KUBELET = "/var/lib/kubelet";
-const existing = new Set(["/", "/var", "/var/lib", KUBELET]);
-const linuxPolicy = () =>
-  createPathPolicy({ platform: "linux", allowedDirs: [KUBELET], resolve: async (p) => (existing.has(p) ? p : null) });
-
-/** A state file in memory: what `save` stored, as JSON text, like the real file. */
-function memoryState(initial?: SmbState): JsonStateFile<SmbState> & { text: string | null; saves: number } {
-  const mem = {
-    path: "/memory/smb-state.json",
-    text: initial ? JSON.stringify(initial) : (null as string | null),
-    saves: 0,
-    async load() {
-      return mem.text === null ? null : validateSmbState(JSON.parse(mem.text));
-    },
-    async save(value: SmbState) {
-      mem.saves++;
-      mem.text = JSON.stringify(value);
-    },
-  };
-  return mem;
-}
-
-interface Setup {
-  host: FakeSmbHost;
-  state: ReturnType<typeof memoryState>;
-  smb: RefCountedSmbService;
-  logs: string[];
-}
-
-async function setup(options: { host?: FakeSmbHost; state?: ReturnType<typeof memoryState>; requirePrivacy?: boolean } = {}): Promise<Setup> {
-  const host = options.host ?? new FakeSmbHost();
-  const state = options.state ?? memoryState();
-  const logs: string[] = [];
-  const smb = await createRefCountedSmb({
-    host,
-    policy: linuxPolicy(),
-    state,
-    requirePrivacy: options.requirePrivacy ?? true,
-    platform: "linux",
-    sweepIntervalMs: 0,
-    log: { info: (m) => logs.push(`I ${m}`), warning: (m) => logs.push(`W ${m}`) },
-  });
-  return { host, state, smb, logs };
-}
-
-const ROOT = "\\\\server\\share";
-const local = (name: string) => `${KUBELET}/plugins/smb/${name}/globalmount`;
-const req = (remotePath: string, localPath = "", username = "user", password = "Pa55-w0rd!") => ({ remotePath, localPath, username, password });
-
 describe("NewSmbGlobalMapping: upstream semantics", () => {
   it("maps the lower-cased share root and links local_path to the full remote path", async () => {
-    const { host, smb } = await setup();
+    const { host, smb } = await setupSmb();
     await smb.newSmbGlobalMapping(req("//Server/Share/Sub/Dir", local("a")));
     assert.deepEqual([...host.mappings.keys()], [ROOT]);
     assert.equal(host.entries.get(local("a")), "\\\\Server\\Share\\Sub\\Dir\\");
@@ -81,14 +32,14 @@ describe("NewSmbGlobalMapping: upstream semantics", () => {
 
   it("passes -require-privacy through", async () => {
     for (const requirePrivacy of [true, false]) {
-      const { host, smb } = await setup({ requirePrivacy });
+      const { host, smb } = await setupSmb({ requirePrivacy });
       await smb.newSmbGlobalMapping(req("\\\\srv\\s"));
       assert.equal(host.mappings.get("\\\\srv\\s")?.requirePrivacy, requirePrivacy);
     }
   });
 
   it("reuses a healthy mapping (the new call's credentials are ignored)", async () => {
-    const { host, smb } = await setup();
+    const { host, smb } = await setupSmb();
     await smb.newSmbGlobalMapping(req("\\\\server\\share\\a", local("a")));
     await smb.newSmbGlobalMapping(req("\\\\SERVER\\SHARE\\b", local("b"), "other", "other-password"));
     assert.equal(host.calls.filter((c) => c.startsWith("createMapping")).length, 1);
@@ -102,7 +53,7 @@ describe("NewSmbGlobalMapping: upstream semantics", () => {
       (h: FakeSmbHost) => h.failures.set("isPathValid", new Error("session broken")),
       (h: FakeSmbHost) => (h.mappings.get(ROOT)!.status = "Disconnected"),
     ]) {
-      const { host, smb } = await setup();
+      const { host, smb } = await setupSmb();
       await smb.newSmbGlobalMapping(req("\\\\server\\share\\a", local("a")));
       breakIt(host);
       host.calls.length = 0;
@@ -117,14 +68,14 @@ describe("NewSmbGlobalMapping: upstream semantics", () => {
   });
 
   it("treats a failing mapping query as 'not mapped', as upstream", async () => {
-    const { host, smb } = await setup();
+    const { host, smb } = await setupSmb();
     host.failures.set("getMapping", new Error("WMI down"));
     await smb.newSmbGlobalMapping(req("\\\\server\\share"));
     assert.ok(host.mappings.has(ROOT));
   });
 
   it("creates no link when local_path is empty", async () => {
-    const { host, smb } = await setup();
+    const { host, smb } = await setupSmb();
     await smb.newSmbGlobalMapping(req("\\\\server\\share\\x"));
     assert.equal(host.entries.size, 0);
   });
@@ -149,7 +100,7 @@ describe("NewSmbGlobalMapping: refusals (no host change, no count)", () => {
   ];
   for (const [name, remotePath, message] of invalid) {
     it(`remote path: ${name} → InvalidArgument`, async () => {
-      const { host, smb, state } = await setup();
+      const { host, smb, state } = await setupSmb();
       await rejectsWithCsiProxyError(smb.newSmbGlobalMapping(req(remotePath, local("a"))), Code.InvalidArgument, message);
       await rejectsWithCsiProxyError(smb.removeSmbGlobalMapping({ remotePath }), Code.InvalidArgument, message);
       assert.deepEqual(host.calls, []);
@@ -158,7 +109,7 @@ describe("NewSmbGlobalMapping: refusals (no host change, no count)", () => {
   }
 
   it("local path outside the allowed dirs → PermissionDenied; relative / NUL → InvalidArgument", async () => {
-    const { host, smb } = await setup();
+    const { host, smb } = await setupSmb();
     await rejectsWithCsiProxyError(smb.newSmbGlobalMapping(req(ROOT, "/etc/evil")), Code.PermissionDenied);
     await rejectsWithCsiProxyError(smb.newSmbGlobalMapping(req(ROOT, `${KUBELET}/../../etc/x`)), Code.PermissionDenied);
     await rejectsWithCsiProxyError(smb.newSmbGlobalMapping(req(ROOT, "relative/path")), Code.InvalidArgument);
@@ -168,7 +119,7 @@ describe("NewSmbGlobalMapping: refusals (no host change, no count)", () => {
   });
 
   it("bad credentials → InvalidArgument, and the message never contains the password", async () => {
-    const { host, smb } = await setup();
+    const { host, smb } = await setupSmb();
     const secret = "s3cr3t\nline2";
     await assert.rejects(smb.newSmbGlobalMapping(req(ROOT, "", "user", secret)), (e: CsiProxyError) => {
       assert.equal(e.code, Code.InvalidArgument);
@@ -183,7 +134,7 @@ describe("NewSmbGlobalMapping: refusals (no host change, no count)", () => {
   });
 
   it("an occupied local path → AlreadyExists, nothing mapped or counted", async () => {
-    const { host, smb, state } = await setup();
+    const { host, smb, state } = await setupSmb();
     host.entries.set(local("a"), null); // a directory
     host.entries.set(local("b"), "\\\\other\\share\\"); // a link elsewhere
     await rejectsWithCsiProxyError(smb.newSmbGlobalMapping(req(ROOT, local("a"))), Code.AlreadyExists, `local path ${local("a")} already exists and is not a link to ${ROOT} [upstream: ResourceExists]`);
@@ -195,7 +146,7 @@ describe("NewSmbGlobalMapping: refusals (no host change, no count)", () => {
   });
 
   it("a host failure withdraws the use and removes a mapping made for it alone", async () => {
-    const { host, smb, state } = await setup();
+    const { host, smb, state } = await setupSmb();
     host.failures.set("createDirLink", internal("symlink failed"));
     await rejectsWithCsiProxyError(smb.newSmbGlobalMapping(req(ROOT, local("a"))), Code.Internal, "symlink failed");
     assert.equal(host.mappings.size, 0);
@@ -208,7 +159,7 @@ describe("NewSmbGlobalMapping: refusals (no host change, no count)", () => {
   });
 
   it("a rollback that fails is named in the answer, kept owed, and retried until the mapping is gone", async () => {
-    const { host, smb, state, logs } = await setup();
+    const { host, smb, state, logs } = await setupSmb();
     host.failures.set("createDirLink", internal("symlink failed"));
     host.failures.set("removeMapping", internal("device busy"));
     await rejectsWithCsiProxyError(
@@ -225,7 +176,7 @@ describe("NewSmbGlobalMapping: refusals (no host change, no count)", () => {
   });
 
   it("a host failure for a second user keeps the first user's mapping", async () => {
-    const { host, smb } = await setup();
+    const { host, smb } = await setupSmb();
     await smb.newSmbGlobalMapping(req(ROOT, local("a")));
     host.failures.set("createDirLink", internal("symlink failed"));
     await rejectsWithCsiProxyError(smb.newSmbGlobalMapping(req(ROOT, local("b"))), Code.Internal);
@@ -236,7 +187,7 @@ describe("NewSmbGlobalMapping: refusals (no host change, no count)", () => {
 
 describe("reference counting", () => {
   it("removes the mapping only when the last user releases it; then NotFound", async () => {
-    const { host, smb } = await setup();
+    const { host, smb } = await setupSmb();
     await smb.newSmbGlobalMapping(req("\\\\server\\share\\a", local("a")));
     await smb.newSmbGlobalMapping(req("\\\\server\\share\\b", local("b")));
     await smb.newSmbGlobalMapping(req("\\\\server\\share\\c"));
@@ -255,7 +206,7 @@ describe("reference counting", () => {
   });
 
   it("a retried identical call with local_path does not count twice", async () => {
-    const { host, smb } = await setup();
+    const { host, smb } = await setupSmb();
     for (let i = 0; i < 3; i++) await smb.newSmbGlobalMapping(req("\\\\server\\share\\a", local("a")));
     assert.deepEqual(smb.references(), { [ROOT]: 1 });
     assert.equal(host.calls.filter((c) => c.startsWith("createDirLink")).length, 1);
@@ -264,14 +215,14 @@ describe("reference counting", () => {
   });
 
   it("calls without local_path count one each (no identity to recognise a retry)", async () => {
-    const { smb } = await setup();
+    const { smb } = await setupSmb();
     await smb.newSmbGlobalMapping(req(ROOT));
     await smb.newSmbGlobalMapping(req(ROOT));
     assert.deepEqual(smb.references(), { [ROOT]: 2 });
   });
 
   it("keeps share roots apart", async () => {
-    const { host, smb } = await setup();
+    const { host, smb } = await setupSmb();
     await smb.newSmbGlobalMapping(req("\\\\server\\one\\x", local("a")));
     await smb.newSmbGlobalMapping(req("\\\\server\\two\\x", local("b")));
     await smb.removeSmbGlobalMapping({ remotePath: "\\\\server\\one\\x" });
@@ -279,7 +230,7 @@ describe("reference counting", () => {
   });
 
   it("a use whose link the driver removed first counts as the released one", async () => {
-    const { host, smb } = await setup();
+    const { host, smb } = await setupSmb();
     await smb.newSmbGlobalMapping(req("\\\\server\\share\\vol", local("a")));
     await smb.newSmbGlobalMapping(req("\\\\server\\share\\vol", local("b")));
     host.removeLink(local("a")); // Rmdir before RemoveSmbGlobalMapping
@@ -289,7 +240,7 @@ describe("reference counting", () => {
   });
 
   it("drivers that count themselves (one Remove for many volumes) do not leak the mapping", async () => {
-    const { host, smb } = await setup();
+    const { host, smb } = await setupSmb();
     await smb.newSmbGlobalMapping(req("\\\\server\\share\\pvc-1", local("a")));
     await smb.newSmbGlobalMapping(req("\\\\server\\share\\pvc-2", local("b")));
     host.removeLink(local("a")); // volume 1 unstaged: the driver's own count was 2, no Remove
@@ -298,7 +249,7 @@ describe("reference counting", () => {
   });
 
   it("the sweep drops uses whose links are gone and removes a mapping left unused", async () => {
-    const { host, smb } = await setup();
+    const { host, smb } = await setupSmb();
     await smb.newSmbGlobalMapping(req("\\\\server\\share\\v", local("a")));
     await smb.newSmbGlobalMapping(req("\\\\server\\share\\v", local("b")));
     host.removeLink(local("a"));
@@ -311,13 +262,13 @@ describe("reference counting", () => {
   });
 
   it("removes a mapping nobody recorded (made before counting), as upstream", async () => {
-    const { host, smb } = await setup({ host: new FakeSmbHost().addMapping(ROOT) });
+    const { host, smb } = await setupSmb({ host: new FakeSmbHost().addMapping(ROOT) });
     await smb.removeSmbGlobalMapping({ remotePath: "\\\\server\\share\\any" });
     assert.equal(host.mappings.size, 0);
   });
 
   it("a failed teardown is finished by a retry", async () => {
-    const { host, smb, state } = await setup();
+    const { host, smb, state } = await setupSmb();
     await smb.newSmbGlobalMapping(req(ROOT, local("a")));
     host.failures.set("removeMapping", internal("busy"));
     await rejectsWithCsiProxyError(smb.removeSmbGlobalMapping({ remotePath: ROOT }), Code.Internal, "busy");
@@ -328,163 +279,13 @@ describe("reference counting", () => {
   });
 
   it("parallel calls for one root create the mapping once and count every distinct user", async () => {
-    const { host, smb } = await setup();
+    const { host, smb } = await setupSmb();
     await Promise.all(Array.from({ length: 20 }, (_, i) => smb.newSmbGlobalMapping(req(`\\\\server\\share\\v${i}`, local(`p${i}`)))));
     assert.equal(host.calls.filter((c) => c.startsWith("createMapping")).length, 1);
     assert.deepEqual(smb.references(), { [ROOT]: 20 });
     await Promise.all(Array.from({ length: 20 }, (_, i) => smb.removeSmbGlobalMapping({ remotePath: `\\\\server\\share\\v${i}` })));
     assert.equal(host.mappings.size, 0);
     assert.deepEqual(smb.references(), {});
-  });
-});
-
-describe("persistence and start-up reconciliation", () => {
-  it("after reconciliation, has the host sweep mapping directories of the roots still recorded only", async () => {
-    const host = new FakeSmbHost();
-    const state = memoryState();
-    const first = await setup({ host, state });
-    await first.smb.newSmbGlobalMapping(req("\\\\server\\share\\a", local("a")));
-    await first.smb.newSmbGlobalMapping(req("\\\\other\\gone\\b", local("b")));
-    first.smb.close();
-    host.entries.delete(local("b")); // its link vanished while the daemon was down: the use is stale, the root torn down
-    const swept: string[][] = [];
-    const sweeping = Object.assign(host, { removeUnusedMappingDirs: async (roots: readonly string[]) => (swept.push([...roots]), ["x-0123456789abcdef"]) });
-    const second = await setup({ host: sweeping, state });
-    assert.deepEqual(swept, [[ROOT]], "called once, with the roots left after the stale use was dropped");
-    assert.ok(second.logs.some((l) => /removed 1 mapping directory no share root uses: x-0123456789abcdef/.test(l)), second.logs.join("\n"));
-    second.smb.close();
-  });
-
-  it("recovers counts after a restart (same state file, same host)", async () => {
-    const host = new FakeSmbHost();
-    const state = memoryState();
-    const first = await setup({ host, state });
-    await first.smb.newSmbGlobalMapping(req("\\\\server\\share\\a", local("a")));
-    await first.smb.newSmbGlobalMapping(req("\\\\server\\share\\b", local("b")));
-    first.smb.close();
-
-    const second = await setup({ host, state });
-    assert.deepEqual(second.smb.references(), { [ROOT]: 2 });
-    assert.ok(second.logs.some((l) => l.includes("2 use(s) recovered, mapping present (OK)")));
-    await second.smb.newSmbGlobalMapping(req("\\\\server\\share\\a", local("a"))); // retry after restart: idempotent
-    assert.deepEqual(second.smb.references(), { [ROOT]: 2 });
-    await second.smb.removeSmbGlobalMapping({ remotePath: "\\\\server\\share\\a" });
-    assert.ok(host.mappings.has(ROOT));
-    await second.smb.removeSmbGlobalMapping({ remotePath: "\\\\server\\share\\b" });
-    assert.equal(host.mappings.size, 0);
-  });
-
-  it("after a reboot (mapping gone, links kept) the next call re-creates the mapping without counting twice", async () => {
-    const host = new FakeSmbHost();
-    const state = memoryState();
-    const first = await setup({ host, state });
-    await first.smb.newSmbGlobalMapping(req("\\\\server\\share\\a", local("a")));
-    host.mappings.clear();
-    const second = await setup({ host, state });
-    assert.ok(second.logs.some((l) => l.includes("absent until the next NewSmbGlobalMapping")));
-    await second.smb.newSmbGlobalMapping(req("\\\\server\\share\\a", local("a")));
-    assert.ok(host.mappings.has(ROOT));
-    assert.deepEqual(second.smb.references(), { [ROOT]: 1 });
-  });
-
-  it("at start drops uses whose links vanished and finishes interrupted removals", async () => {
-    const host = new FakeSmbHost().addMapping(ROOT).addMapping("\\\\server\\other");
-    host.entries.set(local("live"), "\\\\server\\share\\live\\");
-    const state = memoryState({
-      version: 1,
-      roots: {
-        [ROOT]: {
-          users: [
-            { id: `link:${local("live")}`, remotePath: "\\\\server\\share\\live", localPath: local("live"), since: "2024-01-01T00:00:00Z" },
-            { id: `link:${local("gone")}`, remotePath: "\\\\server\\share\\gone", localPath: local("gone"), since: "2024-01-01T00:00:00Z" },
-          ],
-        },
-        "\\\\server\\other": { users: [], removing: true },
-      },
-    });
-    const { smb } = await setup({ host, state });
-    assert.deepEqual(smb.references(), { [ROOT]: 1 });
-    assert.deepEqual([...host.mappings.keys()], [ROOT]);
-    assert.deepEqual(Object.keys(JSON.parse(state.text!).roots), [ROOT]);
-  });
-
-  it("a record without uses (and no interrupted removal) is forgotten without touching the host", async () => {
-    const host = new FakeSmbHost().addMapping(ROOT);
-    const state = memoryState({ version: 1, roots: { [ROOT]: { users: [] } } });
-    await setup({ host, state });
-    assert.ok(host.mappings.has(ROOT), "a mapping nothing says is ours stays");
-    assert.deepEqual(JSON.parse(state.text!).roots, {});
-  });
-
-  it("a failed new use during an interrupted removal keeps the removal owed", async () => {
-    const host = new FakeSmbHost().addMapping(ROOT);
-    host.failures.set("removeMapping", internal("busy")); // the start-up teardown fails
-    const state = memoryState({ version: 1, roots: { [ROOT]: { users: [], removing: true } } });
-    const { smb, logs } = await setup({ host, state });
-    assert.ok(logs.some((l) => l.startsWith(`W SMB ${ROOT}: sweep failed`)));
-    host.failures.set("createDirLink", internal("symlink failed"));
-    await rejectsWithCsiProxyError(smb.newSmbGlobalMapping(req(ROOT, local("a"))), Code.Internal);
-    assert.deepEqual(JSON.parse(state.text!).roots[ROOT], { users: [], removing: true });
-    await smb.removeSmbGlobalMapping({ remotePath: ROOT });
-    assert.equal(host.mappings.size, 0);
-    assert.deepEqual(JSON.parse(state.text!).roots, {});
-  });
-
-  it("an unreadable state file makes every call FailedPrecondition (never unmaps blindly)", async () => {
-    for (const text of ["{broken", '{"version": 7, "roots": {}}', '{"version":1,"roots":{"\\\\\\\\Server\\\\x":{"users":[]}}}']) {
-      const state = memoryState();
-      state.text = text;
-      const host = new FakeSmbHost().addMapping(ROOT);
-      const { smb, logs } = await setup({ host, state });
-      await rejectsWithCsiProxyError(smb.newSmbGlobalMapping(req(ROOT)), Code.FailedPrecondition, /SMB state file \/memory\/smb-state.json is unreadable/);
-      await rejectsWithCsiProxyError(smb.removeSmbGlobalMapping({ remotePath: ROOT }), Code.FailedPrecondition);
-      assert.ok(host.mappings.has(ROOT));
-      assert.equal(state.text, text, "the file is left for the operator");
-      assert.ok(logs.some((l) => l.startsWith("W SMB state file")));
-    }
-  });
-
-  it("a refused state directory makes every call answer its FailedPrecondition as is (logged once, at start-up, by the check)", async () => {
-    const refusal = new StateDirRefusal("state directory /x is owned by uid 65534 (nobody), ...; SMB calls are refused until this is fixed");
-    const host = new FakeSmbHost().addMapping(ROOT);
-    const { smb, logs } = await setup({ host, state: guardStateFile(memoryState(), refusal) as ReturnType<typeof memoryState> });
-    await assert.rejects(smb.newSmbGlobalMapping(req(ROOT)), (e) => e === refusal);
-    await assert.rejects(smb.removeSmbGlobalMapping({ remotePath: ROOT }), (e) => e === refusal);
-    assert.ok(host.mappings.has(ROOT), "no mapping is touched");
-    assert.deepEqual(logs, [], "secureStateDir() logged it already");
-  });
-
-  it("a state file refused when read (e.g. a symbolic link) makes every call FailedPrecondition naming it", async () => {
-    const dir = await fs.mkdtemp(path.join(os.tmpdir(), "smb-state-"));
-    try {
-      const file = path.join(dir, "smb-mappings.json");
-      await fs.writeFile(path.join(dir, "elsewhere.json"), '{"version":1,"roots":{}}');
-      await fs.symlink(path.join(dir, "elsewhere.json"), file);
-      const { smb, logs } = await setup({ state: createJsonStateFile(file, validateSmbState) as ReturnType<typeof memoryState> });
-      await rejectsWithCsiProxyError(smb.removeSmbGlobalMapping({ remotePath: ROOT }), Code.FailedPrecondition, /state file .*smb-mappings\.json is a symbolic link.*; SMB calls are refused until this is fixed/);
-      assert.equal(logs.length, 1);
-    } finally {
-      await fs.rm(dir, { recursive: true, force: true });
-    }
-  });
-
-  it("writes the real state file atomically and reads it back after a restart", async () => {
-    const dir = await fs.mkdtemp(path.join(os.tmpdir(), "smb-state-"));
-    try {
-      const file = path.join(dir, "smb-mappings.json");
-      const host = new FakeSmbHost();
-      const mk = () =>
-        createRefCountedSmb({ host, policy: linuxPolicy(), state: createJsonStateFile(file, validateSmbState), requirePrivacy: true, platform: "linux", sweepIntervalMs: 0 });
-      const a = await mk();
-      await a.newSmbGlobalMapping(req("\\\\server\\share\\a", local("a"), "user", "TopSecret-123"));
-      const text = await fs.readFile(file, "utf8");
-      assert.ok(!text.includes("TopSecret-123") && !text.includes('"user"'), "no credentials in the state file");
-      assert.equal((await fs.stat(file)).mode & 0o777, 0o600);
-      const b = await mk();
-      assert.deepEqual(b.references(), { [ROOT]: 1 });
-    } finally {
-      await fs.rm(dir, { recursive: true, force: true });
-    }
   });
 });
 

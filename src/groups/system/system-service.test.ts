@@ -132,3 +132,39 @@ describe("StopService", () => {
     assert.ok(!host.calls.some((c) => c.startsWith("stopService")));
   });
 });
+
+describe("an aborted call stops waiting for a service and starts no further step", () => {
+  const slowSetup = (host: FakeSystemHost) => createSystemService({ host, platform: "linux", allowedServices: ["*"], pollIntervalMs: 5, waitTimeoutMs: 10_000 });
+
+  it("StartService: Cancelled once aborted while the service is still starting, saying the start was asked for; no poll after", async () => {
+    const host = new FakeSystemHost().addService("slow", { pendingPolls: Infinity });
+    const system = slowSetup(host);
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 50);
+    await rejectsWithCsiProxyError(
+      system.startService({ name: "slow" }, { signal: controller.signal }),
+      Code.Canceled,
+      /^cancelled: stopped before waiting for service slow to become running; service slow was asked to start and may still be starting$/,
+    );
+    const polls = host.calls.length;
+    await new Promise((r) => setTimeout(r, 30));
+    assert.equal(host.calls.length, polls, "nothing polled after the answer");
+  });
+
+  it("StopService(force): aborted while a dependent is stopping, the service itself is never asked to stop; the answer names what was stopped", async () => {
+    const host = new FakeSystemHost()
+      .addService("base", { status: ServiceStatus.Running, dependents: ["mid"] })
+      .addService("mid", { status: ServiceStatus.Running, dependents: ["top"], pendingPolls: Infinity })
+      .addService("top", { status: ServiceStatus.Running });
+    const system = slowSetup(host);
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 50);
+    await rejectsWithCsiProxyError(
+      system.stopService({ name: "base", force: true }, { signal: controller.signal }),
+      Code.Canceled,
+      /^cancelled: stopped before waiting for service mid to become stopped; dependent services top were stopped; service mid was asked to stop and may still be stopping$/,
+    );
+    assert.deepEqual(host.calls.filter((c) => c.startsWith("stopService")), ["stopService top", "stopService mid"]);
+    assert.equal(host.services.get("base")!.status, ServiceStatus.Running);
+  });
+});

@@ -1,5 +1,6 @@
 import type { SystemService } from "./types.ts";
-import { inCallScope } from "../../util/call-scope.ts";
+import { callSignal, inCallScope } from "../../util/call-scope.ts";
+import { NOTHING_CHANGED, stopIfAborted } from "../../host/stop-if-aborted.ts";
 import { ServiceStatus } from "./types.ts";
 import type { SystemHostApi } from "./host-api.ts";
 import { CsiProxyError, Code, failedPrecondition, invalidArgument, notFound, permissionDenied } from "../../errors.ts";
@@ -62,9 +63,11 @@ export function createSystemService(deps: SystemServiceDeps): SystemService {
     return svc;
   }
 
-  async function waitFor(name: string, status: ServiceStatus, word: string): Promise<void> {
+  /** Polls every `pollMs` until `name` has `status`; an aborted call stops polling (saying `done`), else DeadlineExceeded after `waitMs`. */
+  async function waitFor(name: string, status: ServiceStatus, word: string, done: string): Promise<void> {
     const deadline = Date.now() + waitMs;
     for (;;) {
+      stopIfAborted(callSignal(), { before: `waiting for service ${name} to become ${word}`, done });
       if ((await lookUp(name)).status === status) return;
       if (Date.now() >= deadline) throw new CsiProxyError(Code.DeadlineExceeded, `timed out waiting for service ${name} to become ${word}`);
       await new Promise((r) => setTimeout(r, pollMs));
@@ -107,7 +110,7 @@ export function createSystemService(deps: SystemServiceDeps): SystemService {
       checkAllowed(checkName(name), "starting");
       if ((await lookUp(name)).status === ServiceStatus.Running) return;
       await host.startService(name);
-      await waitFor(name, ServiceStatus.Running, "running");
+      await waitFor(name, ServiceStatus.Running, "running", `service ${name} was asked to start and may still be starting`);
     },
 
     async stopService({ name, force }) {
@@ -122,12 +125,15 @@ export function createSystemService(deps: SystemServiceDeps): SystemService {
           throw permissionDenied(`stopping ${name} needs stopping its dependent service ${dep}, which is not listed in -allowed-service`);
         }
       }
-      for (const dep of [...dependents].reverse()) {
-        await host.stopService(dep);
-        await waitFor(dep, ServiceStatus.Stopped, "stopped");
+      const stopped: string[] = [];
+      const soFar = () => (stopped.length ? `dependent services ${stopped.join(", ")} were stopped` : NOTHING_CHANGED);
+      for (const svc of [...[...dependents].reverse(), name]) {
+        stopIfAborted(callSignal(), { before: `stopping service ${svc}`, done: soFar() });
+        await host.stopService(svc);
+        const asked = `service ${svc} was asked to stop and may still be stopping`;
+        await waitFor(svc, ServiceStatus.Stopped, "stopped", stopped.length ? `${soFar()}; ${asked}` : asked);
+        stopped.push(svc);
       }
-      await host.stopService(name);
-      await waitFor(name, ServiceStatus.Stopped, "stopped");
     },
   });
 }

@@ -1,5 +1,6 @@
 import type { VolumeService } from "./types.ts";
-import { inCallScope } from "../../util/call-scope.ts";
+import { callSignal, inCallScope } from "../../util/call-scope.ts";
+import { stopIfAborted, withEarlierSteps } from "../../host/stop-if-aborted.ts";
 import type { MountedVolume, VolumeHostApi, VolumeLocation, WriteCheck } from "./host-api.ts";
 import type { KeyedMutex } from "../../util/keyed-mutex.ts";
 import { createKeyedMutex } from "../../util/keyed-mutex.ts";
@@ -137,7 +138,8 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
         throw fragmentError("volume-unmount-not-access-path", `refusing to unmount ${targetPath}: it holds ${current.description}, not volume ${volumeId}`, Code.FailedPrecondition);
       }
       await withContext(`flush volume ${volumeId} before unmounting`, host.flushVolume(volumeId));
-      await withContext(`unmount ${targetPath}`, host.unmountVolume(target));
+      const flushed = `volume ${volumeId} was flushed`;
+      await withContext(`unmount ${targetPath}`, host.unmountVolume(target).catch((e: unknown) => Promise.reject(withEarlierSteps(e, flushed))));
     });
   }
 
@@ -165,9 +167,15 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
     if (sizeBytes < 0n) throw invalidArgument(`invalid negative size ${sizeBytes} for volume (${volumeId})`);
     if (host.syncInterruptedResize) {
       const first = await host.locateVolume(volumeId);
-      await locks.run(diskLockKey(first.diskNumber), () => withContext(`resize volume ${volumeId} (${first.name}): finishing an interrupted resize`, host.syncInterruptedResize!(volumeId)), {
+      const synced = await locks.run(diskLockKey(first.diskNumber), () => withContext(`resize volume ${volumeId} (${first.name}): finishing an interrupted resize`, host.syncInterruptedResize!(volumeId)), {
         what: `ResizeVolume of volume ${volumeId} (${first.name})`,
       });
+      if (synced) {
+        stopIfAborted(callSignal(), {
+          before: `resizing volume ${volumeId}`,
+          done: `finishing an earlier interrupted resize, the kernel was given the size partition ${first.partitionNumber} of disk ${first.diskNumber} already had in the partition table; nothing more was changed`,
+        });
+      }
     }
     await withVolume("ResizeVolume", volumeId, async (vol) => {
       const what = `resize volume ${volumeId} (${vol.name})`;
@@ -194,8 +202,11 @@ export function createVolumeService(deps: VolumeServiceDeps): VolumeService {
       // The id may name the volume differently afterwards (a Linux dev- id: the partition got a new minor).
       const grown = await withContext(`grow partition ${vol.partitionNumber} of disk ${vol.diskNumber}`, host.resizePartition(volumeId, target, check));
       if (growth.kind === "separate") {
+        const changed = `partition ${vol.partitionNumber} of disk ${vol.diskNumber} was grown to ${target} bytes`;
+        stopIfAborted(callSignal(), { before: `growing the filesystem of volume ${volumeId}`, done: `${changed}; the filesystem was not grown (a retry of ResizeVolume grows it)` });
         // Its identity changed with its extent: the filesystem's growth re-checks the refusals alone.
-        await withContext(`${what}: the partition was grown but growing the filesystem failed`, host.growFilesystem(grown || volumeId, volumeWriteCheck({}, ruleOf(what))));
+        const growing = host.growFilesystem(grown || volumeId, volumeWriteCheck({}, ruleOf(what))).catch((e: unknown) => Promise.reject(withEarlierSteps(e, changed)));
+        await withContext(`${what}: the partition was grown but growing the filesystem failed`, growing);
       }
     });
   }

@@ -1,7 +1,7 @@
 /**
  * The block devices the kernel shows, read without processes: /sys/block (sysfs-block.ts), the
  * mount table (mount-table-cache.ts), loop devices, /proc/filesystems and the partition table on
- * the disk itself (partition-table.ts). Reads only; block-model.ts interprets them.
+ * the disk itself (partition-table.ts). Reads only; the interpreting rooms (disk-numbers.ts, block-snapshot.ts…) read them.
  */
 import { readFile, stat } from "node:fs/promises";
 import { existsSync, readFileSync, readdirSync, realpathSync } from "node:fs";
@@ -12,6 +12,7 @@ import type { MountEntry } from "./mountinfo.ts";
 import { processMountTable } from "./mount-index.ts";
 import { listBlockDisks, readBlockDisk, SYS_BLOCK } from "./sysfs-block.ts";
 import { readPartitionTable } from "./partition-table.ts";
+import { UeventKeyed } from "./uevent-keyed.ts";
 
 export interface BlockReads {
   /**
@@ -31,12 +32,17 @@ export interface BlockReads {
   diskOfDevice?(dev: DevNumber): DevNumber | null;
   /**
    * A text that changes whenever a block device appears, goes or gets a new medium (names and
-   * diskseq of /sys/block); undefined where the kernel gives no diskseq. Optional.
+   * diskseq of /sys/block); undefined where the kernel gives no diskseq. For answers only (read once
+   * per uevent on the real host). Optional.
    */
   diskSetKey?(): string | undefined;
   readMounts(): Promise<BlockMount[]>;
-  /** Every attached loop device with its backing object, offset and size (sysfs, stat). */
-  listLoops(): Promise<LoopDevice[]>;
+  /**
+   * Every attached loop device with its backing object, offset and size (sysfs, stat). On the real
+   * host read once per uevent (uevent-keyed.ts) unless `fresh`: a write's verification asks fresh.
+   * The answer is shared and must not be changed.
+   */
+  listLoops(options?: { fresh?: boolean }): Promise<LoopDevice[]>;
   /** Filesystem types the running kernel supports (/proc/filesystems). */
   kernelFilesystems(): Promise<Set<string>>;
   /** Reads the partition table from the disk itself (GPT or MBR); null when there is none it can parse. */
@@ -78,7 +84,8 @@ async function blockMountsOf(table: readonly MountEntry[]): Promise<BlockMount[]
 
 /**
  * The reads of this host. State, bounded: the block view of the current mount table version (one),
- * and per loop device name what its backing file was stat'ed as (one entry per loop device).
+ * per loop device name what its backing file was stat'ed as (one entry per loop device), and the
+ * last loop list and disk-set key, each kept until the next uevent (uevent-keyed.ts).
  */
 export function createBlockReads(): BlockReads {
   /** As fresh as reading /proc/self/mountinfo on every call (mount-table-cache.ts), parsed only after a change; shared by the process. */
@@ -87,6 +94,9 @@ export function createBlockReads(): BlockReads {
   const blockMounts = new WeakMap<readonly MountEntry[], Promise<BlockMount[]>>();
   /** Per loop device name: what its backing file was stat'ed as, for one medium (diskseq) and path. */
   const loopBacking = new Map<string, { key: string; backing: LoopDevice["backing"] }>();
+  /** The last loop list and disk-set key: L and D sysfs reads, once per uevent instead of once per call. */
+  const loopList = new UeventKeyed<Promise<LoopDevice[]>>();
+  const diskSet = new UeventKeyed<string | undefined>();
 
   return {
     listDisks(options = {}) {
@@ -119,21 +129,9 @@ export function createBlockReads(): BlockReads {
       return Number.isInteger(major) && Number.isInteger(minor) ? { major, minor } : null;
     },
 
-    /** Names and media (diskseq) of every /sys/block entry, read synchronously (in memory): one read per device. */
+    /** Names and media (diskseq) of every /sys/block entry, read synchronously (in memory): one read per device, once per uevent. */
     diskSetKey() {
-      let names: string[];
-      try {
-        names = readdirSync(SYS_BLOCK);
-      } catch {
-        return undefined;
-      }
-      const parts: string[] = [];
-      for (const name of names.sort()) {
-        const seq = kernelText(path.join(SYS_BLOCK, name, "diskseq")).trim();
-        if (!seq) return undefined;
-        parts.push(`${name}=${seq}`);
-      }
-      return parts.join(" ");
+      return diskSet.get(readDiskSetKey);
     },
 
     /** {@link blockMountsOf} of the current table, built once per mount table version. */
@@ -149,40 +147,8 @@ export function createBlockReads(): BlockReads {
       return mounts;
     },
 
-    /** sysfs read synchronously; the backing files are stat'ed concurrently (a backing file may sit on a slow filesystem). */
-    async listLoops() {
-      let names: string[];
-      try {
-        names = readdirSync(SYS_BLOCK).filter((n) => n.startsWith("loop"));
-      } catch {
-        names = [];
-      }
-      const loops = await Promise.all(
-        names.map(async (name): Promise<LoopDevice | null> => {
-          const dir = path.join(SYS_BLOCK, name);
-          const backingFile = kernelText(path.join(dir, "loop/backing_file")).replace(/\n$/, "");
-          if (!backingFile) return null; // not attached
-          const [major, minor] = kernelText(path.join(dir, "dev")).trim().split(":").map(Number);
-          const num = (f: string) => BigInt(kernelText(path.join(dir, f)).trim() || "0");
-          const sizeBytes = num("size") * 512n;
-          const offsetBytes = num("loop/offset");
-          // The file an attached loop device holds open cannot change under the same medium (diskseq)
-          // and path (backing_file follows renames; LOOP_CHANGE_FD changes the path): stat'ed once per pair.
-          const seq = kernelText(path.join(dir, "diskseq")).trim();
-          const key = seq ? `${seq} ${backingFile}` : "";
-          let backing: LoopDevice["backing"] = null;
-          const known = key ? loopBacking.get(name) : undefined;
-          if (known && known.key === key) backing = known.backing;
-          else if (!backingFile.endsWith(" (deleted)")) {
-            const st = await stat(backingFile, { bigint: true }).catch(() => null);
-            if (st?.isBlockDevice()) backing = { kind: "block", dev: decodeDev(st.rdev) };
-            else if (st) backing = { kind: "file", dev: decodeDev(st.dev), ino: st.ino };
-            if (key && st) loopBacking.set(name, { key, backing });
-          }
-          return { name, devPath: `/dev/${name}`, major, minor, sizeBytes, offsetBytes, backingFile, backing };
-        }),
-      );
-      return loops.filter((l): l is LoopDevice => l !== null);
+    listLoops(options = {}) {
+      return loopList.get(() => readLoops(loopBacking), options.fresh === true);
     },
 
     async kernelFilesystems() {
@@ -194,4 +160,60 @@ export function createBlockReads(): BlockReads {
       return readPartitionTable(disk.devPath, disk.logicalBlockSize, disk.sizeBytes);
     },
   };
+}
+
+/** Names and media (diskseq) of every /sys/block entry; undefined when one has no diskseq. */
+function readDiskSetKey(): string | undefined {
+  let names: string[];
+  try {
+    names = readdirSync(SYS_BLOCK);
+  } catch {
+    return undefined;
+  }
+  const parts: string[] = [];
+  for (const name of names.sort()) {
+    const seq = kernelText(path.join(SYS_BLOCK, name, "diskseq")).trim();
+    if (!seq) return undefined;
+    parts.push(`${name}=${seq}`);
+  }
+  return parts.join(" ");
+}
+
+/**
+ * Every attached loop device: sysfs read synchronously; the backing files are stat'ed concurrently (a
+ * backing file may sit on a slow filesystem), each once per medium and path (`loopBacking`).
+ */
+async function readLoops(loopBacking: Map<string, { key: string; backing: LoopDevice["backing"] }>): Promise<LoopDevice[]> {
+  let names: string[];
+  try {
+    names = readdirSync(SYS_BLOCK).filter((n) => n.startsWith("loop"));
+  } catch {
+    names = [];
+  }
+  const loops = await Promise.all(
+    names.map(async (name): Promise<LoopDevice | null> => {
+      const dir = path.join(SYS_BLOCK, name);
+      const backingFile = kernelText(path.join(dir, "loop/backing_file")).replace(/\n$/, "");
+      if (!backingFile) return null; // not attached
+      const [major, minor] = kernelText(path.join(dir, "dev")).trim().split(":").map(Number);
+      const num = (f: string) => BigInt(kernelText(path.join(dir, f)).trim() || "0");
+      const sizeBytes = num("size") * 512n;
+      const offsetBytes = num("loop/offset");
+      // The file an attached loop device holds open cannot change under the same medium (diskseq)
+      // and path (backing_file follows renames; LOOP_CHANGE_FD changes the path): stat'ed once per pair.
+      const seq = kernelText(path.join(dir, "diskseq")).trim();
+      const key = seq ? `${seq} ${backingFile}` : "";
+      let backing: LoopDevice["backing"] = null;
+      const known = key ? loopBacking.get(name) : undefined;
+      if (known && known.key === key) backing = known.backing;
+      else if (!backingFile.endsWith(" (deleted)")) {
+        const st = await stat(backingFile, { bigint: true }).catch(() => null);
+        if (st?.isBlockDevice()) backing = { kind: "block", dev: decodeDev(st.rdev) };
+        else if (st) backing = { kind: "file", dev: decodeDev(st.dev), ino: st.ino };
+        if (key && st) loopBacking.set(name, { key, backing });
+      }
+      return { name, devPath: `/dev/${name}`, major, minor, sizeBytes, offsetBytes, backingFile, backing };
+    }),
+  );
+  return loops.filter((l): l is LoopDevice => l !== null);
 }

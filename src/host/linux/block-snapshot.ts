@@ -28,15 +28,19 @@ export type SnapshotSources = Pick<BlockReads, "listDisks" | "findDisk" | "readM
 export interface SnapshotOptions {
   /** Also scan for processes holding the disks' and partitions' nodes (a change that must refuse them; a scan of /proc). */
   openers?: boolean;
+  /** Read every fact again, none kept from an earlier reading (the loop list is otherwise kept until the next uevent): a write's verification. */
+  fresh?: boolean;
 }
 
 /**
  * Reads everything the hosts' facts need, once per operation: every disk, or (with `dev`) only the
- * disk with that device number — then `disks` is that disk or empty.
+ * disk with that device number — then `disks` is that disk or empty. The disks (sysfs, partition
+ * tables), swaps and offline marks are read each time; the mount table is the change-probed one
+ * (mount-table-cache.ts); the loop list is the one kept until the next uevent unless `fresh`.
  */
 export async function takeSnapshot(tools: SnapshotSources, dev?: DevNumber, options: SnapshotOptions = {}): Promise<BlockSnapshot> {
   const disks = dev ? tools.findDisk(dev).then((d) => (d ? [d] : [])) : tools.listDisks();
-  const [all, mounts, swaps, marks, loops] = await Promise.all([disks, tools.readMounts(), tools.readSwapDevices(), tools.readOfflineMarks(), tools.listLoops()]);
+  const [all, mounts, swaps, marks, loops] = await Promise.all([disks, tools.readMounts(), tools.readSwapDevices(), tools.readOfflineMarks(), tools.listLoops({ fresh: options.fresh === true })]);
   const snap: BlockSnapshot = { disks: visibleDisks(all), mounts, swaps, marks, loops };
   if (options.openers) snap.openers = await tools.deviceOpeners(snap.disks.flatMap((d) => [d, ...d.partitions]));
   return snap;

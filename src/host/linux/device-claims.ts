@@ -14,6 +14,8 @@ import { scanDeviceOpeners } from "./device-openers.ts";
 import { createNamespaceMounts } from "./namespace-mounts.ts";
 import { fsError } from "../fs-error.ts";
 import { failedPrecondition } from "../../errors.ts";
+import { callSignal } from "../../util/call-scope.ts";
+import { NOTHING_CHANGED, StoppedBetweenSteps, stopIfAborted } from "../stop-if-aborted.ts";
 
 /** How long read-only openers of a device node are given to close before they count (udev probing takes milliseconds). */
 export const OPENER_SETTLE_MS = 1000;
@@ -69,6 +71,8 @@ async function claimExclusive(devPath: string, dev: DevNumber): Promise<DeviceCl
   try {
     // A holder that lets go within half a second (udev probing, a superblock released just after umount) is waited for.
     for (let attempt = 1; !fh; attempt++) {
+      // Between attempts: a call aborted meanwhile takes no claim (nothing is changed by one).
+      stopIfAborted(callSignal(), { before: `claiming ${devPath} exclusively`, done: NOTHING_CHANGED });
       try {
         fh = await open(devPath, constants.O_RDONLY | constants.O_EXCL);
       } catch (e) {
@@ -77,6 +81,7 @@ async function claimExclusive(devPath: string, dev: DevNumber): Promise<DeviceCl
       }
     }
   } catch (e) {
+    if (e instanceof StoppedBetweenSteps) throw e;
     const code = (e as NodeJS.ErrnoException).code;
     if (code === "EBUSY") throw failedPrecondition(`${devPath} is in use: the kernel refuses an exclusive claim (mounted, or held by another program or device)`);
     if (code === "ENOENT" || code === "ENXIO") throw failedPrecondition(`${devPath} is gone (the device changed since it was looked up)`);
@@ -112,6 +117,7 @@ export function createDeviceClaims(): DeviceClaims {
       // Only read-only openers: probing (udev's blkid) that ends within the settle time is not a use.
       for (const start = Date.now(); found.length > 0 && found.every((o) => o.access === "read") && Date.now() - start < OPENER_SETTLE_MS; ) {
         await new Promise((r) => setTimeout(r, OPENER_SETTLE_STEP_MS));
+        stopIfAborted(callSignal(), { before: "looking again for processes holding the device nodes", done: NOTHING_CHANGED });
         found = await scanDeviceOpeners(devs, { pids: [...new Set(found.map((o) => o.pid))] });
       }
       return found;

@@ -34,6 +34,8 @@ import { parseMountInfo } from "./mountinfo.ts";
 import { Code, CsiProxyError } from "../../errors.ts";
 import { loadKoffi } from "../../win32/native.ts";
 import { openKernelTaskListing, type KernelTaskListing } from "./kernel-task-listing.ts";
+import { callSignal } from "../../util/call-scope.ts";
+import { NOTHING_CHANGED, stopIfAborted } from "../stop-if-aborted.ts";
 
 
 export interface OpenerScanOptions {
@@ -202,7 +204,9 @@ async function listWithKernel(kernel: KernelTaskListing, devs: readonly DevNumbe
   const started = performance.now();
   const deadlineMs = options.deadlineMs ?? SCAN_DEADLINE_MS;
   let reads = 0;
+  const signal = callSignal();
   const records = await kernel.blockFiles(async () => {
+    stopIfAborted(signal, { before: "the rest of the scan for processes holding the device nodes", done: NOTHING_CHANGED });
     if (reads++ === 0) return;
     if (performance.now() - started > deadlineMs) throw deadlineError(deadlineMs, `${reads - 1} reads of the kernel's listing`);
     await new Promise((r) => setImmediate(r));
@@ -263,9 +267,11 @@ async function walkProc(devs: readonly DevNumber[], options: OpenerScanOptions, 
   const started = performance.now();
   const deadline = started + (options.deadlineMs ?? SCAN_DEADLINE_MS);
   let sliceStart = started;
+  const signal = callSignal();
   const maybeYield = async () => {
     const now = performance.now();
     if (now - sliceStart < SLICE_MS) return;
+    stopIfAborted(signal, { before: "the rest of the scan for processes holding the device nodes", done: NOTHING_CHANGED });
     if (now > deadline) {
       throw deadlineError(deadline - started, `${counted.processes} of ${pids.length} processes, ${counted.descriptors} descriptors looked at`);
     }

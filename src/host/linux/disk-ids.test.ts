@@ -13,6 +13,7 @@ function page83(...designators: [number, number, number[]][]): Uint8Array {
 test("page 0x83: the first logical-unit designator, binary as hex, ASCII verbatim", () => {
   assert.equal(page83FromVpd(page83([1, 1, [0xaa]], [1, 0, [0x60, 0x0a, 0xff]])), "600aff");
   assert.equal(page83FromVpd(page83([2, 0, [...Buffer.from("ATA disk")]])), "ATA disk");
+  assert.equal(page83FromVpd(page83([2, 0, [...Buffer.from("AB ")]])), "AB ", "ASCII kept untrimmed");
   assert.equal(page83FromVpd(page83([3, 0, [0x41]])), "");
   assert.equal(page83FromVpd(Uint8Array.from([0, 0x80, 0, 0])), "");
   assert.equal(page83FromVpd(Uint8Array.from([0, 0x83])), "");

@@ -10,6 +10,13 @@ test("a disk number and its device are each other's inverse", () => {
   assert.ok(diskNumberOf({ major: 4095, minor: 1048575 }) < 2 ** 32);
 });
 
+test("disk numbers of common devices: (major << 20) | minor", () => {
+  for (const [dev, n] of [[{ major: 7, minor: 0 }, 7340032], [{ major: 254, minor: 0 }, 266338304], [{ major: 4095, minor: 1048575 }, 0xffffffff]] as const) {
+    assert.equal(diskNumberOf(dev), n);
+    assert.deepEqual(devOfDiskNumber(n), dev);
+  }
+});
+
 test("sameDev compares major and minor; devString renders major:minor", () => {
   assert.ok(sameDev({ major: 7, minor: 1 }, { major: 7, minor: 1 }));
   assert.ok(!sameDev({ major: 7, minor: 1 }, { major: 1, minor: 7 }));

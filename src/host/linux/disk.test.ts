@@ -6,7 +6,7 @@ import { setTimeout as sleep } from "node:timers/promises";
  * block tools (a modelled host with loop, virtio and SCSI disks).
  */
 import { createDiskService } from "../../groups/disk/disk-service.ts";
-import { diskNumberOf, devOfDiskNumber, page83FromVpd, serialFromVpd } from "./block-model.ts";
+import { diskNumberOf } from "./disk-numbers.ts";
 import { LinuxDiskHost } from "./disk.ts";
 import { createPathPolicy } from "../../policy/path-policy.ts";
 import { diskWriteCheck } from "../../policy/block-policy.ts";
@@ -39,38 +39,6 @@ function setup(tweak?: (w: FakeBlockWorld) => void) {
   const num = (name: string) => diskNumberOf(world.disk(name));
   return { world, tools, host, disk, num, vda };
 }
-
-describe("disk numbers", () => {
-  const cases = [
-    { name: "loop0", dev: { major: 7, minor: 0 }, n: 7340032 },
-    { name: "vda", dev: { major: 254, minor: 0 }, n: 266338304 },
-    { name: "largest dev_t", dev: { major: 4095, minor: 1048575 }, n: 0xffffffff },
-    { name: "sdb", dev: { major: 8, minor: 16 }, n: 8388624 },
-  ];
-  for (const c of cases) {
-    test(`${c.name}: (major << 20) | minor round-trips`, () => {
-      assert.equal(diskNumberOf(c.dev), c.n);
-      assert.deepEqual(devOfDiskNumber(c.n), c.dev);
-    });
-  }
-});
-
-describe("VPD parsing", () => {
-  const page83 = (...descs: number[][]) => {
-    const body = descs.flat();
-    return Uint8Array.from([0, 0x83, body.length >> 8, body.length & 0xff, ...body]);
-  };
-  const cases = [
-    { name: "binary NAA designator → lower-case hex", page: page83([0x01, 0x03, 0, 4, 0x60, 0x0a, 0xbc, 0xde]), want: "600abcde" },
-    { name: "ASCII T10 designator verbatim", page: page83([0x02, 0x01, 0, 3, 0x41, 0x42, 0x20]), want: "AB " },
-    { name: "target-port association skipped", page: page83([0x01, 0x13, 0, 2, 1, 2], [0x02, 0x01, 0, 1, 0x5a]), want: "Z" },
-    { name: "UTF-8 code set skipped", page: page83([0x03, 0x08, 0, 1, 0x41]), want: "" },
-    { name: "wrong page code", page: Uint8Array.from([0, 0x80, 0, 0]), want: "" },
-    { name: "truncated page", page: Uint8Array.from([0, 0x83]), want: "" },
-  ];
-  for (const c of cases) test(`page83: ${c.name}`, () => assert.equal(page83FromVpd(c.page), c.want));
-  test("page80: serial untrimmed", () => assert.equal(serialFromVpd(Uint8Array.from([0, 0x80, 0, 4, 0x20, 0x41, 0x42, 0x20])), " AB "));
-});
 
 describe("ListDiskLocations / ListDiskIDs / GetDiskStats / GetDiskNumberByName", () => {
   test("locations: SCSI H:C:T:L only; loop, virtio and unattached devices omitted", async () => {

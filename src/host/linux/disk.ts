@@ -1,7 +1,7 @@
 /**
  * The disk group's host on Linux block devices ({@link DiskHostApi}): every answer is read from
  * sysfs, procfs, the partition table or blkid through {@link DiskTools} and interpreted by
- * block-model.ts; every operation is one tool step. Decisions are disk-service.ts's
+ * the interpreting rooms (disk-numbers.ts, disk-ids.ts, block-snapshot.ts…); every operation is one tool step. Decisions are disk-service.ts's
  * (policy/block-policy.ts): before each write the host hands the facts of a fresh reading to the
  * service's check and refuses nothing itself (the kernel's exclusive claim and sfdisk keep theirs).
  * docs/linux-concept-map.md says what each concept means here.
@@ -17,27 +17,16 @@ import type { Partitioning } from "./partitioning.ts";
 import type { DeviceState, OfflineMarks } from "./device-state.ts";
 import type { Privileges } from "./privileges.ts";
 import { SnapshotSessions } from "./snapshot-session.ts";
-import {
-  deviceUse,
-  devOfDiskNumber,
-  diskIds,
-  diskLocation,
-  diskNumberOf,
-  isDiskOnline,
-  isReservedPartition,
-  LINUX_DATA_GPT_TYPE,
-  LINUX_DATA_MBR_TYPE,
-  contentSignatures,
-  describeSignatures,
-  liveMarks,
-  markOf,
-  noUse,
-  requireDisk,
-  rootRequirement,
-  takeSnapshot,
-  visibleDisks,
-  type BlockSnapshot,
-} from "./block-model.ts";
+import { callSignal } from "../../util/call-scope.ts";
+import { NOTHING_CHANGED, stopIfAborted } from "../stop-if-aborted.ts";
+import { deviceUse, noUse } from "./device-use.ts";
+import { devOfDiskNumber, diskNumberOf, visibleDisks } from "./disk-numbers.ts";
+import { diskIds, diskLocation } from "./disk-ids.ts";
+import { isDiskOnline, liveMarks, markOf } from "./disk-online.ts";
+import { isReservedPartition, LINUX_DATA_GPT_TYPE, LINUX_DATA_MBR_TYPE } from "./partition-types.ts";
+import { contentSignatures, describeSignatures } from "../../policy/block-policy.ts";
+import { requireDisk, takeSnapshot, type BlockSnapshot } from "./block-snapshot.ts";
+import { rootRequirement } from "./root-requirement.ts";
 
 const styleOf = (t: PartitionTable) => (t.type === "gpt" ? "gpt" : "mbr");
 
@@ -48,6 +37,12 @@ const identityOf = (d: BlockDisk) => `${d.major}:${d.minor} diskseq ${d.diskSeq 
 function signature(type: string | null, usage: string | null): string {
   return [type, usage && `(${usage})`].filter(Boolean).join(" ") || "an unknown signature";
 }
+
+/**
+ * Between two steps of a write: stops (the call's DeadlineExceeded/Cancelled, saying where and
+ * what was changed) when the call was aborted (util/call-scope.ts), so no later step starts.
+ */
+const beforeStep = (before: string, done = NOTHING_CHANGED) => stopIfAborted(callSignal(), { before, done });
 
 /** The block tools the disk host uses (linux-block-tools.ts has them all). */
 export type DiskTools = BlockReads & SignatureProbe & DeviceClaims & Partitioning & DeviceState & OfflineMarks & Privileges;
@@ -187,17 +182,20 @@ export class LinuxDiskHost implements DiskHostApi {
   /** A partition-table write, verified: the service's check, then the kernel's exclusive claim on the whole disk taken and released (nothing holds any part of it; sfdisk takes it again itself). */
   async #verifyTableWrite(n: number, check: DiskWriteCheck): Promise<BlockDisk> {
     const { disk } = await this.#verifyWrite(n, check, { signatures: true });
+    beforeStep(`the exclusive-claim check of ${disk.devPath}`);
     await (await this.#tools.claimExclusive(disk.devPath, disk)).release();
     return disk;
   }
 
   async #initializeDisk(n: number, check: DiskWriteCheck): Promise<void> {
     const disk = await this.#verifyTableWrite(n, check);
+    beforeStep(`writing a GPT partition table to ${disk.devPath}`);
     await this.#tools.createGptTable(disk.devPath);
   }
 
   async #createDataPartition(n: number, style: "gpt" | "mbr", check: DiskWriteCheck): Promise<void> {
     const disk = await this.#verifyTableWrite(n, check);
+    beforeStep(`adding a partition to ${disk.devPath}`);
     // Linux types, so that Linux tools and udev treat the partition normally. appendPartition also
     // synchronises the kernel's partitions.
     await this.#tools.appendPartition(disk.devPath, style === "gpt" ? LINUX_DATA_GPT_TYPE : LINUX_DATA_MBR_TYPE);
@@ -209,6 +207,7 @@ export class LinuxDiskHost implements DiskHostApi {
 
   async #onlinePartition(n: number, partitionNumber: number): Promise<void> {
     const { disk } = await this.#disk(n);
+    beforeStep(`telling the kernel about the partitions of ${disk.devPath} (partx)`);
     await this.#tools.syncPartitions(disk.devPath);
     this.#sessions.changed();
     if (!(await this.#disk(n)).disk.partitions.some((p) => p.number === partitionNumber)) {
@@ -217,7 +216,10 @@ export class LinuxDiskHost implements DiskHostApi {
   }
 
   async #scanForDisks(): Promise<number[]> {
-    for (const host of await this.#tools.listScsiHosts()) await this.#tools.scanScsiHost(host);
+    for (const host of await this.#tools.listScsiHosts()) {
+      beforeStep(`scanning SCSI host ${host} for disks`, "the SCSI hosts before it were scanned (a scan only adds disks the host already has)");
+      await this.#tools.scanScsiHost(host);
+    }
     // SCSI disks re-read their capacity, loop devices their backing file's size, one by one.
     this.#sessions.changed();
     return (await this.#sessions.read()).disks.filter((d) => d.scsiAddress || d.loopBackingFile).map(diskNumberOf);
@@ -248,8 +250,10 @@ export class LinuxDiskHost implements DiskHostApi {
     // Every disk: the offline marks of the others are written back with this one's.
     const { snap, disk } = await this.#verifyWrite(n, check, { signatures: false, openers: !online, everyDisk: true });
     // Going offline: the kernel's exclusive claim on the whole disk is held for the change, so nothing mounts or claims any part of it meanwhile.
+    beforeStep(online ? `bringing ${disk.devPath} online` : `the exclusive-claim check of ${disk.devPath}`);
     const claim = online ? null : await this.#tools.claimExclusive(disk.devPath, disk);
     try {
+      if (!online) beforeStep(`taking ${disk.devPath} offline`);
       await this.#setOnline(snap, disk, online);
     } finally {
       await claim?.release();
@@ -274,6 +278,16 @@ export class LinuxDiskHost implements DiskHostApi {
     const setReadOnly = !disk.readOnly;
     await this.#tools.writeOfflineMarks([...others, { major: disk.major, minor: disk.minor, diskSeq: disk.diskSeq, setReadOnly }]);
     if (!setReadOnly) return;
+    if (callSignal()?.aborted) {
+      // Aborted between the two steps: the mark is taken back (a mark whose flag is not set counts as online anyway).
+      const undone = await this.#tools.writeOfflineMarks(others).then(() => true, () => false);
+      beforeStep(
+        `setting ${disk.devPath} read-only`,
+        undone
+          ? `${disk.devPath} stays online: its offline mark was recorded and removed again`
+          : `${disk.devPath} stays online: its offline mark was recorded and could not be removed again, but a mark whose read-only flag was never set counts as online`,
+      );
+    }
     try {
       await this.#tools.setReadOnly(disk.devPath, true);
     } catch (e) {

@@ -12,9 +12,10 @@ import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { spawnSync } from "node:child_process";
 import { Code, CsiProxyError } from "../../errors.ts";
-import { LinuxIscsiHost, parseDiscoveredTargets, parseDiscoveryRecords, portalArg, rewriteAuth } from "./iscsi.ts";
+import { LinuxIscsiHost } from "./iscsi.ts";
+import { writeIscsiSession } from "../../../test/doubles/fake-iscsi-sysfs.ts";
 import { recordingProgram, type RecordingProgram } from "../../../test/integration/smb-iscsi-system-fixtures.ts";
-import { diskNumberOf } from "./block-model.ts";
+import { diskNumberOf } from "./disk-numbers.ts";
 
 const P = { targetAddress: "10.0.0.5", targetPort: 3260 };
 const IQN = "iqn.2024-01.com.example:storage.lun1";
@@ -51,29 +52,6 @@ after(async () => {
 });
 
 const lastArgv = async () => (await iscsiadm.invocations()).at(-1)!.argv;
-
-describe("iscsiadm output parsing", () => {
-  it("discovery records (IPv4, host name, unbracketed IPv6)", () => {
-    assert.deepEqual(parseDiscoveryRecords("127.0.0.1:3260 via sendtargets\nsan.example:3261 via sendtargets\n::1:3260 via sendtargets\nfoo via isns\n"), [
-      { targetAddress: "127.0.0.1", targetPort: 3260 },
-      { targetAddress: "san.example", targetPort: 3261 },
-      { targetAddress: "::1", targetPort: 3260 },
-    ]);
-  });
-  it("discovered targets, de-duplicated across portal groups", () => {
-    assert.deepEqual(parseDiscoveredTargets(`127.0.0.1:3260,1 ${IQN}\n[::1]:3260,1 ${IQN}\n10.0.0.6:3260,2 iqn.2024-01.x:b\n`), [IQN, "iqn.2024-01.x:b"]);
-  });
-  it("portal arguments", () => {
-    assert.equal(portalArg(P), "10.0.0.5:3260");
-    assert.equal(portalArg({ targetAddress: "fd00::5", targetPort: 3260 }), "[fd00::5]:3260");
-  });
-  it("record rewrite keeps other lines and replaces every auth line", () => {
-    const once = rewriteAuth(RECORD, [["node.session.auth.authmethod", "CHAP"], ["node.session.auth.username", "u"], ["node.session.auth.password", "p"]]);
-    const twice = rewriteAuth(once, [["node.session.auth.authmethod", "None"]]);
-    assert.equal(twice, RECORD.replace("node.session.auth.authmethod = None\n", "").replace("# END RECORD", "node.session.auth.authmethod = None\n# END RECORD"));
-    assert.match(once, /node\.session\.auth\.password = p\n# END RECORD\n$/);
-  });
-});
 
 describe("LinuxIscsiHost argv", () => {
   it("portal operations", async () => {
@@ -167,20 +145,15 @@ describe("LinuxIscsiHost argv", () => {
 
 describe("LinuxIscsiHost sessions and disks from sysfs", () => {
   it("finds the session of the target at the portal and its disks, in the disk group's numbering", async () => {
-    const session = path.join(sysDir, "class", "iscsi_session", "session3");
-    await fs.mkdir(session, { recursive: true });
-    await fs.writeFile(path.join(session, "targetname"), `${IQN}\n`);
-    const device = path.join(session, "device");
-    await fs.mkdir(path.join(device, "connection3:0"), { recursive: true });
-    const conn = path.join(sysDir, "class", "iscsi_connection", "connection3:0");
-    await fs.mkdir(conn, { recursive: true });
-    await fs.writeFile(path.join(conn, "persistent_address"), "10.0.0.5\n");
-    await fs.writeFile(path.join(conn, "persistent_port"), "3260\n");
-    for (const [lun, name, dev] of [["4:0:0:1", "sdb", "8:16"], ["4:0:0:2", "sdc", "8:32"]]) {
-      const block = path.join(device, "target4:0:0", lun, "block", name);
-      await fs.mkdir(block, { recursive: true });
-      await fs.writeFile(path.join(block, "dev"), `${dev}\n`);
-    }
+    await writeIscsiSession(sysDir, {
+      session: "session3",
+      iqn: IQN,
+      connection: "connection3:0",
+      address: "10.0.0.5",
+      port: 3260,
+      target: "target4:0:0",
+      luns: [["4:0:0:1", "sdb", "8:16"], ["4:0:0:2", "sdc", "8:32"]],
+    });
     await iscsiadm.behave({});
     assert.deepEqual(await host.getTarget(P, IQN), { connected: true });
     assert.deepEqual(await host.getTarget({ targetAddress: "10.0.0.6", targetPort: 3260 }, IQN), { connected: false });
@@ -190,38 +163,6 @@ describe("LinuxIscsiHost sessions and disks from sysfs", () => {
 });
 
 describe("start-up sweep of node record copies a killed daemon left", () => {
-  it("removes its own dead writers' copies beside the node database; keeps live writers', links, other files", async () => {
-    const base = await fs.mkdtemp(path.join(os.tmpdir(), "iscsi-copies-"));
-    try {
-      const etc = path.join(base, "iscsi");
-      await fs.mkdir(path.join(etc, "nodes"), { recursive: true });
-      const sweeper = new LinuxIscsiHost({ stateDir, iscsiadm: iscsiadm.path, nodesDir: path.join(etc, "nodes"), sysDir });
-      const child = spawnSync(process.execPath, ["-e", ""]); // a pid that no longer runs
-      const dead = child.pid!;
-      const hex = "0123456789ab";
-      const copy = `.10.0.0.5,3260,1.tmp-${dead}-${hex}`;
-      const live = `.default.tmp-${process.pid}-${hex}`;
-      const link = `.default.tmp-${dead}-ba9876543210`;
-      const dirLike = `.other.tmp-${dead}-aaaaaaaaaaaa`;
-      await fs.writeFile(path.join(etc, copy), `node.session.auth.password = ${CHAP_SECRET}\n`, { mode: 0o600 });
-      await fs.writeFile(path.join(etc, live), "being written", { mode: 0o600 });
-      await fs.writeFile(path.join(base, "elsewhere"), "not ours to remove");
-      await fs.symlink(path.join(base, "elsewhere"), path.join(etc, link));
-      await fs.mkdir(path.join(etc, dirLike));
-      for (const other of ["initiatorname.iscsi", `.default.tmp-${dead}-XYZ`, `default.tmp-${dead}-${hex}`]) await fs.writeFile(path.join(etc, other), "x");
-
-      const result = await sweeper.removeLeftoverRecordCopies();
-      assert.deepEqual(result.removed, [copy]);
-      assert.deepEqual(result.failed.sort(), [dirLike, link].sort(), "a link or directory of that name is reported, never followed");
-      const left = (await fs.readdir(etc)).sort();
-      assert.deepEqual(left, [dirLike, link, live, `.default.tmp-${dead}-XYZ`, `default.tmp-${dead}-${hex}`, "initiatorname.iscsi", "nodes"].sort());
-      assert.equal(await fs.readFile(path.join(base, "elsewhere"), "utf8"), "not ours to remove");
-      assert.deepEqual(await sweeper.removeLeftoverRecordCopies(), { removed: [], failed: result.failed }, "idempotent");
-    } finally {
-      await fs.rm(base, { recursive: true, force: true });
-    }
-  });
-
   it("a killed connect's copy is removed by the next start's sweep", async () => {
     // What a kill -9 between the temporary copy's creation and its rename leaves: the copy, named by the dead pid.
     const recordDir = path.join(nodesDir, IQN, "10.0.0.7,3260,1");

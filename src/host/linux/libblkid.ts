@@ -20,10 +20,18 @@
  * DeadlineExceeded, as a hung tool was); calls that only read the probe's memory are made
  * directly. The probe is freed (its descriptor closed) before the call settles; a probe whose call
  * timed out is never freed (the hung call may still use it).
+ *
+ * The call's signal (util/call-scope.ts) is looked at before the probe is opened and before each
+ * libblkid call that reads the device; an aborted call starts none (DeadlineExceeded/Cancelled,
+ * nothing changed: a probe only reads). A call already handed to a koffi worker thread cannot be
+ * interrupted: it is waited for, bounded by `timeoutMs` (in practice one read of a few KiB to
+ * 1 MiB of the device, milliseconds), and the probe is freed after.
  */
 import { Code, CsiProxyError, failedPrecondition } from "../../errors.ts";
 import { loadKoffi } from "../../win32/native.ts";
 import { cappedTimeoutMs } from "../exec/run-command.ts";
+import { callSignal } from "../../util/call-scope.ts";
+import { NOTHING_CHANGED, stopIfAborted } from "../stop-if-aborted.ts";
 import type { ProbeResult, Signature } from "./block-types.ts";
 
 export interface Blkid {
@@ -88,6 +96,9 @@ export function loadBlkid(): Promise<Blkid> {
     /** Runs `body` on a probe of `devPath` (opened read-only by libblkid) and frees it. */
     async function withProbe<T>(devPath: string, timeoutMs: number, body: (pr: Probe, call: <R>(f: Fn, ...args: unknown[]) => Promise<R>) => Promise<T>): Promise<T> {
       let hung = false;
+      const signal = callSignal();
+      const stopIfCallAborted = () => stopIfAborted(signal, { before: `probing ${devPath} with libblkid`, done: NOTHING_CHANGED });
+      /** Starts one libblkid call on a koffi worker (see above: not interruptible once started). */
       const call = <R>(f: Fn, ...args: unknown[]) =>
         new Promise<R>((resolve, reject) => {
           const timer = setTimeout(() => {
@@ -100,10 +111,12 @@ export function loadBlkid(): Promise<Blkid> {
             else resolve(result);
           });
         });
+      stopIfCallAborted();
       const pr = await call<Probe>(newProbe, devPath);
       if (!pr) throw failedPrecondition(`cannot probe ${devPath}: libblkid cannot open it`);
       try {
-        return await body(pr, call);
+        // Device reads of the body stop between calls; freeing the probe (below) always runs.
+        return await body(pr, <R>(f: Fn, ...args: unknown[]) => (stopIfCallAborted(), call<R>(f, ...args)));
       } finally {
         // Waited for (bounded by timeoutMs), so the call answers after its descriptor is closed; never while a call hangs.
         if (!hung) await call(freeProbe, pr).catch(() => {});

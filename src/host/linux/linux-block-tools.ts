@@ -4,7 +4,7 @@
  * facts and the exclusive claim (device-claims.ts), partition table writes (partitioning.ts),
  * filesystem tools (filesystem-tools.ts), mounts (mount-tools.ts), write-back (write-back.ts),
  * SCSI/loop/read-only state and offline marks (device-state.ts), and privileges (privileges.ts).
- * Each does one thing and decides nothing about the API: block-model.ts interprets, the services
+ * Each does one thing and decides nothing about the API: the interpreting rooms (disk-numbers.ts, block-snapshot.ts…) read, the services
  * decide; the refusals in them are the kernel's and the tools' own. Each host takes only the
  * interfaces it uses (`VolumeTools` in volume.ts, `DiskTools` in disk.ts); a stateful fake of all
  * of them (test/doubles/fake-block-tools.ts) models a host's block devices for the unit tests.

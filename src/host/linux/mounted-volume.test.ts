@@ -1,6 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { takeSnapshot, mountAt } from "./block-model.ts";
+import { takeSnapshot } from "./block-snapshot.ts";
+import { mountAt } from "./snapshot-mounts.ts";
 import type { DevNumber } from "./block-types.ts";
 import { findMountedVolume } from "./mounted-volume.ts";
 import { FakeBlockWorld } from "../../../test/doubles/fake-block-world.ts";

@@ -4,7 +4,7 @@
  * `a <fstype> filesystem (<source>)` when it is not one).
  */
 import type { MountedVolume } from "../../groups/volume/host-api.ts";
-import { volumeOfDevice, type BlockSnapshot } from "./block-model.ts";
+import { volumeOfDevice, type BlockSnapshot } from "./block-snapshot.ts";
 import type { BlockReads } from "./block-reads.ts";
 import type { BlockMount, DevNumber } from "./block-types.ts";
 

@@ -27,6 +27,8 @@ import { readdirSync, readlinkSync } from "node:fs";
 import { openMountIdSource, type MountIdSource } from "./mount-ids.ts";
 import { unescapeOctal } from "./block-parsers.ts";
 import { openKernelTaskListing } from "./kernel-task-listing.ts";
+import { callSignal } from "../../util/call-scope.ts";
+import { NOTHING_CHANGED, stopIfAborted } from "../stop-if-aborted.ts";
 
 export interface NamespaceMount {
   pid: number;
@@ -163,8 +165,13 @@ export function createNamespaceMounts(options: NamespaceMountsOptions = {}): Nam
       if (points.length) found.set(pid, points);
     });
     let next = 0;
+    const signal = callSignal();
     const runner = async () => {
-      while (next < work.length) await work[next++]();
+      // An aborted call reads no more tables (what was read is not remembered: `remembered` is kept).
+      while (next < work.length) {
+        stopIfAborted(signal, { before: "reading the rest of the mount namespaces' tables", done: NOTHING_CHANGED });
+        await work[next++]();
+      }
     };
     await Promise.all(Array.from({ length: Math.min(concurrency, work.length) }, runner));
     remembered = now;

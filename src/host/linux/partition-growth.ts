@@ -5,7 +5,9 @@
  */
 import { Code, CsiProxyError, failedPrecondition } from "../../errors.ts";
 import { describeSchedule, retryUndo, type UndoLog } from "../../util/undo-retry.ts";
-import type { VolumeRef } from "./block-model.ts";
+import { callSignal } from "../../util/call-scope.ts";
+import { stopIfAborted } from "../stop-if-aborted.ts";
+import type { VolumeRef } from "./volume-ids.ts";
 import type { FilesystemTools } from "./filesystem-tools.ts";
 import type { MountTools } from "./mount-tools.ts";
 
@@ -49,6 +51,8 @@ export async function growXfsOnTemporaryMount(tools: MountTools & Pick<Filesyste
   try {
     await tools.mount(devPath, dir, "xfs");
     try {
+      // An unmount failing below answers instead, saying where the mount stays.
+      stopIfAborted(callSignal(), { before: `growing the xfs on ${devPath}`, done: `the filesystem was not grown (it was mounted once at ${dir}, which replays its log, and unmounted again)` });
       await tools.growFilesystem(devPath, "xfs", dir);
     } finally {
       await tools.unmount(dir).catch((err: unknown) => {

@@ -5,6 +5,8 @@
  */
 import { readFile, realpath } from "node:fs/promises";
 import { tool } from "./block-tool-runner.ts";
+import { callSignal } from "../../util/call-scope.ts";
+import { stopIfAborted } from "../stop-if-aborted.ts";
 
 /** What the disk host writes: a new table and appended partitions. */
 export interface Partitioning {
@@ -48,6 +50,10 @@ export function createPartitioning(): Partitioning & PartitionResizing {
       // The type is a constant chosen by the disk host, never request data. The kernel learns about
       // the new partition once, through partx (BLKPG), instead of sfdisk re-reading the whole table.
       await tool("sfdisk", [...SFDISK, ...NO_REREAD, "--append", devPath], { stdin: `type=${typeId}\n` });
+      stopIfAborted(callSignal(), {
+        before: `telling the kernel about the new partition of ${devPath} (partx)`,
+        done: `a partition was added to the partition table of ${devPath}; the kernel does not show it yet (a retry of PartitionDisk brings it online)`,
+      });
       await syncPartitions(devPath);
     },
 
@@ -62,11 +68,16 @@ export function createPartitioning(): Partitioning & PartitionResizing {
 
     async resizePartition(diskDevPath, number, sizeSectors) {
       // sfdisk counts in logical sectors.
+      // In process, a sysfs read: bounded, never waits for the device.
       const name = (await realpath(diskDevPath)).split("/").pop() ?? "";
       const lbs = BigInt((await readFile(`/sys/class/block/${name}/queue/logical_block_size`, "utf8").catch(() => "512")).trim() || "512");
       const size = (sizeSectors * 512n) / lbs;
       await tool("sfdisk", ["--quiet", ...NO_REREAD, "--wipe", "never", "-N", String(number), diskDevPath], {
         stdin: `, ${size}\n`,
+      });
+      stopIfAborted(callSignal(), {
+        before: `telling the kernel the new size of partition ${number} of ${diskDevPath} (partx)`,
+        done: `partition ${number} of ${diskDevPath} has its new size in the partition table; the kernel still shows its old size (a retry of ResizeVolume finishes it)`,
       });
       await tool("partx", ["--update", "--nr", String(number), diskDevPath]);
     },

@@ -1,7 +1,8 @@
 /** Probe results and signature lists as facts and message phrases. */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { contentSignatures, describeProbe, describeSignatures, growableFamily, isFilesystem } from "./probe-facts.ts";
+import { describeProbe, growableFamily, isFilesystem } from "./probe-facts.ts";
+import { contentSignatures, describeSignatures } from "../../policy/block-policy.ts";
 
 test("content signatures leave out partition tables; descriptions name type and offset", () => {
   const sigs = [{ type: "exfat", offset: 3n }, { type: "DOS", offset: 510n }, { type: "gpt", offset: 512n }, { type: "PMBR", offset: 510n }];

@@ -1,11 +1,9 @@
 /**
  * Reading probe results: the phrases messages use for them, and which filesystems can be grown here.
  * What counts as content among signatures, and how they read in messages, are policy's
- * (policy/block-policy.ts), re-exported for the hosts.
+ * (policy/block-policy.ts `contentSignatures`, `describeSignatures`).
  */
 import type { ManagedFsType, ProbeResult } from "./block-types.ts";
-
-export { contentSignatures, describeSignatures } from "../../policy/block-policy.ts";
 
 /** "xfs", "LVM2_member (raid)", "conflicting signatures (…)" for messages. */
 export function describeProbe(p: ProbeResult): string {

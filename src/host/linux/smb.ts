@@ -22,6 +22,8 @@ import { processMountIndex } from "./mount-index.ts";
 import { symlinkAt } from "./symlink-at.ts";
 import { fsError } from "../fs-error.ts";
 import { withStateDir, type StateDirHandle } from "../../state/state-subdir.ts";
+import { callSignal } from "../../util/call-scope.ts";
+import { NOTHING_CHANGED, stopIfAborted } from "../stop-if-aborted.ts";
 
 export interface LinuxSmbHostOptions {
   /** The daemon's state directory (`-state-dir`). */
@@ -99,6 +101,7 @@ export class LinuxSmbHost implements SmbHostApi {
     const name = this.#mountName(root);
     const dir = this.mountDirFor(root);
     await this.#inMounts(async (mounts, top) => {
+      stopIfAborted(callSignal(), { before: `creating the mount directory ${dir}`, done: NOTHING_CHANGED });
       await fs.mkdir(mounts.at(name), { mode: 0o755 }).catch((err: NodeJS.ErrnoException) => {
         if (err.code !== "EEXIST") throw fsError(err, "mkdir", dir);
       });
@@ -113,6 +116,8 @@ export class LinuxSmbHost implements SmbHostApi {
       const st = await top.stat();
       if ((st.mode & 0o011) !== 0o011) await top.chmod((st.mode & 0o777) | 0o011);
       const source = root.replaceAll("\\", "/");
+      // Before the password is written to a file and mount(8) starts.
+      stopIfAborted(callSignal(), { before: `mounting ${source}`, done: `the empty mount directory ${dir} exists (not mounted; the next NewSmbGlobalMapping uses it, start-up removes it if unused)` });
       const options: string[] = [];
       if (username === "") options.push("guest");
       if (requirePrivacy) options.push("seal");

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { SnapshotSessions } from "./snapshot-session.ts";
-import type { BlockSnapshot } from "./block-model.ts";
+import type { BlockSnapshot } from "./block-snapshot.ts";
 import type { DevNumber } from "./block-types.ts";
 
 /** Sessions over a counter: each snapshot taken is a new object tagged with its number and kind. */

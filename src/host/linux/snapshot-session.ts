@@ -11,7 +11,7 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { DevNumber } from "./block-types.ts";
-import type { BlockSnapshot, SnapshotOptions } from "./block-model.ts";
+import type { BlockSnapshot, SnapshotOptions } from "./block-snapshot.ts";
 
 type Store = Map<string, Promise<BlockSnapshot>>;
 
@@ -46,10 +46,10 @@ export class SnapshotSessions {
     return snap;
   }
 
-  /** For a write's verification: always a new snapshot, never shared; the session's reads after it are new too. */
+  /** For a write's verification: always a new snapshot, never shared, every fact read again (`fresh`); the session's reads after it are new too. */
   fresh(dev?: DevNumber, options?: SnapshotOptions): Promise<BlockSnapshot> {
     this.changed();
-    return this.#take(dev, options);
+    return this.#take(dev, { ...options, fresh: true });
   }
 
   /** Runs a write: the sharing ends before it starts and again after it ends (whether it succeeded or not). */

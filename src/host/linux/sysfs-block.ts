@@ -12,6 +12,7 @@ import { readFileSync, readdirSync, realpathSync } from "node:fs";
 import * as path from "node:path";
 import type { BlockDisk, BlockPartition, PartitionTable } from "./block-types.ts";
 import { mbrPartUuid, readPartitionTable } from "./partition-table.ts";
+import { UeventKeyed } from "./uevent-keyed.ts";
 
 export const SYS_BLOCK = "/sys/block";
 
@@ -174,36 +175,31 @@ export async function readBlockDisk(
   };
 }
 
-/** The kernel's count of uevents sent (every block device added, removed, attached, detached or resized sends one); null where it cannot be read. */
-export const UEVENT_SEQNUM = "/sys/kernel/uevent_seqnum";
-
 /**
  * The last identity-only listing of the disks with a medium ({@link listBlockDisks} with `withMedium`
- * and `identityOnly` on the real /sys/block), kept while the kernel has sent no uevent since: a disk
- * that appears, goes, gets or loses a medium (a loop device attached or detached) or changes size
- * sends one. One listing, replaced at the next change; bounded by the number of block devices.
- * Shared: callers must not change the objects.
+ * and `identityOnly` on the real /sys/block), kept while the kernel has sent no uevent since
+ * (uevent-keyed.ts: a disk that appears, goes, gets or loses a medium — a loop device attached or
+ * detached — or changes size sends one). One listing, replaced at the next change; bounded by the
+ * number of block devices. Shared: callers must not change the objects.
  */
-let identityListing: { seqnum: string; disks: BlockDisk[] } | undefined;
+const identityListing = new UeventKeyed<Promise<BlockDisk[]>>();
 
 /**
  * Every /sys/block entry; with `withMedium`, only those whose size is not 0 (the rest — unattached loop
  * devices, empty card readers — is skipped after one read).
  *
  * With `withMedium` and `identityOnly` on the real /sys/block: read once per uevent (one read of
- * {@link UEVENT_SEQNUM} per call otherwise). A loop device's backing file is named as of that
+ * `/sys/kernel/uevent_seqnum` per call otherwise). A loop device's backing file is named as of that
  * reading: a rename of the file while attached sends no uevent, so the new name shows after the next
  * uevent on the node (the file is the same; only its name is not re-read).
  */
-export async function listBlockDisks(options: Parameters<typeof readBlockDisk>[1] & { withMedium?: boolean } = {}): Promise<BlockDisk[]> {
+export function listBlockDisks(options: Parameters<typeof readBlockDisk>[1] & { withMedium?: boolean } = {}): Promise<BlockDisk[]> {
   const sysBlock = options.sysBlock ?? SYS_BLOCK;
+  const read = async () => {
+    let names = list(sysBlock);
+    if (options.withMedium) names = names.filter((n) => big(attr(path.join(sysBlock, n, "size"))) > 0n);
+    return Promise.all(names.map((n) => readBlockDisk(n, options)));
+  };
   const cacheable = options.withMedium === true && options.identityOnly === true && sysBlock === SYS_BLOCK;
-  const seqnum = cacheable ? attr(UEVENT_SEQNUM)?.trim() || null : null;
-  if (seqnum !== null && identityListing?.seqnum === seqnum) return identityListing.disks;
-  let names = list(sysBlock);
-  if (options.withMedium) names = names.filter((n) => big(attr(path.join(sysBlock, n, "size"))) > 0n);
-  const disks = await Promise.all(names.map((n) => readBlockDisk(n, options)));
-  // Read after the seqnum: a change during the listing makes the next call's seqnum differ.
-  if (seqnum !== null) identityListing = { seqnum, disks };
-  return disks;
+  return cacheable ? identityListing.get(read) : read();
 }

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Code, CsiProxyError } from "../../errors.ts";
-import { findVolume, takeSnapshot } from "./block-model.ts";
+import { findVolume, takeSnapshot } from "./block-snapshot.ts";
 import { VolumeFlusher } from "./volume-flush.ts";
 import { FakeBlockWorld } from "../../../test/doubles/fake-block-world.ts";
 import { FakeBlockTools } from "../../../test/doubles/fake-block-tools.ts";

@@ -14,7 +14,9 @@
  */
 import { Code, CsiProxyError } from "../../errors.ts";
 import type { UndoLog } from "../../util/undo-retry.ts";
-import { mountsOf, type BlockSnapshot, type VolumeRef } from "./block-model.ts";
+import { mountsOf } from "./snapshot-mounts.ts";
+import type { BlockSnapshot } from "./block-snapshot.ts";
+import type { VolumeRef } from "./volume-ids.ts";
 import type { DevNumber } from "./block-types.ts";
 import type { DeviceClaims } from "./device-claims.ts";
 import type { WriteBack } from "./write-back.ts";

@@ -1,6 +1,6 @@
 /**
  * The volume group's host on Linux block devices ({@link VolumeHostApi}). Volumes are partitions or
- * whole-disk filesystems, named `\\?\Volume{<PARTUUID>}\` (block-model.ts); what they hold comes from
+ * whole-disk filesystems, named `\\?\Volume{<PARTUUID>}\` (volume-ids.ts); what they hold comes from
  * the mount table or blkid; changes are tool steps through {@link VolumeTools}. Decisions are
  * volume-service.ts's (policy/block-policy.ts): the host reports facts, and before each write hands
  * the facts of a fresh reading to the service's check; it refuses nothing itself (the kernel's
@@ -25,28 +25,18 @@ import type { UndoLog } from "../../util/undo-retry.ts";
 import { VolumeFlusher } from "./volume-flush.ts";
 import { growXfsOnTemporaryMount, supportedPartitionSize } from "./partition-growth.ts";
 import { findMountedVolume } from "./mounted-volume.ts";
-import {
-  describeSignatures,
-  devOfDiskNumber,
-  describeProbe,
-  deviceUse,
-  diskNumberOf,
-  findVolume,
-  growableFamily,
-  isDiskOnline,
-  isFilesystem,
-  isVolumePartition,
-  mountAt,
-  mountHoldingPath,
-  mountsOf,
-  rootRequirement,
-  takeSnapshot,
-  volumeOfPartition,
-  volumeOfWholeDisk,
-  type BlockSnapshot,
-  type VolumeRef,
-  tableMismatch,
-} from "./block-model.ts";
+import { callSignal } from "../../util/call-scope.ts";
+import { NOTHING_CHANGED, stopIfAborted } from "../stop-if-aborted.ts";
+import { describeProbe, growableFamily, isFilesystem } from "./probe-facts.ts";
+import { describeSignatures } from "../../policy/block-policy.ts";
+import { devOfDiskNumber, diskNumberOf } from "./disk-numbers.ts";
+import { deviceUse, tableMismatch } from "./device-use.ts";
+import { findVolume, takeSnapshot, type BlockSnapshot } from "./block-snapshot.ts";
+import { isDiskOnline } from "./disk-online.ts";
+import { isVolumePartition } from "./partition-types.ts";
+import { mountAt, mountHoldingPath, mountsOf } from "./snapshot-mounts.ts";
+import { rootRequirement } from "./root-requirement.ts";
+import { volumeOfPartition, volumeOfWholeDisk, type VolumeRef } from "./volume-ids.ts";
 
 export interface LinuxVolumeHostOptions {
   /** What FormatVolume creates (flag -default-fs-type). */
@@ -58,6 +48,12 @@ export interface LinuxVolumeHostOptions {
 /** What must not change between looking a volume up and writing to it: device, medium, extent. */
 const identityOf = (vol: VolumeRef) =>
   `${vol.dev.major}:${vol.dev.minor} diskseq ${vol.disk.diskSeq ?? "-"} ${vol.partition ? `sectors ${vol.partition.startSectors}+${vol.partition.sizeSectors}` : `size ${vol.disk.sizeBytes}`}`;
+
+/**
+ * Between two steps of a write: stops (the call's DeadlineExceeded/Cancelled, saying where and
+ * what was changed) when the call was aborted (util/call-scope.ts), so no later step starts.
+ */
+const beforeStep = (before: string, done = NOTHING_CHANGED) => stopIfAborted(callSignal(), { before, done });
 
 /** Bound of the volume-id hints: cleared whole when reached (then rebuilt by the next lookups). */
 const WHERE_FOUND_MAX = 4096;
@@ -161,8 +157,9 @@ export class LinuxVolumeHost implements VolumeHostApi {
     return { snap, vol, facts };
   }
 
-  /** Takes and releases the kernel's exclusive claim: nothing (a mount, dm, md, another program) holds the device right now. */
+  /** Takes and releases the kernel's exclusive claim: nothing (a mount, dm, md, another program) holds the device right now. Changes nothing; not started once the call is aborted. */
   async #checkUnclaimed(vol: VolumeRef): Promise<void> {
+    beforeStep(`the exclusive-claim check of ${vol.devPath}`);
     await (await this.#tools.claimExclusive(vol.devPath, vol.dev)).release();
   }
 
@@ -230,6 +227,7 @@ export class LinuxVolumeHost implements VolumeHostApi {
   async #formatVolume(volumeId: string, check: WriteCheck): Promise<void> {
     const { vol, facts } = await this.#verifyWrite(volumeId, check, { openers: true, format: true });
     await this.#checkUnclaimed(vol);
+    beforeStep(`creating the ${this.defaultFileSystem} filesystem on ${vol.devPath}`);
     await this.#tools.makeFilesystem(vol.devPath, this.defaultFileSystem, (facts.signatures?.length ?? 0) > 0);
   }
 
@@ -271,7 +269,13 @@ export class LinuxVolumeHost implements VolumeHostApi {
     if (!p) throw failedPrecondition(`${vol.devPath} is a whole-disk filesystem, not a partition`);
     if (mountsOf(snap, vol.dev).length === 0) await this.#checkUnclaimed(vol);
     const table = vol.disk.partitionTable;
-    if (table?.type === "gpt" && table.backupAtEnd === false) await this.#tools.relocateGptBackup(vol.disk.devPath);
+    let done = NOTHING_CHANGED;
+    if (table?.type === "gpt" && table.backupAtEnd === false) {
+      beforeStep(`moving the GPT backup header of ${vol.disk.devPath} to the end of the disk`);
+      await this.#tools.relocateGptBackup(vol.disk.devPath);
+      done = `the GPT backup header of ${vol.disk.devPath} was moved to the end of the disk; partition ${p.number} was not resized`;
+    }
+    beforeStep(`resizing partition ${p.number} of ${vol.disk.devPath}`, done);
     await this.#tools.resizePartition(vol.disk.devPath, p.number, sizeBytes / 512n);
     if (p.uuid) return volumeOfPartition(vol.disk, p).id;
     const disk = (await this.#sessions.fresh(vol.disk)).disks[0];
@@ -286,6 +290,7 @@ export class LinuxVolumeHost implements VolumeHostApi {
     if (!p || !e || e.startSectors !== p.startSectors || e.sizeSectors <= p.sizeSectors) return false;
     // Only this partition may be out of step, and only by having grown in the table.
     if (vol.disk.partitions.some((q) => q.number !== p.number && tableMismatch(q, vol.disk) !== null)) return false;
+    beforeStep(`finishing the interrupted resize of partition ${p.number} of ${vol.disk.devPath}`);
     await this.#tools.resizePartition(vol.disk.devPath, p.number, e.sizeSectors);
     return true;
   }
@@ -308,12 +313,18 @@ export class LinuxVolumeHost implements VolumeHostApi {
     const family = isFilesystem(probe) ? growableFamily(probe.type) : null;
     if (!family) throw failedPrecondition(`growing ${describeProbe(probe)} is not supported`);
     const mountPoint = mountsOf(snap, vol.dev)[0]?.mountPoint ?? null;
-    if (mountPoint) return this.#tools.growFilesystem(vol.devPath, family, mountPoint);
+    if (mountPoint) {
+      beforeStep(`growing the filesystem on ${vol.devPath} (mounted at ${mountPoint})`);
+      return this.#tools.growFilesystem(vol.devPath, family, mountPoint);
+    }
     await this.#checkUnclaimed(vol);
     if (family === "ext4") {
+      beforeStep(`checking the filesystem on ${vol.devPath} (e2fsck)`);
       await this.#tools.checkFilesystem(vol.devPath, family);
+      beforeStep(`growing the filesystem on ${vol.devPath}`, `e2fsck checked the filesystem on ${vol.devPath} (fixing only what it fixes automatically); the filesystem was not grown`);
       return this.#tools.growFilesystem(vol.devPath, family, null);
     }
+    beforeStep(`mounting ${vol.devPath} on a temporary directory to grow its xfs`);
     await growXfsOnTemporaryMount(this.#tools, vol.devPath, this.#log);
   }
 
@@ -344,6 +355,7 @@ export class LinuxVolumeHost implements VolumeHostApi {
       type = probe.type;
     }
     if (mountsOf(snap, vol.dev).length === 0) await this.#checkUnclaimed(vol);
+    beforeStep(`mounting ${vol.devPath} at ${path}`);
     try {
       await this.#tools.mount(vol.devPath, path, type);
       this.#flusher.mounted(vol.dev);
@@ -383,6 +395,7 @@ export class LinuxVolumeHost implements VolumeHostApi {
   unmountVolume(path: string): Promise<void> {
     return this.#sessions.write(async () => {
       const m = (await this.#tools.readMounts()).findLast((x) => x.mountPoint === path);
+      beforeStep(`unmounting ${path}`);
       await this.#tools.unmount(path);
       if (m) this.#flusher.unmounted(m);
     });

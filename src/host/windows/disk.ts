@@ -11,12 +11,18 @@
  * re-attached data disk must stay usable. Holders, swap and other access paths are not visible to
  * the worker's queries, nor is what a RAW disk holds.
  */
-import type { DiskHostApi, DiskLayout, DeviceUse, DiskWriteCheck, HostDisk, HostPartition } from "../../groups/disk/host-api.ts";
+import type { DiskHostApi, DiskLayout, DiskWriteCheck, HostDisk, HostPartition } from "../../groups/disk/host-api.ts";
+import type { DeviceUse } from "../../policy/host-device.ts";
 import type { DiskIds, DiskLocation } from "../../groups/disk/types.ts";
 import type { PowerShellPool } from "./powershell-pool.ts";
 import { WindowsDiskCim, type DiskIoctls } from "./disk-cim.ts";
 import { GPT_BASIC_DATA, GPT_MICROSOFT_RESERVED, PartitionStyle, type CimDisk, type CimPartition } from "./cim-types.ts";
 import { expectedDiskFacts, type ExpectedDiskFacts } from "./expected-facts.ts";
+import { callSignal } from "../../util/call-scope.ts";
+import { NOTHING_CHANGED, stopIfAborted } from "../stop-if-aborted.ts";
+
+/** Between a write's checks (worker calls that read) and the write: an aborted call stops there, nothing changed (the pool would refuse the write's call anyway, without saying so). */
+const beforeWrite = (before: string) => stopIfAborted(callSignal(), { before, done: NOTHING_CHANGED });
 
 /**
  * Upstream's Location parsing: split on ":", at least 5 segments; each trimmed segment of exactly two
@@ -149,12 +155,16 @@ export class WindowsDiskHost implements DiskHostApi {
 
   /** The service's check on fresh facts, then MSFT_Disk.Initialize(GPT) in a worker call that refuses if the disk's facts changed. */
   async initializeDisk(diskNumber: number, check: DiskWriteCheck): Promise<void> {
-    await this.cim.initializeDisk(diskNumber, PartitionStyle.GPT, await this.#verifyWrite(diskNumber, check));
+    const expected = await this.#verifyWrite(diskNumber, check);
+    beforeWrite(`initialising disk ${diskNumber} with GPT`);
+    await this.cim.initializeDisk(diskNumber, PartitionStyle.GPT, expected);
   }
 
   /** Upstream's basic data partition: GptType {ebd0a0a2-…} on GPT, none on MBR; checked as {@link initializeDisk}. */
   async createDataPartition(diskNumber: number, style: "gpt" | "mbr", check: DiskWriteCheck): Promise<void> {
-    await this.cim.createPartition(diskNumber, style === "gpt" ? GPT_BASIC_DATA : null, await this.#verifyWrite(diskNumber, check));
+    const expected = await this.#verifyWrite(diskNumber, check);
+    beforeWrite(`adding a partition to disk ${diskNumber}`);
+    await this.cim.createPartition(diskNumber, style === "gpt" ? GPT_BASIC_DATA : null, expected);
   }
 
   async refreshDisk(diskNumber: number): Promise<void> {
@@ -177,6 +187,8 @@ export class WindowsDiskHost implements DiskHostApi {
 
   /** MSFT_Disk.Online/Offline, checked as {@link initializeDisk}. */
   async setDiskOnline(diskNumber: number, online: boolean, check: DiskWriteCheck): Promise<void> {
-    await this.cim.setDiskOnline(diskNumber, online, await this.#verifyWrite(diskNumber, check));
+    const expected = await this.#verifyWrite(diskNumber, check);
+    beforeWrite(`setting disk ${diskNumber} ${online ? "online" : "offline"}`);
+    await this.cim.setDiskOnline(diskNumber, online, expected);
   }
 }

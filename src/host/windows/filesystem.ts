@@ -147,7 +147,7 @@ export class WindowsFilesystemHost implements FilesystemHostApi {
     for (const h of handles.splice(0).reverse()) await this.#walk.win32.closeHandle(h); // closes any handle, gated or not
   }
 
-  /** Never follows a link or junction, never enters a volume mount point (FailedPrecondition); missing is fine. Bounds: windows-remove-tree.ts. */
+  /** Never follows a link or junction, never enters a volume mount point (FailedPrecondition); missing is fine. Bounds: src/host/tree-walker.ts. */
   async removeAll(p: string, options?: RemoveOptions): Promise<void> {
     stopIfAborted(options?.signal);
     const pins = await this.#pinAncestors(p, this.#walk);

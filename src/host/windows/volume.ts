@@ -18,6 +18,11 @@ import { WindowsVolumeCim, type VolumeWin32 } from "./volume-cim.ts";
 import { FileSystemType, type CimPartition, type CimVolume } from "./cim-types.ts";
 import { expectedVolumeFacts, type ExpectedVolumeFacts } from "./expected-facts.ts";
 import { partitionName, partitionUse, systemDriveLetter } from "./disk.ts";
+import { callSignal } from "../../util/call-scope.ts";
+import { NOTHING_CHANGED, stopIfAborted } from "../stop-if-aborted.ts";
+
+/** Between a write's checks (worker calls that read) and the write: an aborted call stops there, nothing changed (the pool would refuse the write's call anyway, without saying so). */
+const beforeWrite = (before: string) => stopIfAborted(callSignal(), { before, done: NOTHING_CHANGED });
 
 /** Links followed at most while resolving a path (upstream fails closed after 256, 32abcf4). */
 const MAX_HOPS = 256;
@@ -97,7 +102,9 @@ export class WindowsVolumeHost implements VolumeHostApi {
 
   /** The service's check on fresh facts, then MSFT_Volume.Format in a worker call that refuses if those facts changed. */
   async formatVolume(volumeId: string, check: WriteCheck): Promise<void> {
-    await this.cim.formatVolume(volumeId, await this.#verifyWrite(volumeId, check));
+    const expected = await this.#verifyWrite(volumeId, check);
+    beforeWrite(`formatting volume ${volumeId}`);
+    await this.cim.formatVolume(volumeId, expected);
   }
 
   flushVolume(volumeId: string): Promise<void> {
@@ -115,7 +122,9 @@ export class WindowsVolumeHost implements VolumeHostApi {
 
   /** The service's check on fresh facts, then MSFT_Partition.Resize and MSFT_Disk.Refresh in a worker call that refuses if those facts changed. */
   async resizePartition(volumeId: string, sizeBytes: bigint, check: WriteCheck): Promise<void> {
-    await this.cim.resizePartition(volumeId, sizeBytes, await this.#verifyWrite(volumeId, check));
+    const expected = await this.#verifyWrite(volumeId, check);
+    beforeWrite(`resizing the partition of volume ${volumeId}`);
+    await this.cim.resizePartition(volumeId, sizeBytes, expected);
   }
 
   async growFilesystem(): Promise<void> {
@@ -190,6 +199,7 @@ export class WindowsVolumeHost implements VolumeHostApi {
   /** The service's check on the volume's partition read right before, then SetVolumeMountPointW(path\, volume\). */
   async mountVolume(volumeId: string, p: string, _fileSystem: string | null, check: WriteCheck): Promise<void> {
     await check({ location: await this.locateVolume(volumeId) });
+    beforeWrite(`mounting volume ${volumeId} at ${p}`);
     await this.cim.setVolumeMountPoint(withSlash(p), withSlash(volumeId));
   }
 
