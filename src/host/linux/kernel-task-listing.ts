@@ -22,7 +22,9 @@
  * Owned resources, opened on first use and kept until {@link closeKernelTaskListing} (the daemon's
  * stop): three iterator links (3 descriptors; each holds its loaded program). Each listing creates a
  * fresh iterator descriptor per walk, reads it to its end and closes it: what is kept is the program,
- * never a walk's result. The file and mapping walks run at once, each read(2) on a libuv pool thread.
+ * never a walk's result. The file and mapping walks run at once, each read(2) on a libuv pool thread
+ * (never blocked: in-memory walks; ungated work, which the mount gate keeps a quarter of the pool for,
+ * src/host/mount-gate.ts).
  * Cost: the kernel's walk over every task's file table and mappings (~0.1 µs per descriptor, ~0.2 µs
  * per mapping on this machine at load ~10; docs/performance.md "Opener scan"), the record copy for
  * block device files only; one record per process for the namespaces (~1 µs per process in all).
