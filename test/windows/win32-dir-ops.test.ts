@@ -32,14 +32,14 @@ test("openEntry: a directory is held with its identity; a file or link is delete
   assert.equal(sub.kind, "dir");
   if (sub.kind === "dir") {
     assert.equal(sub.id, `${fs.statSync(path.join(d, "sub")).dev}:${fs.statSync(path.join(d, "sub")).ino}`);
-    fake.closeHandle(sub.h);
+    await fake.closeHandle(sub.h);
   }
   assert.equal((await openEntry(fake, path.join(d, "f"), true)).kind, "removed");
   assert.ok(!fs.existsSync(path.join(d, "f")));
   assert.equal((await openEntry(fake, path.join(d, "link"), true)).kind, "removed");
   assert.ok(fs.existsSync(path.join(d, "target")), "the link's target is untouched");
   const err = await openEntry(fake, path.join(d, "vol"), true, "empty").catch((e: CsiProxyError) => e);
-  assert.ok(err instanceof CsiProxyError && err.code === Code.FailedPrecondition, String(err));
+  assert.ok(err instanceof CsiProxyError && err.code === Code.FailedPrecondition, `not a FailedPrecondition: ${JSON.stringify(err)}`);
   assert.equal(err.message, `empty ${path.join(d, "vol")}: a volume is mounted there; unmount it first`);
   assert.equal((await openEntry(fake, path.join(d, "gone"), true)).kind, "missing");
   // not for delete (the named directory of RmdirContents): a file is refused, not deleted
