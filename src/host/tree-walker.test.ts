@@ -5,7 +5,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Code, CsiProxyError } from "../errors.ts";
-import { BATCH, emptyTree, MAX_TRIES, NAME_BUDGET, OPEN_DIRS } from "./tree-walker.ts";
+import { emptyTree, MAX_TRIES } from "./tree-walker.ts";
+import { BATCH, NAME_BUDGET, OPEN_DIRS } from "./tree-walk-bounds.ts";
 import { countBelow, dir, fakeDirOps, file, mount, put, type FakeDir, type FakeDirOps } from "../../test/doubles/fake-dir-ops.ts";
 
 /** A chain `depth` levels deep of directories named "d" below a fresh `t`, a file in every level. */

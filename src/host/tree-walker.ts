@@ -35,8 +35,6 @@ import { abortError } from "./stop-if-aborted.ts";
 import { NAMES_SHOWN, removeFailure, removeSummary } from "./remove-summary.ts";
 import { OPEN_DIRS, PendingNames } from "./tree-walk-bounds.ts";
 
-export { OPEN_DIRS, BATCH, NAME_BUDGET } from "./tree-walk-bounds.ts";
-
 /** Tries per entry when it keeps changing between a directory and a non-directory under the walk. */
 export const MAX_TRIES = 8;
 
