@@ -33,6 +33,7 @@ import { buildProduction, residentMB, spawnServer, stop } from "./production-ser
 import { loopDeviceSkipReason } from "../test/helpers/loop-device.ts";
 import { createNamespaceMounts } from "../src/host/linux/namespace-mounts.ts";
 import { scanDeviceOpeners, type OpenerScanStats } from "../src/host/linux/device-openers.ts";
+import { timedMedian } from "./timed-median.ts";
 
 const MARK = "CSI_PROXY_NODE_SCALE_RUN";
 const argv = process.argv.slice(2);
@@ -360,19 +361,7 @@ async function inner(runDir: string) {
         ];
         const scanStats: OpenerScanStats = { processes: 0, descriptors: 0, stats: 0, skipped: 0 };
         await scanDeviceOpeners(devs, {}, scanStats);
-        const timed = async (fn: () => Promise<unknown>) => {
-          const wall: number[] = [];
-          const cpu: number[] = [];
-          for (let i = 0; i < 5; i++) {
-            const c0 = process.cpuUsage();
-            const w0 = performance.now();
-            await fn();
-            wall.push(performance.now() - w0);
-            const c = process.cpuUsage(c0);
-            cpu.push((c.user + c.system) / 1000);
-          }
-          return { ms: pct(wall, 0.5), cpuMs: pct(cpu, 0.5) };
-        };
+        const timed = (fn: () => Promise<unknown>) => timedMedian(fn);
         const opener = await timed(() => scanDeviceOpeners(devs));
         const verdict = await timed(async () => {
           await inUse.mountsOf(formatDev[0], formatDev[1]);

@@ -21,6 +21,7 @@ import { tmpdir, loadavg } from "node:os";
 import * as path from "node:path";
 import { scanDeviceOpeners, type OpenerScanStats } from "../src/host/linux/device-openers.ts";
 import { createNamespaceMounts } from "../src/host/linux/namespace-mounts.ts";
+import { timedMedian } from "./timed-median.ts";
 
 const processes = Number(process.argv[2] ?? 2000);
 const descriptors = Number(process.argv[3] ?? 50);
@@ -91,19 +92,7 @@ try {
     // The whole verdict as FormatVolume takes it: every namespace's mounts of the device, then the openers.
     const inUse = createNamespaceMounts(via === "procfs" ? { processNamespaces: async () => null } : {});
     await inUse.mountsOf(4095, 1048575); // the first call reads every namespace's table once
-    const timed = async (fn: () => Promise<unknown>) => {
-      const wall: number[] = [];
-      const cpu: number[] = [];
-      for (let i = 0; i < 5; i++) {
-        const c0 = process.cpuUsage();
-        const w0 = performance.now();
-        await fn();
-        wall.push(performance.now() - w0);
-        const c = process.cpuUsage(c0);
-        cpu.push((c.user + c.system) / 1000);
-      }
-      return { ms: +wall.sort((a, b) => a - b)[2].toFixed(1), cpuMs: +cpu.sort((a, b) => a - b)[2].toFixed(1) };
-    };
+    const timed = (fn: () => Promise<unknown>) => timedMedian(fn);
     const namespacesHalf = await timed(() => inUse.mountsOf(4095, 1048575));
     const verdict = await timed(async () => {
       await inUse.mountsOf(4095, 1048575);

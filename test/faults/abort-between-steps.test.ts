@@ -116,7 +116,22 @@ function partitionedLoop(diskMiB: number, partMiB: number, label: string): LoopD
   return l;
 }
 
+/** The block count in an ext4 superblock (dumpe2fs -h). */
+const ext4Blocks = (dev: string) => Number(/^Block count:\s+(\d+)/m.exec(run("dumpe2fs", ["-h", dev]))?.[1]);
+
 const sysfsSectors = (l: LoopDevice, n: number) => Number(readFileSync(`/sys/block/${l.name}/${l.name}p${n}/size`, "utf8").trim());
+
+/** ResizeVolume of partition 1 of `l` to `target` bytes, its call aborted (deadline) once the partition step has run. */
+async function resizeAbortedAfterPartition(l: LoopDevice, target: bigint) {
+  const blocks = () => ext4Blocks(`${l.device}p1`);
+  const fsBefore = blocks();
+  const controller = new AbortController();
+  const t = tracedTools("resizePartition", () => controller.abort(DEADLINE()));
+  const { volume } = services(t.tools);
+  const [id] = (await volume.listVolumesOnDisk({ diskNumber: l.diskNumber, partitionNumber: 1 })).volumeIds;
+  const err = await rejection(volume.resizeVolume({ volumeId: id, sizeBytes: target }, { signal: controller.signal }));
+  return { blocks, fsBefore, t, volume, id, err };
+}
 
 describe("a call aborted between two steps of a host operation", { skip, timeout: 600_000 }, () => {
   test("FormatVolume: aborted after the exclusive-claim check, mkfs is never started; DeadlineExceeded saying nothing was changed", async () => {
@@ -158,14 +173,8 @@ describe("a call aborted between two steps of a host operation", { skip, timeout
   test("ResizeVolume: aborted after the partition grew, the filesystem is not grown; DeadlineExceeded saying the partition was grown", async () => {
     const l = partitionedLoop(256, 32, "grow");
     run("mkfs.ext4", ["-q", `${l.device}p1`]);
-    const blocks = () => Number(/^Block count:\s+(\d+)/m.exec(run("dumpe2fs", ["-h", `${l.device}p1`]))?.[1]);
-    const fsBefore = blocks();
-    const controller = new AbortController();
-    const t = tracedTools("resizePartition", () => controller.abort(DEADLINE()));
-    const { volume } = services(t.tools);
-    const [id] = (await volume.listVolumesOnDisk({ diskNumber: l.diskNumber, partitionNumber: 1 })).volumeIds;
     const target = 160n * BigInt(MiB); // more than the 100 MiB below which a resize changes nothing (upstream)
-    const err = await rejection(volume.resizeVolume({ volumeId: id, sizeBytes: target }, { signal: controller.signal }));
+    const { blocks, fsBefore, t, volume, id, err } = await resizeAbortedAfterPartition(l, target);
     assert.equal(err.code, Code.DeadlineExceeded, err.message);
     assert.equal(
       err.message,
@@ -185,14 +194,8 @@ describe("a call aborted between two steps of a host operation", { skip, timeout
     // An earlier resize interrupted between sfdisk and partx: the table says 160 MiB, the kernel 32 MiB.
     run("sfdisk", ["--quiet", "--no-reread", "--no-tell-kernel", "-N", "1", l.device], `, ${160 * 2048}\n`);
     assert.equal(sysfsSectors(l, 1), 32 * 2048);
-    const blocks = () => Number(/^Block count:\s+(\d+)/m.exec(run("dumpe2fs", ["-h", `${l.device}p1`]))?.[1]);
-    const fsBefore = blocks();
-    const controller = new AbortController();
-    const t = tracedTools("resizePartition", () => controller.abort(DEADLINE()));
-    const { volume } = services(t.tools);
-    const [id] = (await volume.listVolumesOnDisk({ diskNumber: l.diskNumber, partitionNumber: 1 })).volumeIds;
     const target = 200n * BigInt(MiB);
-    const err = await rejection(volume.resizeVolume({ volumeId: id, sizeBytes: target }, { signal: controller.signal }));
+    const { blocks, fsBefore, t, volume, id, err } = await resizeAbortedAfterPartition(l, target);
     assert.equal(err.code, Code.DeadlineExceeded, err.message);
     assert.equal(
       err.message,
