@@ -90,8 +90,8 @@ try {
   const oursSocket = path.join(work, "s", "csi-proxy-filesystem-v1.sock");
   const goSocket = path.join(work, "go.sock");
   const results: Record<string, { ours: LoadResult[]; go: LoadResult[] }> = { "1": { ours: [], go: [] }, "32": { ours: [], go: [] } };
-  /** Server CPU per call (µs) in each c=32 run. */
-  const cpuPerCall = { ours: [] as number[], go: [] as number[] };
+  /** Server CPU per call (µs) in each run, by concurrency: at c=1 each call also pays for waking the server from idle. */
+  const cpuPerCall: Record<string, { ours: number[]; go: number[] }> = { "1": { ours: [], go: [] }, "32": { ours: [], go: [] } };
   /** The load client's CPU per call (µs) and its share of the run's wall time, in each c=32 run: a client near 100 % of a core, or using more CPU per call than the server, would be the bottleneck. */
   const clientCpu = { ours: [] as number[], go: [] as number[] };
   const clientBusy = { ours: [] as number[], go: [] as number[] };
@@ -104,8 +104,8 @@ try {
         const pid = who === "ours" ? ours.child.pid! : goServer.pid!;
         const cpu0 = cpuMs(pid), client0 = childrenCpuMs(), t0 = performance.now();
         const r = runLoad(who === "ours" ? oursSocket : goSocket, requestPath, calls, c);
+        cpuPerCall[String(c)][who].push(((cpuMs(pid) - cpu0) * 1000) / (calls + 500));
         if (c === 32) {
-          cpuPerCall[who].push(((cpuMs(pid) - cpu0) * 1000) / (calls + 500));
           const client = childrenCpuMs() - client0;
           clientCpu[who].push((client * 1000) / (calls + 500));
           clientBusy[who].push(client / (performance.now() - t0));
@@ -133,7 +133,10 @@ try {
     else ratio.c32Rps = m("ours", "rps") / m("go", "rps");
   }
 
-  console.log(`server CPU per call at c=32 (user+system, all threads): csi-proxy ${median(cpuPerCall.ours).toFixed(0)} µs, grpc-go ${median(cpuPerCall.go).toFixed(0)} µs (ratio ${(median(cpuPerCall.ours) / median(cpuPerCall.go)).toFixed(2)}); the load client shares the same 2 cores`);
+  for (const c of ["1", "32"]) {
+    const { ours: o, go: g } = cpuPerCall[c];
+    console.log(`server CPU per call at c=${c} (user+system, all threads): csi-proxy ${median(o).toFixed(0)} µs, grpc-go ${median(g).toFixed(0)} µs (ratio ${(median(o) / median(g)).toFixed(2)})${c === "1" ? "; each call also wakes the server from idle" : "; the load client shares the same 2 cores"}`);
+  }
   console.log(`load client at c=32 (Go, one connection): CPU per call ${median(clientCpu.ours).toFixed(0)} µs against csi-proxy, ${median(clientCpu.go).toFixed(0)} µs against grpc-go; busy ${(100 * median(clientBusy.ours)).toFixed(0)} % / ${(100 * median(clientBusy.go)).toFixed(0)} % of one core over the run's wall time`);
   console.log(`load average at the end: ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")}`);
 
