@@ -10,7 +10,7 @@ import type { BlockDisk, BlockMount, DevNumber, LoopDevice, PartitionTable } fro
 import { decodeDev } from "./block-parsers.ts";
 import type { MountEntry } from "./mountinfo.ts";
 import { processMountTable } from "./mount-index.ts";
-import { listBlockDisks, readBlockDisk, SYS_BLOCK } from "./sysfs-block.ts";
+import { listBlockDisks, readBlockDisk, SYS_BLOCK, type TableReader } from "./sysfs-block.ts";
 import { readPartitionTable } from "./partition-table.ts";
 import { UeventKeyed } from "./uevent-keyed.ts";
 
@@ -20,9 +20,15 @@ export interface BlockReads {
    * `tables: false` no partition table is read off a device (partitionTable, and the partitions'
    * uuid and typeId, are null): for answers that need only sysfs (identifiers, locations). With
    * `partitions: false`, identity only: no partition, holder, read-only or SCSI state is read
-   * (`partitions` and `holders` empty): what ListDiskIDs needs, a few sysfs reads per disk.
+   * (`partitions` and `holders` empty): what ListDiskIDs needs, a few sysfs reads per disk. With
+   * `tables: "kept"`: the listing is the one kept until the next uevent (uevent-keyed.ts), and when
+   * read again a disk's partition table is the one last read off it while sysfs shows the same medium
+   * (diskseq) and the same partitions (numbers, starts, sizes) — read again otherwise, and always for
+   * a disk without diskseq. What that misses: what uevent-keyed.ts lists as sending no uevent (a
+   * partition resized in place, a table rewritten on the device that the kernel was not told of).
+   * Only for the disks a write does not act on (block-snapshot.ts); shared, must not be changed.
    */
-  listDisks(options?: { tables?: boolean; partitions?: boolean }): Promise<BlockDisk[]>;
+  listDisks(options?: { tables?: boolean | "kept"; partitions?: boolean }): Promise<BlockDisk[]>;
   /** The whole block device with this number (via /sys/dev/block), null when there is none (or it is a partition). */
   findDisk(dev: DevNumber): Promise<BlockDisk | null>;
   /**
@@ -84,8 +90,9 @@ async function blockMountsOf(table: readonly MountEntry[]): Promise<BlockMount[]
 
 /**
  * The reads of this host. State, bounded: the block view of the current mount table version (one),
- * per loop device name what its backing file was stat'ed as (one entry per loop device), and the
- * last loop list and disk-set key, each kept until the next uevent (uevent-keyed.ts).
+ * per loop device name what its backing file was stat'ed as (one entry per loop device), per disk
+ * its partition table for `tables: "kept"` (one entry per disk of the last such listing), and the
+ * last loop list, disk-set key and `tables: "kept"` listing, each kept until the next uevent (uevent-keyed.ts).
  */
 export function createBlockReads(): BlockReads {
   /** As fresh as reading /proc/self/mountinfo on every call (mount-table-cache.ts), parsed only after a change; shared by the process. */
@@ -97,9 +104,34 @@ export function createBlockReads(): BlockReads {
   /** The last loop list and disk-set key: L and D sysfs reads, once per uevent instead of once per call. */
   const loopList = new UeventKeyed<Promise<LoopDevice[]>>();
   const diskSet = new UeventKeyed<string | undefined>();
+  /** Per device node: the partition table last read off it and the sysfs layout it was read at; only disks of the last kept listing. */
+  const keptTables = new Map<string, { key: string; table: Promise<PartitionTable | null> }>();
+  const keptTable: TableReader = (devPath, lbs, size, layout) => {
+    if (layout.seq === null) return readPartitionTable(devPath, lbs, size);
+    const key = `${layout.seq}|${lbs}|${size}|${layout.partitions}`;
+    const kept = keptTables.get(devPath);
+    if (kept?.key === key) return kept.table;
+    const table = readPartitionTable(devPath, lbs, size);
+    const entry = { key, table };
+    keptTables.set(devPath, entry);
+    table.catch(() => {
+      if (keptTables.get(devPath) === entry) keptTables.delete(devPath);
+    });
+    return table;
+  };
+
+  /** The last `tables: "kept"` listing, until the next uevent. */
+  const keptListing = new UeventKeyed<Promise<BlockDisk[]>>();
+  const listKept = async () => {
+    const disks = await listBlockDisks({ withMedium: true, readTable: keptTable });
+    const listed = new Set(disks.map((d) => d.devPath));
+    for (const devPath of keptTables.keys()) if (!listed.has(devPath)) keptTables.delete(devPath);
+    return disks;
+  };
 
   return {
     listDisks(options = {}) {
+      if (options.tables === "kept") return keptListing.get(listKept);
       return listBlockDisks({ withMedium: true, ...(options.tables === false ? { readTable: async () => null } : {}), ...(options.partitions === false ? { identityOnly: true } : {}) });
     },
 

@@ -30,6 +30,15 @@ export interface SnapshotOptions {
   openers?: boolean;
   /** Read every fact again, none kept from an earlier reading (the loop list is otherwise kept until the next uevent): a write's verification. */
   fresh?: boolean;
+  /**
+   * A write's verification that acts on one disk: picks that disk from a listing that may be a kept
+   * one (`listDisks({ tables: "kept" })`: read again after a uevent, a table again when its disk's
+   * medium or partitions changed); the picked disk is then read again in full (sysfs and its table
+   * off the device) and replaces its listed self. Every other fact is read as without it.
+   * Returning null (or no disk with that number) gives the plain reading of every disk. The caller
+   * must act only on the picked disk and fall back to a plain reading for anything else.
+   */
+  pickDisk?: (listed: BlockDisk[]) => DevNumber | null;
 }
 
 /**
@@ -39,11 +48,21 @@ export interface SnapshotOptions {
  * (mount-table-cache.ts); the loop list is the one kept until the next uevent unless `fresh`.
  */
 export async function takeSnapshot(tools: SnapshotSources, dev?: DevNumber, options: SnapshotOptions = {}): Promise<BlockSnapshot> {
-  const disks = dev ? tools.findDisk(dev).then((d) => (d ? [d] : [])) : tools.listDisks();
+  const disks = dev ? tools.findDisk(dev).then((d) => (d ? [d] : [])) : options.pickDisk ? pickedListing(tools, options.pickDisk) : tools.listDisks();
   const [all, mounts, swaps, marks, loops] = await Promise.all([disks, tools.readMounts(), tools.readSwapDevices(), tools.readOfflineMarks(), tools.listLoops({ fresh: options.fresh === true })]);
   const snap: BlockSnapshot = { disks: visibleDisks(all), mounts, swaps, marks, loops };
   if (options.openers) snap.openers = await tools.deviceOpeners(snap.disks.flatMap((d) => [d, ...d.partitions]));
   return snap;
+}
+
+/** Every disk, the one `pick` chooses read again in full ({@link SnapshotOptions.pickDisk}). */
+async function pickedListing(tools: SnapshotSources, pick: (listed: BlockDisk[]) => DevNumber | null): Promise<BlockDisk[]> {
+  const listed = await tools.listDisks({ tables: "kept" });
+  const picked = pick(visibleDisks(listed));
+  const at = picked ? listed.findIndex((d) => sameDev(d, picked)) : -1;
+  if (!picked || at < 0) return tools.listDisks();
+  const now = await tools.findDisk(picked);
+  return now ? listed.map((d, i) => (i === at ? now : d)) : listed.filter((_, i) => i !== at);
 }
 
 /** The disk with this number; NotFound otherwise. */
@@ -54,7 +73,7 @@ export function requireDisk(snap: BlockSnapshot, diskNumber: number): BlockDisk 
 }
 
 /** The disk behind a volume id or NotFound (no partition has that id, or the device is gone). */
-export function findVolume(snap: BlockSnapshot, id: string): VolumeRef {
+export function findVolume(snap: Pick<BlockSnapshot, "disks">, id: string): VolumeRef {
   const parsed = parseVolumeId(id);
   const matches: VolumeRef[] = [];
   for (const disk of snap.disks) {

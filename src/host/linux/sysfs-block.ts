@@ -117,11 +117,15 @@ function identityOf(dir: string, seq: string | null): Identity {
   return identity;
 }
 
-/** Reads one /sys/block entry. `readTable` reads the partition table (injected for tests). */
-export async function readBlockDisk(
-  name: string,
-  options: { sysBlock?: string; readTable?: (devPath: string, lbs: number, size: bigint) => Promise<PartitionTable | null>; identityOnly?: boolean } = {},
-): Promise<BlockDisk> {
+/**
+ * Reads a disk's partition table. `layout` is what sysfs shows of it right now — diskseq (null
+ * without one) and every partition's number, start and size — for a reader that keeps tables
+ * (block-reads.ts); the default reader ignores it.
+ */
+export type TableReader = (devPath: string, lbs: number, size: bigint, layout: { seq: string | null; partitions: string }) => Promise<PartitionTable | null>;
+
+/** Reads one /sys/block entry. `readTable` reads the partition table (default: from the device, every time). */
+export async function readBlockDisk(name: string, options: { sysBlock?: string; readTable?: TableReader; identityOnly?: boolean } = {}): Promise<BlockDisk> {
   const dir = path.join(options.sysBlock ?? SYS_BLOCK, name);
   const seq = attr(path.join(dir, "diskseq"))?.trim() || null;
   const id = identityOf(dir, seq);
@@ -158,7 +162,9 @@ export async function readBlockDisk(
     .sort((a, b) => a.number - b.number);
   let table: PartitionTable | null = null;
   if (parts.length > 0) {
-    table = await (options.readTable ?? readPartitionTable)(devPath, id.logicalBlockSize, sizeBytes).catch(() => null);
+    const layout = { seq, partitions: parts.map((p) => `${p.number}:${p.startSectors}+${p.sizeSectors}`).join(",") };
+    const read: TableReader = options.readTable ?? ((dev, lbs, size) => readPartitionTable(dev, lbs, size));
+    table = await read(devPath, id.logicalBlockSize, sizeBytes, layout).catch(() => null);
   }
   const partitions: BlockPartition[] = parts.map((p) => {
     const entry = table?.entries.find((e) => e.number === p.number);
