@@ -20,6 +20,8 @@ export interface BlockSnapshot {
   loops: LoopDevice[];
   /** Processes holding the nodes of the snapshot's disks and partitions; absent unless asked for ({@link SnapshotOptions}). */
   openers?: DeviceOpener[];
+  /** Taken with {@link SnapshotOptions.pickDisk}: the one disk read in full now; the others' facts may be kept ones. */
+  pickedDisk?: DevNumber;
 }
 
 /** The reads a snapshot is taken with. */
@@ -48,21 +50,52 @@ export interface SnapshotOptions {
  * (mount-table-cache.ts); the loop list is the one kept until the next uevent unless `fresh`.
  */
 export async function takeSnapshot(tools: SnapshotSources, dev?: DevNumber, options: SnapshotOptions = {}): Promise<BlockSnapshot> {
-  const disks = dev ? tools.findDisk(dev).then((d) => (d ? [d] : [])) : options.pickDisk ? pickedListing(tools, options.pickDisk) : tools.listDisks();
+  const disks: Promise<{ disks: BlockDisk[]; picked?: DevNumber }> = dev
+    ? tools.findDisk(dev).then((d) => ({ disks: d ? [d] : [] }))
+    : options.pickDisk
+      ? pickedListing(tools, options.pickDisk)
+      : tools.listDisks().then((d) => ({ disks: d }));
   const [all, mounts, swaps, marks, loops] = await Promise.all([disks, tools.readMounts(), tools.readSwapDevices(), tools.readOfflineMarks(), tools.listLoops({ fresh: options.fresh === true })]);
-  const snap: BlockSnapshot = { disks: visibleDisks(all), mounts, swaps, marks, loops };
+  const snap: BlockSnapshot = { disks: visibleDisks(all.disks), mounts, swaps, marks, loops };
+  if (all.picked) snap.pickedDisk = all.picked;
   if (options.openers) snap.openers = await tools.deviceOpeners(snap.disks.flatMap((d) => [d, ...d.partitions]));
   return snap;
 }
 
 /** Every disk, the one `pick` chooses read again in full ({@link SnapshotOptions.pickDisk}). */
-async function pickedListing(tools: SnapshotSources, pick: (listed: BlockDisk[]) => DevNumber | null): Promise<BlockDisk[]> {
+async function pickedListing(tools: SnapshotSources, pick: (listed: BlockDisk[]) => DevNumber | null): Promise<{ disks: BlockDisk[]; picked?: DevNumber }> {
   const listed = await tools.listDisks({ tables: "kept" });
   const picked = pick(visibleDisks(listed));
   const at = picked ? listed.findIndex((d) => sameDev(d, picked)) : -1;
-  if (!picked || at < 0) return tools.listDisks();
+  if (!picked || at < 0) return { disks: await tools.listDisks() };
   const now = await tools.findDisk(picked);
-  return now ? listed.map((d, i) => (i === at ? now : d)) : listed.filter((_, i) => i !== at);
+  return { disks: now ? listed.map((d, i) => (i === at ? now : d)) : listed.filter((_, i) => i !== at), picked: { major: picked.major, minor: picked.minor } };
+}
+
+/**
+ * The volume `id` names, found with {@link SnapshotOptions.pickDisk}: `take(pickDisk)` reads its disk in
+ * full and may keep the others; anything but the volume found on that disk (not found, ambiguous,
+ * found on another disk) is decided again on `take(undefined)`, a reading of every disk.
+ */
+export async function findVolumeFocused(id: string, take: (pickDisk?: (listed: BlockDisk[]) => DevNumber | null) => Promise<BlockSnapshot>): Promise<{ snap: BlockSnapshot; vol: VolumeRef }> {
+  const pickDisk = (listed: BlockDisk[]) => {
+    try {
+      return findVolume({ disks: listed }, id).disk;
+    } catch {
+      return null;
+    }
+  };
+  const focused = await take(pickDisk);
+  // Nothing picked: it is already a reading of every disk.
+  if (!focused.pickedDisk) return { snap: focused, vol: findVolume(focused, id) };
+  try {
+    const vol = findVolume(focused, id);
+    if (focused.pickedDisk && sameDev(vol.disk, focused.pickedDisk)) return { snap: focused, vol };
+  } catch {
+    // decided on the reading of every disk below
+  }
+  const snap = await take(undefined);
+  return { snap, vol: findVolume(snap, id) };
 }
 
 /** The disk with this number; NotFound otherwise. */

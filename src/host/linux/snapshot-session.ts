@@ -29,14 +29,19 @@ export class SnapshotSessions {
     return this.#als.run(new Map(), fn);
   }
 
-  /** For answers and decisions that a write re-verifies: the session's snapshot of this kind, else a new one. */
-  read(dev?: DevNumber): Promise<BlockSnapshot> {
+  /**
+   * For answers and decisions that a write re-verifies: the session's snapshot of this kind, else a new
+   * one. `focus`: a snapshot taken with `pickDisk` (block-snapshot.ts), shared only by the reads
+   * that give the same `key`.
+   */
+  read(dev?: DevNumber, focus?: { key: string; pickDisk: NonNullable<SnapshotOptions["pickDisk"]> }): Promise<BlockSnapshot> {
+    const options = focus ? { pickDisk: focus.pickDisk } : undefined;
     const store = this.#als.getStore();
-    if (!store) return this.#take(dev);
-    const key = dev ? `${dev.major}:${dev.minor}` : "all";
+    if (!store) return this.#take(dev, options);
+    const key = focus ? `focus ${focus.key}` : dev ? `${dev.major}:${dev.minor}` : "all";
     let snap = store.get(key);
     if (!snap) {
-      const taken = this.#take(dev);
+      const taken = this.#take(dev, options);
       snap = taken;
       store.set(key, taken);
       taken.catch(() => {

@@ -10,7 +10,7 @@
  */
 import type { FilesystemGrowth, MountedVolume, VolumeContent, VolumeFacts, VolumeHostApi, VolumeLocation, VolumeUsage, WriteCheck } from "../../groups/volume/host-api.ts";
 import { Code, CsiProxyError, failedPrecondition } from "../../errors.ts";
-import type { BlockDisk, DevNumber, ManagedFsType, ProbeResult } from "./block-types.ts";
+import type { DevNumber, ManagedFsType, ProbeResult } from "./block-types.ts";
 import type { BlockReads } from "./block-reads.ts";
 import type { SignatureProbe } from "./signature-probe.ts";
 import type { DeviceClaims } from "./device-claims.ts";
@@ -29,9 +29,9 @@ import { callSignal } from "../../util/call-scope.ts";
 import { NOTHING_CHANGED, stopIfAborted } from "../stop-if-aborted.ts";
 import { describeProbe, growableFamily, isFilesystem } from "./probe-facts.ts";
 import { describeSignatures } from "../../policy/block-policy.ts";
-import { devOfDiskNumber, diskNumberOf, sameDev } from "./disk-numbers.ts";
+import { devOfDiskNumber, diskNumberOf } from "./disk-numbers.ts";
 import { deviceUse, tableMismatch } from "./device-use.ts";
-import { findVolume, takeSnapshot, type BlockSnapshot } from "./block-snapshot.ts";
+import { findVolume, findVolumeFocused, takeSnapshot, type BlockSnapshot } from "./block-snapshot.ts";
 import { isDiskOnline } from "./disk-online.ts";
 import { isVolumePartition } from "./partition-types.ts";
 import { mountAt, mountHoldingPath, mountsOf } from "./snapshot-mounts.ts";
@@ -94,8 +94,7 @@ export class LinuxVolumeHost implements VolumeHostApi {
 
   /** The volume in the session's snapshot (snapshot-session.ts): for answers and decisions, never for a write's refusals. */
   async #volume(volumeId: string): Promise<{ snap: BlockSnapshot; vol: VolumeRef }> {
-    const snap = await this.#sessions.read();
-    return { snap, vol: findVolume(snap, volumeId) };
+    return findVolumeFocused(volumeId, (pickDisk) => (pickDisk ? this.#sessions.read(undefined, { key: `volume ${volumeId}`, pickDisk }) : this.#sessions.read()));
   }
 
   /** What the volume holds: the mounted filesystem's type when mounted, else a probe. */
@@ -159,30 +158,12 @@ export class LinuxVolumeHost implements VolumeHostApi {
   /**
    * The volume in a write's fresh reading, at a cost that does not grow with the number of disks: the
    * disk the volume is on is read again in full (sysfs, its partition table off the device), the
-   * other disks' partition tables may be kept ones (block-reads.ts `tables: "kept"`; they only serve
-   * the ambiguous-id check); every other fact is read fresh. Anything but the volume found on that
-   * one fully read disk — not found, ambiguous, found on another disk — is decided again on a reading
-   * of every table off its device.
+   * other disks' facts may be kept ones (block-reads.ts `tables: "kept"`; they only serve the
+   * ambiguous-id check); every other fact is read fresh. Anything but the volume found on that one
+   * fully read disk is decided again on a fresh reading of every disk (block-snapshot.ts).
    */
-  async #freshVolume(volumeId: string, openers: boolean): Promise<{ snap: BlockSnapshot; vol: VolumeRef }> {
-    let picked: DevNumber | null = null;
-    const pickDisk = (listed: BlockDisk[]) => {
-      try {
-        picked = findVolume({ disks: listed }, volumeId).disk;
-      } catch {
-        picked = null;
-      }
-      return picked;
-    };
-    const focused = await this.#sessions.fresh(undefined, { openers, pickDisk });
-    try {
-      const vol = findVolume(focused, volumeId);
-      if (picked && sameDev(vol.disk, picked)) return { snap: focused, vol };
-    } catch {
-      // decided on the plain reading below
-    }
-    const snap = await this.#sessions.fresh(undefined, { openers });
-    return { snap, vol: findVolume(snap, volumeId) };
+  #freshVolume(volumeId: string, openers: boolean): Promise<{ snap: BlockSnapshot; vol: VolumeRef }> {
+    return findVolumeFocused(volumeId, (pickDisk) => this.#sessions.fresh(undefined, { openers, ...(pickDisk ? { pickDisk } : {}) }));
   }
 
   /** Takes and releases the kernel's exclusive claim: nothing (a mount, dm, md, another program) holds the device right now. Changes nothing; not started once the call is aborted. */
