@@ -144,10 +144,17 @@ export class LinuxVolumeHost implements VolumeHostApi {
    * reading also lists the processes holding the devices' nodes. The host decides nothing here.
    */
   async #verifyWrite(volumeId: string, check: WriteCheck, options: { openers?: boolean; format?: boolean } = {}): Promise<{ snap: BlockSnapshot; vol: VolumeRef; facts: VolumeFacts }> {
-    const { snap, vol } = await this.#freshVolume(volumeId, options.openers ?? false);
+    // The opener scan (CPU on this thread) runs while wipefs' probe and the namespace reads wait on the
+    // thread pool: the same scan of the same devices, on the same fresh reading, only not one after the other.
+    const { snap, vol } = await this.#freshVolume(volumeId);
+    const [openers, extra] = await Promise.all([
+      options.openers ? this.#tools.deviceOpeners(snap.disks.flatMap((d) => [d, ...d.partitions])) : undefined,
+      options.format ? Promise.all([this.#tools.mountsInAnyNamespace(vol.dev), this.#tools.listSignatures(vol.devPath)]) : undefined,
+    ]);
+    if (openers) snap.openers = openers;
     const facts: VolumeFacts = { location: this.#location(snap, vol) };
-    if (options.format) {
-      const [elsewhere, signatures] = await Promise.all([this.#tools.mountsInAnyNamespace(vol.dev), this.#tools.listSignatures(vol.devPath)]);
+    if (extra) {
+      const [elsewhere, signatures] = extra;
       facts.namespaceMounts = elsewhere.map(({ mountPoint, pid }) => ({ mountPoint, pid }));
       facts.signatures = signatures;
     }
@@ -162,8 +169,8 @@ export class LinuxVolumeHost implements VolumeHostApi {
    * ambiguous-id check); every other fact is read fresh. Anything but the volume found on that one
    * fully read disk is decided again on a fresh reading of every disk (block-snapshot.ts).
    */
-  #freshVolume(volumeId: string, openers: boolean): Promise<{ snap: BlockSnapshot; vol: VolumeRef }> {
-    return findVolumeFocused(volumeId, (pickDisk) => this.#sessions.fresh(undefined, { openers, ...(pickDisk ? { pickDisk } : {}) }));
+  #freshVolume(volumeId: string): Promise<{ snap: BlockSnapshot; vol: VolumeRef }> {
+    return findVolumeFocused(volumeId, (pickDisk) => this.#sessions.fresh(undefined, pickDisk ? { pickDisk } : {}));
   }
 
   /** Takes and releases the kernel's exclusive claim: nothing (a mount, dm, md, another program) holds the device right now. Changes nothing; not started once the call is aborted. */
