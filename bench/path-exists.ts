@@ -46,6 +46,21 @@ const canConnect = (socket: string) =>
     s.once("error", () => resolve(false));
   });
 
+/** Starts timed per reading (and as many bare `node -e 0` runs beside them). */
+const START_RUNS = 7;
+
+/** Milliseconds from spawning `node -e 0` (the binary that runs the server) until it exited. */
+async function bareNodeMs(): Promise<number> {
+  const t0 = performance.now();
+  const child = spawn(process.execPath, ["-e", "0"], { stdio: "ignore" });
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.once("exit", resolve);
+    child.once("error", reject);
+  });
+  if (code !== 0) throw new Error(`node -e 0 exited ${code}`);
+  return performance.now() - t0;
+}
+
 /** Spawns our server and resolves with the milliseconds until every endpoint accepts a connection. */
 async function startOurs(socketDir: string, nodeFlags: string[] = []) {
   const t0 = performance.now();
@@ -140,9 +155,13 @@ try {
   console.log(`load client at c=32 (Go, one connection): CPU per call ${median(clientCpu.ours).toFixed(0)} µs against csi-proxy, ${median(clientCpu.go).toFixed(0)} µs against grpc-go; busy ${(100 * median(clientBusy.ours)).toFixed(0)} % / ${(100 * median(clientBusy.go)).toFixed(0)} % of one core over the run's wall time`);
   console.log(`load average at the end: ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")}`);
 
-  // 2. Start time: spawn → all 23 endpoints accept (several starts, median).
+  // 2. Start time: spawn → all 23 endpoints accept (several starts, median), each beside a bare
+  // `node -e 0` of the same binary (spawn → exit): the machine's speed changes over hours, the
+  // difference and the ratio say what the program itself adds.
   const starts: number[] = [];
-  for (let i = 0; i < 5; i++) {
+  const bare: number[] = [];
+  for (let i = 0; i < START_RUNS; i++) {
+    bare.push(await bareNodeMs());
     const s = await startOurs(path.join(work, `start-${i}`));
     starts.push(s.startMs);
     await stop(s.child);
@@ -161,7 +180,9 @@ try {
   const [rssIdle, rssLoaded] = [idle.rss, quiet.rss];
   await stop(fresh.child);
 
-  console.log(`start → all 23 endpoints accept: median ${f0(median(starts))} ms   runs ${starts.map(f0).join(" ")}`);
+  const [startMedian, bareMedian] = [median(starts), median(bare)];
+  console.log(`start → all 23 endpoints accept: median ${f0(startMedian)} ms   runs ${starts.map(f0).join(" ")}`);
+  console.log(`bare \`node -e 0\` (same binary, spawn → exit): median ${f0(bareMedian)} ms   runs ${bare.map(f0).join(" ")}; start − bare ${f0(startMedian - bareMedian)} ms, start / bare ${(startMedian / bareMedian).toFixed(2)}×`);
   console.log(`RSS: idle after start ${formatResident(idle)}; after ${loadCalls} calls (c=32, ${f0(load.rps)} rps): at the end ${formatResident(loaded)}, ${QUIET_READ_MS} ms later ${formatResident(quiet)}; after ${idleSeconds} s idle ${formatResident(rested)}`);
   console.log("  (anon: heap, stacks, malloc; file: pages of the node binary and libraries, shared with other processes mapping them)");
   console.log("targets:");
@@ -169,7 +190,7 @@ try {
   console.log(`  PathExists c=1 p50 ≤ ${TARGETS.c1P50}× grpc-go: ${ratio.c1P50.toFixed(2)}× ${verdict(ratio.c1P50 <= TARGETS.c1P50)}`);
   console.log(`  RSS idle ≤ ${TARGETS.rssIdle} MB: ${rssIdle.toFixed(1)} MB ${verdict(rssIdle <= TARGETS.rssIdle)}`);
   console.log(`  RSS after ${loadCalls} calls (${QUIET_READ_MS} ms after the last) ≤ ${TARGETS.rssLoaded} MB: ${rssLoaded.toFixed(1)} MB (anon ${quiet.anon.toFixed(1)}) ${verdict(rssLoaded <= TARGETS.rssLoaded)}; at the last call ${loaded.rss.toFixed(1)} MB (anon ${loaded.anon.toFixed(1)})`);
-  console.log(`  start → 23 endpoints ≤ ${TARGETS.startMs} ms: ${f0(median(starts))} ms ${verdict(median(starts) <= TARGETS.startMs)}`);
+  console.log(`  start → 23 endpoints ≤ ${TARGETS.startMs} ms: ${f0(startMedian)} ms ${verdict(startMedian <= TARGETS.startMs)} (bare node ${f0(bareMedian)} ms: start − bare ${f0(startMedian - bareMedian)} ms, ${(startMedian / bareMedian).toFixed(2)}×)`);
 
   // 4. Profiles of our server under the same loads, when a target is missed (or asked for).
   const missed = ratio.c32Rps < TARGETS.c32Throughput || ratio.c1P50 > TARGETS.c1P50 || rssIdle > TARGETS.rssIdle || rssLoaded > TARGETS.rssLoaded;

@@ -8,6 +8,7 @@ import type { GrpcMetrics } from "./metrics/grpc-metrics.ts";
 import type { MetricsServer } from "./metrics/metrics-server.ts";
 import { Code, codeName, quote } from "./errors.ts";
 import { formatRequest, type Logger } from "./log/klog.ts";
+import { beginStartUp, endStartUp } from "./boot/start-up-phase.ts";
 
 export interface Daemon {
   services: Services;
@@ -24,6 +25,16 @@ export interface Daemon {
  * listening when any endpoint cannot be served (e.g. another csi-proxy already serves it).
  */
 export async function startDaemon(config: ProxyConfig, options: { logger: Logger; metricsBindAddress?: string }): Promise<Daemon> {
+  // Until the endpoints listen, caches read directly instead of loading native code for their probes.
+  beginStartUp();
+  try {
+    return await startServing(config, options);
+  } finally {
+    endStartUp();
+  }
+}
+
+async function startServing(config: ProxyConfig, options: { logger: Logger; metricsBindAddress?: string }): Promise<Daemon> {
   const { logger } = options;
   const services = await createServices(config);
   // prom-client (and the HTTP stack it pulls in) is loaded only when metrics are asked for: ~20 MB and ~100 ms otherwise.

@@ -12,7 +12,7 @@
  * {@link watchQuietFootprint}: once no call has run for `quietMs` and the resident set is at least
  * `growthBytes` above what the last settling left, one full garbage collection, then (glibc)
  * `malloc_trim(0)` on a koffi worker thread, which returns the free pages of every malloc arena to
- * the kernel. Never while a call runs; at most once per quiet period. The collection is V8's
+ * the kernel (koffi is loaded for it at the first settling, so an idle server never maps it). Never while a call runs; at most once per quiet period. The collection is V8's
  * memory-reducing one (as at start-up): it holds the event loop for tens of milliseconds (more on
  * a loaded machine), so a call arriving meanwhile waits once per burst, not per call.
  *
@@ -56,8 +56,8 @@ async function loadTrim(): Promise<Trim | undefined> {
  */
 export function watchQuietFootprint(options: QuietFootprintOptions = DEFAULT_QUIET_FOOTPRINT): () => void {
   const gc = gcFunction();
-  let trim: Trim | undefined;
-  void loadTrim().then((t) => (trim = t));
+  // koffi and libc are loaded at the first settling, not at start: an idle server never needs them.
+  let trim: Promise<Trim | undefined> | undefined;
   let settledRss = process.memoryUsage.rss();
   let timer: NodeJS.Timeout | undefined;
   let generation = 0;
@@ -79,8 +79,7 @@ export function watchQuietFootprint(options: QuietFootprintOptions = DEFAULT_QUI
       settledRss = process.memoryUsage.rss();
       options.settled?.({ rssBefore, rssAfter: settledRss, ms });
     };
-    if (trim) trim(report);
-    else report();
+    void (trim ??= loadTrim()).then((t) => (t ? t(report) : report()));
   };
   const arm = () => {
     generation = callsStarted();

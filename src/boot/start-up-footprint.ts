@@ -62,17 +62,29 @@ export interface SettleReport {
   summary: string;
 }
 
-/** V8's `gc()`, reached without --expose-gc on the command line: the flag set, `gc` read from a new context, the flag cleared. */
-export function gcFunction(): ((options?: object) => unknown) | undefined {
-  try {
-    setFlagsFromString("--expose-gc");
-    const gc = runInNewContext("gc");
-    return typeof gc === "function" ? (gc as (options?: object) => unknown) : undefined;
-  } catch {
-    return undefined;
-  } finally {
-    setFlagsFromString("--no-expose-gc");
+type GcFunction = (options?: object) => unknown;
+
+/** The process's one `gc` (null: V8 refused it); its context lives as long as the function does. */
+let processGc: GcFunction | null | undefined;
+
+/**
+ * V8's `gc()`, reached without --expose-gc on the command line: the flag set, `gc` read from a new
+ * context, the flag cleared. Made once per process and shared: each new context costs a native
+ * context's memory for as long as its `gc` is held, and its creation milliseconds.
+ */
+export function gcFunction(): GcFunction | undefined {
+  if (processGc === undefined) {
+    try {
+      setFlagsFromString("--expose-gc");
+      const gc = runInNewContext("gc");
+      processGc = typeof gc === "function" ? (gc as GcFunction) : null;
+    } catch {
+      processGc = null;
+    } finally {
+      setFlagsFromString("--no-expose-gc");
+    }
   }
+  return processGc ?? undefined;
 }
 
 function releaseCompilers(): boolean {

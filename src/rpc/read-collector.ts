@@ -18,14 +18,16 @@
 import { gcFunction } from "../boot/start-up-footprint.ts";
 import { READ_COLLECT_BYTES } from "./transport-limits.ts";
 
-const gc = gcFunction();
 let readSinceCollection = 0;
 
 /** Counts `bytes` just read from a client socket; collects the young generation once READ_COLLECT_BYTES were read since the last time. */
 export function noteSocketRead(bytes: number): void {
   readSinceCollection += bytes;
-  if (readSinceCollection < READ_COLLECT_BYTES || !gc) return;
+  if (readSinceCollection < READ_COLLECT_BYTES) return;
   readSinceCollection = 0;
+  // Reached at the first collection, not when the module loads: its context is not made on the start path.
+  const gc = gcFunction();
+  if (!gc) return;
   try {
     gc({ type: "minor", execution: "sync" });
   } catch {

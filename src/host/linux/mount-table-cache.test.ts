@@ -7,6 +7,7 @@ import * as path from "node:path";
 import { createMountTableCache, openMountChangeProbe, shareMountChangeProbe, type MountChangeProbe } from "./mount-table-cache.ts";
 import { watchGcClosedFds } from "../../../test/helpers/gc-closed-fds.ts";
 import { readMountTable, type MountEntry } from "./mountinfo.ts";
+import { beginStartUp, endStartUp } from "../../boot/start-up-phase.ts";
 
 const entry = (mountId: number): MountEntry => ({ mountId, parentId: 1, device: "8:1", root: "/", mountPoint: `/m${mountId}`, fsType: "ext4", source: "/dev/sda1" });
 
@@ -31,6 +32,24 @@ function fakes() {
 }
 
 describe("createMountTableCache()", () => {
+  it("during the daemon's start-up reads the file for each call and opens no probe; the first call after opens it", async () => {
+    const f = fakes();
+    let opened = 0;
+    const cache = createMountTableCache({ openProbe: async () => (opened++, f.probe), read: f.read });
+    beginStartUp();
+    try {
+      assert.equal((await cache.table())[0].mountId, 1);
+      assert.equal((await cache.table())[0].mountId, 2, "not cached without a probe");
+      assert.equal(opened, 0, "no probe (no koffi) during start-up");
+    } finally {
+      endStartUp();
+    }
+    assert.equal((await cache.table())[0].mountId, 3);
+    assert.equal(opened, 1);
+    assert.equal((await cache.table())[0].mountId, 3, "cached once the probe is open");
+    assert.deepEqual(f.log, ["read", "read", "probe", "read", "probe"]);
+  });
+
   it("reads once while nothing changes, again after each change, probing before reading", async () => {
     const f = fakes();
     const cache = createMountTableCache({ openProbe: async () => f.probe, read: f.read });

@@ -14,7 +14,8 @@
  *   read only makes the read newer); i.e. exactly as fresh as reading the file on every call;
  * - concurrent callers share one read; a failed read is not cached (the next call reads again, the
  *   failure reaches the callers of that read);
- * - without a probe (koffi or poll unavailable, open failed) every call reads the file.
+ * - without a probe (koffi or poll unavailable, open failed) every call reads the file; so does every
+ *   call during the daemon's start-up (src/boot/start-up-phase.ts), before the probe is opened.
  *
  * Descriptor ownership: by default every cache watches through {@link processMountChangeProbe}, one
  * descriptor opened once per process and reachable from this module for the life of the process, so
@@ -24,6 +25,7 @@ import * as fs from "node:fs/promises";
 import type { MountEntry } from "./mountinfo.ts";
 import { readMountTable } from "./mountinfo.ts";
 import { loadKoffi } from "../../win32/native.ts";
+import { inStartUp } from "../../boot/start-up-phase.ts";
 
 /** Says whether the table may have changed since its previous call (or since it was opened). */
 export interface MountChangeProbe {
@@ -114,6 +116,9 @@ export function createMountTableCache(deps: { openProbe?: () => Promise<MountCha
   let current: Promise<MountEntry[]> | undefined;
   return {
     async table() {
+      // During the daemon's start-up (src/boot/start-up-phase.ts) the file is read for this call
+      // alone: the probe (koffi, libc) is opened by the first call after the endpoints listen.
+      if (probe === undefined && opening === undefined && inStartUp()) return read();
       if (probe === undefined) {
         opening ??= openProbe().then(
           (p) => void (probe = p),

@@ -100,7 +100,10 @@ function mountPointsOf(text: string, device: string): { mountPoint: string; moun
 export function createNamespaceMounts(options: NamespaceMountsOptions = {}): NamespaceMounts {
   const procRoot = options.procRoot ?? "/proc";
   const concurrency = options.concurrency ?? 8;
-  const source = (options.ids ?? openMountIdSource)().catch(() => null);
+  // Opened on the first scan, not here: the default source loads koffi and libc, which the daemon's
+  // start-up must not wait for (the hosts are built before the endpoints listen).
+  let source: Promise<MountIdSource | null> | undefined;
+  const idSource = () => (source ??= (options.ids ?? openMountIdSource)().catch(() => null));
   const processNamespaces =
     options.processNamespaces ?? (options.procRoot !== undefined ? async () => null : async () => (await openKernelTaskListing())?.mountNamespaces() ?? null);
   let remembered = new Map<string, Remembered>();
@@ -116,7 +119,7 @@ export function createNamespaceMounts(options: NamespaceMountsOptions = {}): Nam
   };
 
   async function scan(device: string): Promise<NamespaceMount[]> {
-    const ids = await source;
+    const ids = await idSource();
     const listed = await processNamespaces().catch(() => null);
     const pids = (listed ? [...listed.keys()] : readdirSync(procRoot).filter((n) => /^[1-9]\d*$/.test(n)).map(Number)).sort((a, b) => a - b);
     const first = new Map<string, number>();
