@@ -1,5 +1,4 @@
 import { readFile } from "node:fs/promises";
-import { unescapeOctal } from "./block-parsers.ts";
 
 /** One line of /proc/self/mountinfo. */
 export interface MountEntry {
@@ -17,24 +16,94 @@ export interface MountEntry {
   superOptions?: string;
 }
 
-/** Parses mountinfo text (see proc(5)). */
+/** `text[from, to)` with every backslash + three octal digits (how the kernel escapes space, tab, newline and backslash) decoded. */
+function field(text: string, from: number, to: number): string {
+  // Look for a backslash only inside the field (indexOf would scan the rest of the table: quadratic).
+  let b = from;
+  while (b < to && text.charCodeAt(b) !== 92) b++;
+  if (b === to) return text.slice(from, to);
+  let out = "";
+  let start = from;
+  for (; b + 3 < to; b++) {
+    if (text.charCodeAt(b) !== 92) continue;
+    const d1 = text.charCodeAt(b + 1) - 48;
+    const d2 = text.charCodeAt(b + 2) - 48;
+    const d3 = text.charCodeAt(b + 3) - 48;
+    if (d1 < 0 || d1 > 7 || d2 < 0 || d2 > 7 || d3 < 0 || d3 > 7) continue;
+    out += text.slice(start, b) + String.fromCharCode(d1 * 64 + d2 * 8 + d3);
+    start = b + 4;
+    b += 3;
+  }
+  return out + text.slice(start, to);
+}
+
+/**
+ * Parses mountinfo text (see proc(5)): one pass over the text, no per-line split or regex; a field
+ * is copied only when it is kept, and decoded only when it holds a backslash. Lines without the
+ * "-" separator after the sixth field are skipped. Cost: linear in the text's length.
+ */
 export function parseMountInfo(text: string): MountEntry[] {
   const entries: MountEntry[] = [];
-  for (const line of text.split("\n")) {
-    if (!line) continue;
-    const fields = line.split(" ");
-    const sep = fields.indexOf("-", 6);
-    if (sep < 0) continue;
+  const len = text.length;
+  // Field boundaries of the current line: starts[i], ends[i] for the first six fields.
+  const starts = [0, 0, 0, 0, 0, 0];
+  const ends = [0, 0, 0, 0, 0, 0];
+  let line = 0;
+  while (line < len) {
+    let eol = text.indexOf("\n", line);
+    if (eol < 0) eol = len;
+    let pos = line;
+    let n = 0;
+    for (; n < 6; n++) {
+      starts[n] = pos;
+      let sp = text.indexOf(" ", pos);
+      if (sp < 0 || sp > eol) sp = eol;
+      ends[n] = sp;
+      if (sp === eol) break;
+      pos = sp + 1;
+    }
+    if (n < 6 && ends[n] === eol) {
+      // Fewer than seven fields: no separator possible.
+      line = eol + 1;
+      continue;
+    }
+    // The separator: the first field at index ≥ 6 that is exactly "-" (optional fields come before it).
+    let sep = -1;
+    while (pos <= eol) {
+      let sp = text.indexOf(" ", pos);
+      if (sp < 0 || sp > eol) sp = eol;
+      if (sp === pos + 1 && text.charCodeAt(pos) === 45) {
+        sep = sp;
+        break;
+      }
+      if (sp === eol) break;
+      pos = sp + 1;
+    }
+    if (sep < 0) {
+      line = eol + 1;
+      continue;
+    }
+    // After the separator: type, source, super options (each possibly absent).
+    const after: string[] = [];
+    let fpos = sep + 1;
+    for (let k = 0; k < 3 && sep < eol; k++) {
+      let sp = text.indexOf(" ", fpos);
+      if (sp < 0 || sp > eol) sp = eol;
+      after.push(k === 1 ? field(text, fpos, sp) : text.slice(fpos, sp));
+      if (sp === eol) break;
+      fpos = sp + 1;
+    }
     entries.push({
-      mountId: Number(fields[0]),
-      parentId: Number(fields[1]),
-      device: fields[2],
-      root: unescapeOctal(fields[3]),
-      mountPoint: unescapeOctal(fields[4]),
-      fsType: fields[sep + 1],
-      source: unescapeOctal(fields[sep + 2] ?? ""),
-      superOptions: fields[sep + 3] ?? "",
+      mountId: Number(text.slice(starts[0], ends[0])),
+      parentId: Number(text.slice(starts[1], ends[1])),
+      device: text.slice(starts[2], ends[2]),
+      root: field(text, starts[3], ends[3]),
+      mountPoint: field(text, starts[4], ends[4]),
+      fsType: after[0] ?? "",
+      source: after[1] ?? "",
+      superOptions: after[2] ?? "",
     });
+    line = eol + 1;
   }
   return entries;
 }
