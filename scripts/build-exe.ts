@@ -50,6 +50,24 @@ export interface BuiltExe {
   cached: boolean;
 }
 
+/**
+ * The single-executable configuration: the exe runs with `--disable-sigusr1` (Node ≥ 22.14; `execArgv`
+ * in the configuration needs ≥ 22.20), so neither SIGUSR1 nor `process._debugProcess` can open the
+ * inspector in the service, and `execArgvExtension: "none"` lets no NODE_OPTIONS or command line add
+ * options (an operator's `--inspect` included). test/windows/build-exe.test.ts runs a blob made from it.
+ */
+export function seaConfigFor(main: string, output: string) {
+  return {
+    main,
+    output,
+    disableExperimentalSEAWarning: true,
+    useCodeCache: false,
+    useSnapshot: false,
+    execArgv: ["--disable-sigusr1"],
+    execArgvExtension: "none",
+  };
+}
+
 function log(quiet: boolean, msg: string) {
   if (!quiet) process.stderr.write(`build-exe: ${msg}\n`);
 }
@@ -167,7 +185,7 @@ export async function buildExe(options: { outDir?: string; quiet?: boolean; vers
     // 2. SEA blob from the same Node version
     const blob = path.join(dir, "sea.blob");
     const seaConfig = path.join(dir, "sea-config.json");
-    fs.writeFileSync(seaConfig, JSON.stringify({ main: bundle, output: blob, disableExperimentalSEAWarning: true, useCodeCache: false, useSnapshot: false }));
+    fs.writeFileSync(seaConfig, JSON.stringify(seaConfigFor(bundle, blob)));
     execFileSync(nodeLinux, ["--experimental-sea-config", seaConfig], { stdio: quiet ? "ignore" : "inherit" });
     // 3. node.exe, unsigned, with the blob injected
     fs.writeFileSync(exe, stripAuthenticode(fs.readFileSync(nodeExe)));

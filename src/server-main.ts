@@ -17,6 +17,7 @@ import { setHostCommandTimeoutCap, stopHostCommands, KILL_GRACE_MS } from "./hos
 import { version } from "./version.ts";
 import { blockedHostOperations, runningHostOperations } from "./host/mount-gate.ts";
 import { exitWithoutHandlers } from "./host/linux/libc.ts";
+import { setSigusr1Action } from "./boot/no-inspector.ts";
 
 export async function runServer(argv: string[], hooks: RunHooks = {}): Promise<number> {
   const specs = serverFlags(process.platform, defaultSocketDir());
@@ -29,12 +30,29 @@ export async function runServer(argv: string[], hooks: RunHooks = {}): Promise<n
     process.stderr.write(formatUsage(specs, "csi-proxy"));
     return err.help ? 0 : 2;
   }
-  const logger = createLogger({
-    verbosity: flags["v"] as number,
-    logToStderr: flags["logtostderr"] as boolean,
-    alsoToStderr: flags["alsologtostderr"] as boolean,
-    logFile: (flags["log_file"] as string) || undefined,
-  });
+  let logger: ReturnType<typeof createLogger>;
+  try {
+    logger = createLogger({
+      verbosity: flags["v"] as number,
+      logToStderr: flags["logtostderr"] as boolean,
+      alsoToStderr: flags["alsologtostderr"] as boolean,
+      logFile: (flags["log_file"] as string) || undefined,
+    });
+  } catch (err) {
+    // As klog: a log file that cannot be opened ends the program (nothing would be logged).
+    const e = err as NodeJS.ErrnoException;
+    process.stderr.write(`csi-proxy: -log_file ${flags["log_file"] as string}: cannot open: ${e.code ?? ""} ${e.message}\n`);
+    return 2;
+  }
+  const logFileInUse = !flags["logtostderr"] && Boolean(flags["log_file"]);
+  const reopenLog = () => {
+    if (!logFileInUse) return;
+    void logger.reopen().then((failure) => {
+      if (failure) logger.error(`${failure}; still logging to the file opened before`);
+      else logger.info("Reopened the log file");
+    });
+  };
+  setSigusr1Action(reopenLog);
   try {
     for (const spec of ignoredKlogFlags) {
       if (argv.some((a) => new RegExp(`^--?${spec.name}(=|$)`).test(a))) logger.warning(`flag -${spec.name} is accepted for compatibility and has no effect`);
