@@ -18,6 +18,8 @@ import { version } from "./version.ts";
 import { blockedHostOperations, runningHostOperations } from "./host/mount-gate.ts";
 import { exitWithoutHandlers } from "./host/linux/libc.ts";
 import { setSigusr1Action } from "./boot/no-inspector.ts";
+import { secureSocketDir } from "./api/socket-dir.ts";
+import { CsiProxyError } from "./errors.ts";
 
 export async function runServer(argv: string[], hooks: RunHooks = {}): Promise<number> {
   const specs = serverFlags(process.platform, defaultSocketDir());
@@ -86,6 +88,15 @@ export async function runServer(argv: string[], hooks: RunHooks = {}): Promise<n
     if (config.defaultFsType !== "ext4" && config.defaultFsType !== "xfs") {
       logger.error(`-default-fs-type must be ext4 or xfs, not ${JSON.stringify(config.defaultFsType)}`);
       return 2;
+    }
+    if (config.platform === "linux") {
+      try {
+        secureSocketDir(config.socketDir);
+      } catch (err) {
+        if (!(err instanceof CsiProxyError)) throw err;
+        logger.error(err.message);
+        return 2;
+      }
     }
     // A graceful stop ends the host commands still running (SIGTERM, SIGKILL after the grace) once
     // the endpoints are closed; a daemon killed outright leaves them to finish on their own.
