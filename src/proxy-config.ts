@@ -13,6 +13,8 @@ export interface ProxyConfig {
   pipeSddl?: string;
   /** Persistent state (-state-dir): SMB reference counts; Linux also SMB mounts and the iSCSI mutual CHAP secret. */
   stateDir: string;
+  /** Linux `-iscsi-node-db`: open-iscsi's node database; unset, found from the installed open-iscsi. */
+  iscsiNodeDb?: string;
   /** Services System StartService/StopService may act on (-allowed-service); "*" allows any. */
   allowedServices: string[];
   /** Where services report what they do on their own (SMB start-up reconciliation, sweeps). */

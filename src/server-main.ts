@@ -20,6 +20,7 @@ import { exitWithoutHandlers } from "./host/linux/libc.ts";
 import { setSigusr1Action } from "./boot/no-inspector.ts";
 import { secureSocketDir } from "./api/socket-dir.ts";
 import { CsiProxyError } from "./errors.ts";
+import * as path from "node:path";
 
 export async function runServer(argv: string[], hooks: RunHooks = {}): Promise<number> {
   const specs = serverFlags(process.platform, defaultSocketDir());
@@ -77,6 +78,7 @@ export async function runServer(argv: string[], hooks: RunHooks = {}): Promise<n
       pipeSddl: (flags["pipe-sddl"] as string) || undefined,
       stateDir: flags["state-dir"] as string,
       allowedServices: flags["allowed-service"] as string[],
+      ...(flags["iscsi-node-db"] ? { iscsiNodeDb: flags["iscsi-node-db"] as string } : {}),
       logger,
     };
     const commandTimeout = flags["host-command-timeout"] as number;
@@ -87,6 +89,11 @@ export async function runServer(argv: string[], hooks: RunHooks = {}): Promise<n
     setHostCommandTimeoutCap(commandTimeout * 1000);
     if (config.defaultFsType !== "ext4" && config.defaultFsType !== "xfs") {
       logger.error(`-default-fs-type must be ext4 or xfs, not ${JSON.stringify(config.defaultFsType)}`);
+      return 2;
+    }
+    const nodeDb = flags["iscsi-node-db"] as string;
+    if (nodeDb && !path.isAbsolute(nodeDb)) {
+      logger.error(`-iscsi-node-db ${JSON.stringify(nodeDb)} must be an absolute path`);
       return 2;
     }
     if (config.platform === "linux") {

@@ -46,6 +46,12 @@ export function serverFlags(platform: NodeJS.Platform, defaultSocketDir: string)
     },
     { name: "metrics-bind-address", kind: "string", default: "", usage: "host:port to serve Prometheus metrics on at /metrics; empty disables metrics" },
     { name: "socket-dir", kind: "string", default: defaultSocketDir, usage: "Linux: directory of the endpoints' Unix sockets" },
+    {
+      name: "iscsi-node-db",
+      kind: "string",
+      default: "",
+      usage: "Linux: open-iscsi's node database directory; empty finds it from the installed open-iscsi (/etc/iscsi/nodes or /var/lib/iscsi/nodes)",
+    },
     { name: "default-fs-type", kind: "string", default: "ext4", usage: "Linux: filesystem FormatVolume creates (ext4 or xfs)" },
     {
       name: "host-command-timeout",
