@@ -24,7 +24,7 @@ export const bins = ["dist/bundle/main.js", "dist/bundle/ctl.js"];
 const entries = ["dist/main.js", "dist/cli/ctl.js"];
 
 /**
- * The bundles: ESM for Node ≥ 20.10 (package.json engines), code split so lazily imported modules
+ * The bundles: ESM for Node ≥ 22.12 (package.json engines), code split so lazily imported modules
  * stay lazy, koffi (a native addon, loaded on first use) left to node_modules. CommonJS
  * dependencies (hpack.js, prom-client) call `require`, which an ES module lacks: the banner
  * defines it. The version is fixed at build time (version.ts reads ../package.json relative to its
@@ -43,7 +43,7 @@ function bundle(): void {
     splitting: true,
     format: "esm",
     platform: "node",
-    target: "node20.10",
+    target: "node22.12",
     sourcemap: "linked",
     sourcesContent: false,
     legalComments: "none",
