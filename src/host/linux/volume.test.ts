@@ -5,10 +5,10 @@ import assert from "node:assert/strict";
  * LinuxVolumeHost / LinuxDiskHost, on the fake Linux block tools.
  */
 import { createVolumeService, RESIZE_THRESHOLD_BYTES } from "../../groups/volume/volume-service.ts";
-import type { ManagedFsType } from "./block-types.ts";
+import type { ManagedFsType } from "./block/block-types.ts";
 import { createDiskService } from "../../groups/disk/disk-service.ts";
-import { diskNumberOf } from "./disk-numbers.ts";
-import { parseVolumeId } from "./volume-ids.ts";
+import { diskNumberOf } from "./block/disk-numbers.ts";
+import { parseVolumeId } from "./block/volume-ids.ts";
 import { LinuxDiskHost } from "./disk.ts";
 import { LinuxVolumeHost } from "./volume.ts";
 import { createPathPolicy } from "../../policy/path-policy.ts";

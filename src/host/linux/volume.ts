@@ -10,33 +10,33 @@
  */
 import type { FilesystemGrowth, MountedVolume, VolumeContent, VolumeFacts, VolumeHostApi, VolumeLocation, VolumeUsage, WriteCheck } from "../../groups/volume/host-api.ts";
 import { Code, CsiProxyError, failedPrecondition } from "../../errors.ts";
-import type { DevNumber, ManagedFsType, ProbeResult } from "./block-types.ts";
-import type { BlockReads } from "./block-reads.ts";
-import type { SignatureProbe } from "./signature-probe.ts";
-import type { DeviceClaims } from "./device-claims.ts";
-import type { PartitionResizing } from "./partitioning.ts";
-import type { OfflineMarks } from "./device-state.ts";
-import type { FilesystemTools } from "./filesystem-tools.ts";
-import type { MountTools } from "./mount-tools.ts";
-import type { WriteBack } from "./write-back.ts";
-import type { Privileges } from "./privileges.ts";
-import { SnapshotSessions } from "./snapshot-session.ts";
+import type { DevNumber, ManagedFsType, ProbeResult } from "./block/block-types.ts";
+import type { BlockReads } from "./block/block-reads.ts";
+import type { SignatureProbe } from "./block/signature-probe.ts";
+import type { DeviceClaims } from "./block/device-claims.ts";
+import type { PartitionResizing } from "./block/partitioning.ts";
+import type { OfflineMarks } from "./block/device-state.ts";
+import type { FilesystemTools } from "./block/filesystem-tools.ts";
+import type { MountTools } from "./mounts/mount-tools.ts";
+import type { WriteBack } from "./block/write-back.ts";
+import type { Privileges } from "./kernel/privileges.ts";
+import { SnapshotSessions } from "./block/snapshot-session.ts";
 import type { UndoLog } from "../../util/undo-retry.ts";
-import { VolumeFlusher } from "./volume-flush.ts";
-import { growXfsOnTemporaryMount, supportedPartitionSize } from "./partition-growth.ts";
-import { findMountedVolume } from "./mounted-volume.ts";
+import { VolumeFlusher } from "./block/volume-flush.ts";
+import { growXfsOnTemporaryMount, supportedPartitionSize } from "./block/partition-growth.ts";
+import { findMountedVolume } from "./mounts/mounted-volume.ts";
 import { callSignal } from "../../util/call-scope.ts";
-import { NOTHING_CHANGED, stopIfAborted } from "../stop-if-aborted.ts";
-import { describeProbe, growableFamily, isFilesystem } from "./probe-facts.ts";
+import { NOTHING_CHANGED, stopIfAborted } from "../../util/stop-if-aborted.ts";
+import { describeProbe, growableFamily, isFilesystem } from "./block/probe-facts.ts";
 import { describeSignatures } from "../../policy/block-policy.ts";
-import { devOfDiskNumber, diskNumberOf } from "./disk-numbers.ts";
-import { deviceUse, tableMismatch } from "./device-use.ts";
-import { findVolume, findVolumeFocused, takeSnapshot, type BlockSnapshot } from "./block-snapshot.ts";
-import { isDiskOnline } from "./disk-online.ts";
-import { isVolumePartition } from "./partition-types.ts";
-import { mountAt, mountHoldingPath, mountsOf } from "./snapshot-mounts.ts";
-import { rootRequirement } from "./root-requirement.ts";
-import { volumeOfPartition, volumeOfWholeDisk, type VolumeRef } from "./volume-ids.ts";
+import { devOfDiskNumber, diskNumberOf } from "./block/disk-numbers.ts";
+import { deviceUse, tableMismatch } from "./block/device-use.ts";
+import { findVolume, findVolumeFocused, takeSnapshot, type BlockSnapshot } from "./block/block-snapshot.ts";
+import { isDiskOnline } from "./block/disk-online.ts";
+import { isVolumePartition } from "./block/partition-types.ts";
+import { mountAt, mountHoldingPath, mountsOf } from "./mounts/snapshot-mounts.ts";
+import { rootRequirement } from "./kernel/root-requirement.ts";
+import { volumeOfPartition, volumeOfWholeDisk, type VolumeRef } from "./block/volume-ids.ts";
 
 export interface LinuxVolumeHostOptions {
   /** What FormatVolume creates (flag -default-fs-type). */
