@@ -30,9 +30,9 @@ import { NOTHING_CHANGED, stopIfAborted } from "../../util/stop-if-aborted.ts";
 import { describeProbe, growableFamily, isFilesystem } from "./block/probe-facts.ts";
 import { describeSignatures } from "../../policy/block-policy.ts";
 import { devOfDiskNumber, diskNumberOf } from "./block/disk-numbers.ts";
-import { deviceUse, tableMismatch } from "./block/device-use.ts";
+import { tableMismatch } from "./block/device-use.ts";
+import { volumeLocation } from "./block/volume-location.ts";
 import { findVolume, findVolumeFocused, takeSnapshot, type BlockSnapshot } from "./block/block-snapshot.ts";
-import { isDiskOnline } from "./block/disk-online.ts";
 import { isVolumePartition } from "./block/partition-types.ts";
 import { mountAt, mountHoldingPath, mountsOf } from "./mounts/snapshot-mounts.ts";
 import { rootRequirement } from "./kernel/root-requirement.ts";
@@ -44,10 +44,6 @@ export interface LinuxVolumeHostOptions {
   /** Where background cleanups (a temporary mount that could not be unmounted) log; default stderr. */
   log?: UndoLog;
 }
-
-/** What must not change between looking a volume up and writing to it: device, medium, extent. */
-const identityOf = (vol: VolumeRef) =>
-  `${vol.dev.major}:${vol.dev.minor} diskseq ${vol.disk.diskSeq ?? "-"} ${vol.partition ? `sectors ${vol.partition.startSectors}+${vol.partition.sizeSectors}` : `size ${vol.disk.sizeBytes}`}`;
 
 /**
  * Between two steps of a write: stops (the call's DeadlineExceeded/Cancelled, saying where and
@@ -118,22 +114,7 @@ export class LinuxVolumeHost implements VolumeHostApi {
 
   async locateVolume(volumeId: string): Promise<VolumeLocation> {
     const { snap, vol } = await this.#volume(volumeId);
-    return this.#location(snap, vol);
-  }
-
-  #location(snap: BlockSnapshot, vol: VolumeRef): VolumeLocation {
-    const p = vol.partition;
-    return {
-      id: vol.id,
-      diskNumber: diskNumberOf(vol.disk),
-      partitionNumber: p ? p.number : null,
-      sizeBytes: p ? p.sizeSectors * 512n : vol.disk.sizeBytes,
-      name: vol.devPath,
-      diskOnline: isDiskOnline(snap, vol.disk),
-      // The volume and its disk (holders stacked on the whole disk, e.g. multipath, block it too).
-      devices: (p ? [p, vol.disk] : [vol.disk]).map((d) => ({ name: d.devPath, use: deviceUse(snap, d, vol.disk, p ?? undefined) })),
-      identity: identityOf(vol),
-    };
+    return volumeLocation(snap, vol);
   }
 
   /**
@@ -152,7 +133,7 @@ export class LinuxVolumeHost implements VolumeHostApi {
       options.format ? Promise.all([this.#tools.mountsInAnyNamespace(vol.dev), this.#tools.listSignatures(vol.devPath)]) : undefined,
     ]);
     if (openers) snap.openers = openers;
-    const facts: VolumeFacts = { location: this.#location(snap, vol) };
+    const facts: VolumeFacts = { location: volumeLocation(snap, vol) };
     if (extra) {
       const [elsewhere, signatures] = extra;
       facts.namespaceMounts = elsewhere.map(({ mountPoint, pid }) => ({ mountPoint, pid }));
