@@ -32,7 +32,7 @@ import { connectGroup } from "../src/client/connect-group.ts";
 import { buildProduction, residentMB, spawnServer, stop } from "./production-server.ts";
 import { loopDeviceSkipReason } from "../test/helpers/loop-device.ts";
 import { createNamespaceMounts } from "../src/host/linux/mounts/namespace-mounts.ts";
-import { scanDeviceOpeners, type OpenerScanStats } from "../src/host/linux/kernel/device-openers.ts";
+import { scanDeviceOpeners, type OpenerScanStats } from "../src/host/linux/block/device-openers.ts";
 import { timedMedian } from "./timed-median.ts";
 
 const MARK = "CSI_PROXY_NODE_SCALE_RUN";

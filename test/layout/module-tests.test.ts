@@ -13,6 +13,7 @@ export const exempt: Record<string, string> = {
   "src/boot/thread-pool-size.ts": "boot-time libuv setting imported first by src/main.ts, which every daemon test runs",
   "src/host/gated-filesystem-host.ts": "wraps each filesystem host method in the mount gate's run (mount-gate.test.ts tests the gate); test/redteam/dead-mount.test.ts drives it through the daemon",
   "src/version.ts": "one constant; test/package/ checks the bins print the package version",
+  "src/compose/windows-block-services.ts": "composition of the Windows disk and volume services; test/windows/write-facts.test.ts and the injection suites build the same hosts over the fake pool, and the exe under Wine runs it",
   "src/compose/linux.ts": "picked by createServices (src/compose/compose.ts), which every integration test and src/index tests build",
   "src/host/exec/spawn-worker.ts": "starts powershell.exe: only the exe under Wine runs it (wine-e2e sees Wine's stub answer Unavailable)",
   "src/host/windows/windows-remove-tree.ts": "reached through WindowsFilesystemHost in src/host/windows/windows-remove-tree.test.ts and wine-deep-delete.test.ts (its only caller); the walk is tested in src/host/tree-walker.test.ts, its operations in src/host/windows/win32-dir-ops.test.ts",

@@ -24,7 +24,7 @@ import { SnapshotSessions } from "./block/snapshot-session.ts";
 import type { UndoLog } from "../../util/undo-retry.ts";
 import { VolumeFlusher } from "./block/volume-flush.ts";
 import { growXfsOnTemporaryMount, supportedPartitionSize } from "./block/partition-growth.ts";
-import { findMountedVolume } from "./mounts/mounted-volume.ts";
+import { findMountedVolume } from "./block/mounted-volume.ts";
 import { callSignal } from "../../util/call-scope.ts";
 import { NOTHING_CHANGED, stopIfAborted } from "../../util/stop-if-aborted.ts";
 import { describeProbe, growableFamily, isFilesystem } from "./block/probe-facts.ts";
@@ -34,7 +34,7 @@ import { tableMismatch } from "./block/device-use.ts";
 import { volumeLocation } from "./block/volume-location.ts";
 import { findVolume, findVolumeFocused, takeSnapshot, type BlockSnapshot } from "./block/block-snapshot.ts";
 import { isVolumePartition } from "./block/partition-types.ts";
-import { mountAt, mountHoldingPath, mountsOf } from "./mounts/snapshot-mounts.ts";
+import { mountAt, mountHoldingPath, mountsOf } from "./block/snapshot-mounts.ts";
 import { rootRequirement } from "./kernel/root-requirement.ts";
 import { volumeOfPartition, volumeOfWholeDisk, type VolumeRef } from "./block/volume-ids.ts";
 

@@ -1,7 +1,7 @@
 /**
  * iSCSI on Windows: the Microsoft iSCSI initiator's CIM classes (namespace
  * root/Microsoft/Windows/Storage) through the SMB/iSCSI/System PowerShell worker pool
- * (scripts/worker-ops-smb-iscsi-system.ts), as upstream master uses them
+ * (powershell/scripts/worker-ops-smb-iscsi-system.ts), as upstream master uses them
  * (docs/upstream-behaviour.md, iSCSI):
  *
  * - listTargetPortals: MSFT_iSCSITargetPortal instances (TargetPortalAddress, TargetPortalPortNumber);

@@ -1,6 +1,6 @@
 /**
  * SMB on Windows: global mappings through the SMB/iSCSI/System PowerShell worker pool
- * (scripts/worker-ops-smb-iscsi-system.ts), the local link through CreateSymbolicLinkW (koffi).
+ * (powershell/scripts/worker-ops-smb-iscsi-system.ts), the local link through CreateSymbolicLinkW (koffi).
  * Pass-through per src/groups/smb/host-api.ts; every decision is smb-service.ts's.
  *
  * - getMapping: `Get-SmbGlobalMapping` (no -RemotePath: that parameter is a CDXML query that may

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { closeSync, constants, mkdirSync, mkdtempSync, openSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
-import { scanDeviceOpeners, type OpenerScanStats } from "../kernel/device-openers.ts";
+import { scanDeviceOpeners, type OpenerScanStats } from "./device-openers.ts";
 import { createNamespaceMounts } from "../mounts/namespace-mounts.ts";
 import { createDeviceClaims } from "./device-claims.ts";
 import { runInCall } from "../../../util/call-scope.ts";

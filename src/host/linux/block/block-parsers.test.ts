@@ -1,6 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { decodeDev, numberField, parseBlkidExport, unescapeOctal } from "./block-parsers.ts";
+import { decodeDev, numberField, parseBlkidExport } from "./block-parsers.ts";
+import { unescapeOctal } from "../kernel/mountinfo.ts";
 import { Code } from "../../../errors.ts";
 
 test("dev_t decoding (glibc encoding)", () => {

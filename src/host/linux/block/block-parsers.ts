@@ -12,8 +12,6 @@ export function decodeDev(rdev: bigint): DevNumber {
   return { major, minor };
 }
 
-/** Undoes the octal escapes (`\040` for a space) of /proc/swaps and mountinfo fields. */
-export const unescapeOctal = (s: string) => s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
 
 /** Parses `blkid -p -o export` output (KEY=value lines). */
 export function parseBlkidExport(stdout: string): Record<string, string> {

@@ -8,7 +8,7 @@ import { existsSync, readFileSync, readdirSync, realpathSync } from "node:fs";
 import * as path from "node:path";
 import type { BlockDisk, BlockMount, DevNumber, LoopDevice, PartitionTable } from "./block-types.ts";
 import { decodeDev } from "./block-parsers.ts";
-import type { MountEntry } from "../mounts/mountinfo.ts";
+import type { MountEntry } from "../kernel/mountinfo.ts";
 import { processMountTable } from "../mounts/mount-index.ts";
 import { listBlockDisks, readBlockDisk, SYS_BLOCK, type TableReader } from "./sysfs-block.ts";
 import { readPartitionTable } from "./partition-table.ts";

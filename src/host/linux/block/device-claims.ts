@@ -8,9 +8,10 @@
 import { open, stat } from "node:fs/promises";
 import { constants } from "node:fs";
 import type { DeviceOpener, DevNumber } from "./block-types.ts";
-import { decodeDev, unescapeOctal } from "./block-parsers.ts";
+import { decodeDev } from "./block-parsers.ts";
+import { unescapeOctal } from "../kernel/mountinfo.ts";
 import { kernelText } from "./block-reads.ts";
-import { scanDeviceOpeners } from "../kernel/device-openers.ts";
+import { scanDeviceOpeners } from "./device-openers.ts";
 import { createNamespaceMounts } from "../mounts/namespace-mounts.ts";
 import { fsError } from "../../fs-error.ts";
 import { failedPrecondition } from "../../../errors.ts";

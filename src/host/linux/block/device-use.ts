@@ -8,7 +8,7 @@ import type { BlockDisk, BlockPartition, LoopBacking } from "./block-types.ts";
 import type { BlockSnapshot } from "./block-snapshot.ts";
 import { sameDev } from "./disk-numbers.ts";
 import { isMbrExtended } from "./partition-types.ts";
-import { mountsOf, rootMount } from "../mounts/snapshot-mounts.ts";
+import { mountsOf, rootMount } from "./snapshot-mounts.ts";
 
 /**
  * Where the kernel's partition disagrees with the partition table on the disk (number, start, size;

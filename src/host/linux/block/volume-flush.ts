@@ -14,7 +14,7 @@
  */
 import { Code, CsiProxyError } from "../../../errors.ts";
 import type { UndoLog } from "../../../util/undo-retry.ts";
-import { mountsOf } from "../mounts/snapshot-mounts.ts";
+import { mountsOf } from "./snapshot-mounts.ts";
 import type { BlockSnapshot } from "./block-snapshot.ts";
 import type { VolumeRef } from "./volume-ids.ts";
 import type { DevNumber } from "./block-types.ts";

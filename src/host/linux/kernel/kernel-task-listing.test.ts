@@ -16,7 +16,7 @@ import * as path from "node:path";
 import { openKernelTaskListing, closeKernelTaskListing, kernelListingUnavailableReason } from "./kernel-task-listing.ts";
 import { startDaemon } from "../../../daemon.ts";
 import { createLogger } from "../../../log/klog.ts";
-import { scanDeviceOpeners } from "./device-openers.ts";
+import { scanDeviceOpeners } from "../block/device-openers.ts";
 import { createLoopDevice, loopDeviceSkipReason, type LoopDevice } from "../../../../test/helpers/loop-device.ts";
 
 const skip = loopDeviceSkipReason() ?? ((await openKernelTaskListing()) ? null : `the kernel's listing cannot be had here: ${kernelListingUnavailableReason()}`);

@@ -28,7 +28,7 @@ import { Code, CsiProxyError, failedPrecondition } from "../../../errors.ts";
 import { fsError } from "../../fs-error.ts";
 import { openChildDir, withParent, type DirHandle } from "../paths/dir-handle.ts";
 import { UMOUNT_NOFOLLOW, type Libc } from "../kernel/libc.ts";
-import { readMountTable, type MountEntry } from "./mountinfo.ts";
+import { readMountTable, type MountEntry } from "../kernel/mountinfo.ts";
 import { describeSchedule, retryUndo, UNDO_RETRY_DELAYS_MS, type UndoLog } from "../../../util/undo-retry.ts";
 
 export interface MountOptions {

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { bindSources } from "./bind-mount-source.ts";
-import { parseMountInfo } from "./mountinfo.ts";
+import { parseMountInfo } from "../kernel/mountinfo.ts";
 
 // mountinfo: id parent major:minor root mountpoint options - type source superopts
 const table = parseMountInfo(

@@ -4,7 +4,7 @@
  * must not open the outside directory to filesystem calls).
  */
 import * as path from "node:path";
-import type { MountEntry } from "./mountinfo.ts";
+import type { MountEntry } from "../kernel/mountinfo.ts";
 import type { MountTableCache } from "./mount-table-cache.ts";
 import { indexMounts } from "./mount-index.ts";
 

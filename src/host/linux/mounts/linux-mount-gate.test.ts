@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mountLookup } from "./linux-mount-gate.ts";
-import type { MountEntry } from "./mountinfo.ts";
+import type { MountEntry } from "../kernel/mountinfo.ts";
 
 const m = (mountId: number, mountPoint: string): MountEntry => ({ mountId, parentId: 1, device: "8:1", root: "/", mountPoint, fsType: "ext4", source: "/dev/x" });
 

@@ -5,7 +5,7 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { indexMounts, mountHolding, processMountIndex } from "./mount-index.ts";
-import type { MountEntry } from "./mountinfo.ts";
+import type { MountEntry } from "../kernel/mountinfo.ts";
 import { LinuxFilesystemHost } from "../filesystem.ts";
 
 const m = (mountId: number, mountPoint: string, device = "8:1"): MountEntry => ({ mountId, parentId: 1, device, root: "/", mountPoint, fsType: "ext4", source: "/dev/x" });

@@ -9,7 +9,7 @@
  * reading /proc/self/mountinfo on every call, parsed and indexed only after the kernel reported a
  * change. Cost per call when nothing changed: one poll(2) (~1 µs) and one WeakMap lookup.
  */
-import type { MountEntry } from "./mountinfo.ts";
+import type { MountEntry } from "../kernel/mountinfo.ts";
 import { createMountTableCache, type MountTableCache } from "./mount-table-cache.ts";
 
 export interface MountIndex {

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { createMountTableCache, openMountChangeProbe, shareMountChangeProbe, type MountChangeProbe } from "./mount-table-cache.ts";
 import { watchGcClosedFds } from "../../../../test/helpers/gc-closed-fds.ts";
-import { readMountTable, type MountEntry } from "./mountinfo.ts";
+import { readMountTable, type MountEntry } from "../kernel/mountinfo.ts";
 
 const entry = (mountId: number): MountEntry => ({ mountId, parentId: 1, device: "8:1", root: "/", mountPoint: `/m${mountId}`, fsType: "ext4", source: "/dev/sda1" });
 

@@ -22,8 +22,8 @@
  * it is never closed by garbage collection however many caches are made and dropped.
  */
 import * as fs from "node:fs/promises";
-import type { MountEntry } from "./mountinfo.ts";
-import { readMountTable } from "./mountinfo.ts";
+import type { MountEntry } from "../kernel/mountinfo.ts";
+import { readMountTable } from "../kernel/mountinfo.ts";
 import { loadKoffi } from "../../../util/koffi-loader.ts";
 
 /** Says whether the table may have changed since its previous call (or since it was opened). */

@@ -25,7 +25,7 @@
 import { readFile } from "node:fs/promises";
 import { readdirSync, readlinkSync } from "node:fs";
 import { openMountIdSource, type MountIdSource } from "./mount-ids.ts";
-import { unescapeOctal } from "../block/block-parsers.ts";
+import { unescapeOctal } from "../kernel/mountinfo.ts";
 import { openKernelTaskListing } from "../kernel/kernel-task-listing.ts";
 import { callSignal } from "../../../util/call-scope.ts";
 import { NOTHING_CHANGED, stopIfAborted } from "../../../util/stop-if-aborted.ts";

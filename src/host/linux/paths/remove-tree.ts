@@ -22,7 +22,7 @@ import * as path from "node:path";
 import { Code, CsiProxyError, failedPrecondition } from "../../../errors.ts";
 import { fsError } from "../../fs-error.ts";
 import { DirHandle, openDirAt, openDirNoFollow, withParent } from "./dir-handle.ts";
-import { readMountTable } from "../mounts/mountinfo.ts";
+import { readMountTable } from "../kernel/mountinfo.ts";
 import { abortError } from "../../../util/stop-if-aborted.ts";
 import { emptyTree, MAX_TRIES } from "../../tree-walker.ts";
 import { linuxDirId, linuxDirOps } from "./linux-dir-ops.ts";

@@ -29,11 +29,11 @@
  * loop is never held much longer than that. Processes that end or cannot be read meanwhile are skipped.
  */
 import { readFileSync, readdirSync, readlinkSync, statSync } from "node:fs";
-import type { DeviceOpener, DevNumber } from "../block/block-types.ts";
-import { parseMountInfo } from "../mounts/mountinfo.ts";
+import type { DeviceOpener, DevNumber } from "./block-types.ts";
+import { parseMountInfo } from "../kernel/mountinfo.ts";
 import { Code, CsiProxyError } from "../../../errors.ts";
 import { loadKoffi } from "../../../util/koffi-loader.ts";
-import { openKernelTaskListing, type KernelTaskListing } from "./kernel-task-listing.ts";
+import { openKernelTaskListing, type KernelTaskListing } from "../kernel/kernel-task-listing.ts";
 import { callSignal } from "../../../util/call-scope.ts";
 import { NOTHING_CHANGED, stopIfAborted } from "../../../util/stop-if-aborted.ts";
 

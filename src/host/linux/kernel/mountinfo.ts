@@ -1,5 +1,8 @@
 import { readFile } from "node:fs/promises";
 
+/** Undoes the octal escapes (`\040` for a space) of /proc/swaps and mountinfo fields. */
+export const unescapeOctal = (s: string) => s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
+
 /** One line of /proc/self/mountinfo. */
 export interface MountEntry {
   mountId: number;

@@ -2,9 +2,9 @@
  * A snapshot's mount table indexed by device and by mount point: the mounts of a device, the mount
  * visible at a point, the mount holding a path. Each index is built once per mounts array (never changed).
  */
-import type { BlockMount, DevNumber } from "../block/block-types.ts";
-import type { BlockSnapshot } from "../block/block-snapshot.ts";
-import { lastAtDeepest } from "./mount-index.ts";
+import type { BlockMount, DevNumber } from "./block-types.ts";
+import type { BlockSnapshot } from "./block-snapshot.ts";
+import { lastAtDeepest } from "../mounts/mount-index.ts";
 
 /** A snapshot's mounts indexed by device and by mount point (built once per mounts array, which is never changed). */
 interface BlockMountIndex {

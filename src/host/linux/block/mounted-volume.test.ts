@@ -1,8 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { takeSnapshot } from "../block/block-snapshot.ts";
+import { takeSnapshot } from "./block-snapshot.ts";
 import { mountAt } from "./snapshot-mounts.ts";
-import type { DevNumber } from "../block/block-types.ts";
+import type { DevNumber } from "./block-types.ts";
 import { findMountedVolume } from "./mounted-volume.ts";
 import { FakeBlockWorld } from "../../../../test/doubles/fake-block-world.ts";
 import { FakeBlockTools } from "../../../../test/doubles/fake-block-tools.ts";

@@ -4,9 +4,9 @@
  * `a <fstype> filesystem (<source>)` when it is not one).
  */
 import type { MountedVolume } from "../../../groups/volume/host-api.ts";
-import { volumeOfDevice, type BlockSnapshot } from "../block/block-snapshot.ts";
-import type { BlockReads } from "../block/block-reads.ts";
-import type { BlockMount, DevNumber } from "../block/block-types.ts";
+import { volumeOfDevice, type BlockSnapshot } from "./block-snapshot.ts";
+import type { BlockReads } from "./block-reads.ts";
+import type { BlockMount, DevNumber } from "./block-types.ts";
 
 /** A mount described: its volume's id, or null when what is mounted is not a volume. */
 export function describeMount(snap: BlockSnapshot, m: BlockMount): MountedVolume {
