@@ -20,7 +20,7 @@ import { createDeviceState, type DeviceState, type OfflineMarks } from "./device
 import { createPrivileges, type Privileges } from "../kernel/privileges.ts";
 import type { UndoLog } from "../../../util/undo-retry.ts";
 
-/** Every Linux block tool: what compose-linux.ts hands to both hosts. */
+/** Every Linux block tool: what src/compose/linux.ts hands to both hosts. */
 export type LinuxBlockTools = BlockReads & SignatureProbe & DeviceClaims & Partitioning & PartitionResizing & FilesystemTools & MountTools & WriteBack & DeviceState & OfflineMarks & Privileges;
 
 export interface LinuxBlockToolsOptions {
