@@ -27,7 +27,7 @@ import { after, before, describe, it } from "node:test";
 import { connectGroup } from "../../src/client/connect-group.ts";
 import { canRunIscsiTarget, iscsiTransportNamespace, kernelHasIscsiTcp, recordingProgram, startDaemon, startTgt, type FakeIscsid, type MountNamespace, type RecordingProgram, type RunningDaemon, type TgtTarget } from "./smb-iscsi-system-fixtures.ts";
 import { rejectsWithCode } from "../helpers/assert-coded.ts";
-import { findNodeDatabase } from "../../src/host/linux/iscsi-node-db.ts";
+import { findNodeDatabase } from "../../src/host/linux/block/iscsi-node-db.ts";
 
 const skip = !canRunIscsiTarget() ? "needs root, tgt (tgtd), open-iscsi (iscsiadm) and unshare: run scripts/install-test-tools.sh" : kernelHasIscsiTcp() ? "this kernel has iscsi_tcp: the no-module expectations do not apply" : false;
 
