@@ -28,7 +28,7 @@ import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
 import { addLogSitesToFile } from "./log-sites.ts";
-import { build } from "./build.ts";
+import { build, sourceCommit } from "./build.ts";
 import { fetchPackage } from "./npm-package-cache.ts";
 
 export { fetchPackage };
@@ -155,7 +155,7 @@ export async function buildExe(options: { outDir?: string; quiet?: boolean; vers
   // Built with an inline source map only to resolve the log lines' source locations (log-sites.ts),
   // which then drops it: the exe carries no source map.
   await esbuild.build({
-    ...esbuildOptions(path.join(root, "dist", "main.js"), bundle, { "globalThis.CSI_PROXY_VERSION": JSON.stringify(version), "import.meta.url": "undefined" }),
+    ...esbuildOptions(path.join(root, "dist", "main.js"), bundle, { "globalThis.CSI_PROXY_VERSION": JSON.stringify(version), "globalThis.CSI_PROXY_COMMIT": JSON.stringify(sourceCommit()), "import.meta.url": "undefined" }),
     sourcemap: "inline",
   });
   addLogSitesToFile(bundle, "*", { dropMap: true }); // the embedded script's frames carry the exe's name

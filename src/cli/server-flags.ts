@@ -59,6 +59,7 @@ export function serverFlags(platform: NodeJS.Platform, defaultSocketDir: string)
       default: 0,
       usage: "Linux: upper bound in seconds for any one host command (mkfs, mount, sfdisk…); a command still running then gets SIGTERM (SIGKILL 2 s later) and the call answers DeadlineExceeded. 0 keeps each step's own bound (60 s; 30 min for mkfs, fsck and filesystem growth)",
     },
+    { name: "version", kind: "bool", default: false, usage: "print the version, the commit and the Node.js, then exit" },
     { name: "v", kind: "int", default: 0, usage: "number for the log level verbosity" },
     { name: "log_file", kind: "string", default: "", usage: "If non-empty, use this log file (with -logtostderr=false)" },
     { name: "logtostderr", kind: "bool", default: true, usage: "log to standard error instead of files" },

@@ -36,7 +36,7 @@ describe("csi-proxy command line", () => {
 
   it("refuses -windows-service off Windows", () => {
     const r = run(["-windows-service", "-socket-dir", path.join(tmpdir(), "csi-proxy-never")]);
-    assert.equal(r.status, 1);
+    assert.equal(r.status, 2, "a configuration error");
     assert.match(r.stderr, /only supported on Windows/);
   });
 });

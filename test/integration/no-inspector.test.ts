@@ -2,7 +2,7 @@
  * SIGUSR1 never opens Node's inspector in the daemon (src/boot/no-inspector.ts): the real daemon
  * under the test's Node (24), reopening its -log_file on the signal, and the boot module under the
  * machine's own Node (/usr/bin/node, 20 on Debian 13). "Opens no port": no listening TCP socket among
- * the process's descriptors, nothing on 9229 in /proc/net/tcp{,6}, no "Debugger listening" line, and
+ * the process's descriptors (per /proc/net/tcp{,6}), no "Debugger listening" line, and
  * the process still running.
  */
 import assert from "node:assert/strict";
@@ -45,7 +45,6 @@ function listeningPortsOf(pid: number): number[] {
   return ports;
 }
 
-const port9229Listening = () => [...listeningTcp().values()].includes(9229);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function waitForFile(file: string, pattern: RegExp, timeoutMs = 10_000): Promise<void> {
@@ -73,7 +72,6 @@ describe("SIGUSR1 opens no way into the daemon", () => {
       }
       assert.equal(d.child.exitCode, null, "still running");
       assert.deepEqual(listeningPortsOf(pid), [], "no listening TCP socket");
-      assert.equal(port9229Listening(), false, "nothing on 9229");
       assert.doesNotMatch(d.stderr(), /Debugger listening|inspector/i);
       await waitForFile(logFile, /Reopened the log file/);
     } finally {
