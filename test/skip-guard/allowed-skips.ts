@@ -16,7 +16,7 @@ export interface AllowedSkip {
 
 export const allowedSkips: AllowedSkip[] = [
   {
-    file: "src/host/linux/kernel-task-listing.test.ts",
+    file: "src/host/linux/kernel/kernel-task-listing.test.ts",
     name: "the kernel's task listings give the /proc walk's answers",
     why: "the kernel's task iterator reports global pids, so the listing is used only in the initial PID namespace; a container's private PID namespace cannot run it",
     reason: /: not in the initial PID namespace$/,

@@ -53,7 +53,7 @@ it("in a private PID namespace (a container's), the kernel listing suite skips w
   try {
     const out = path.join(dir, "skips.jsonl");
     const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== "NODE_TEST_CONTEXT"));
-    const file = "src/host/linux/kernel-task-listing.test.ts";
+    const file = "src/host/linux/kernel/kernel-task-listing.test.ts";
     const run = spawnSync("unshare", ["--pid", "--fork", "--mount-proc", "--", process.execPath, "--test", "--test-reporter=tap", "--test-reporter-destination=stdout", `--test-reporter=${path.join(here, "skip-reporter.ts")}`, `--test-reporter-destination=${out}`, file], { encoding: "utf8", env, cwd: repo, timeout: 110_000 });
     assert.equal(run.status, 0, `${run.stdout}\n${run.stderr}`);
     const recorded = parseSkips(fs.readFileSync(out, "utf8"));

@@ -5,7 +5,7 @@
  * iscsiadm and its libopeniscsiusr that holds exactly one of the known paths as a C string decides.
  * Otherwise the one of them that exists as a directory, otherwise /etc/iscsi/nodes. `-iscsi-node-db`
  * (the `override`) wins over all of it. Read once per host object, at its first use.
- * src/host/linux/iscsi-node-db.test.ts shows each rule.
+ * src/host/linux/block/iscsi-node-db.test.ts shows each rule.
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
