@@ -72,7 +72,10 @@ describe("csi-proxy command line, as its peers", () => {
   it("a socket directory on a read-only filesystem is refused naming EROFS, exit 2", () => {
     using s = scratch();
     // A private mount namespace: a read-only tmpfs over the scratch directory, seen by the daemon only.
-    const r = spawnSync("unshare", ["--mount", "--propagation", "private", "--", "sh", "-c", 'mount -t tmpfs -o ro none "$1" && exec "$2" "$3" -socket-dir "$1/sockets" -kubelet-path "$1"', "sh", s.dir, nodeBinary, main], { encoding: "utf8", timeout: 30_000 });
+    // The mount holding it is made private there first (`--propagation private` needs "/" to be a mount
+    // point, which it is not in a chroot such as a fresh debootstrap root).
+    const script = 'mount --make-rprivate "$(findmnt -no TARGET -T "$1")" && mount -t tmpfs -o ro none "$1" && exec "$2" "$3" -socket-dir "$1/sockets" -kubelet-path "$1"';
+    const r = spawnSync("unshare", ["--mount", "--propagation", "unchanged", "--", "sh", "-c", script, "sh", s.dir, nodeBinary, main], { encoding: "utf8", timeout: 30_000 });
     assert.equal(r.status, 2, r.stderr);
     assert.match(r.stderr, /-socket-dir \S+sockets: cannot create \S+sockets: EROFS: read-only file system/);
   });
