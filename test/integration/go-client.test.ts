@@ -96,9 +96,11 @@ describe("Debian's Go client (grpc-go 1.33 sends the raw pipe path as :authority
     ]);
     const result = JSON.parse(stdout) as GoResult;
     assert.equal(result.error, undefined);
-    // grpc-go passes the target to the dialer; < 1.57 sends it as :authority as is, >= 1.57 encoded.
-    assert.equal(result.dialAddr, target, `grpc-go ${grpcGoVersion}`);
-    assert.equal(result.authority, rawAuthority ? target : encodeAuthority(target), `grpc-go ${grpcGoVersion}`);
+    // grpc-go < 1.57 passes the target to the dialer and sends it as :authority as is; >= 1.57 parses it
+    // as a URL (passthrough), dials its decoded path and sends that path percent-encoded.
+    const dialled = rawAuthority ? target : decodeURIComponent(target);
+    assert.equal(result.dialAddr, dialled, `grpc-go ${grpcGoVersion}: dial address`);
+    assert.equal(result.authority, rawAuthority ? target : encodeAuthority(dialled), `grpc-go ${grpcGoVersion}: :authority`);
     return result;
   }
   const decode = <O extends DescMessage>(schema: O, hex: string) => fromBinary(schema, Buffer.from(hex, "hex"));

@@ -54,7 +54,10 @@ it("in a private PID namespace (a container's), the kernel listing suite skips w
     const out = path.join(dir, "skips.jsonl");
     const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== "NODE_TEST_CONTEXT"));
     const file = "src/host/linux/kernel/kernel-task-listing.test.ts";
-    const run = spawnSync("unshare", ["--pid", "--fork", "--mount-proc", "--", process.execPath, "--test", "--test-reporter=tap", "--test-reporter-destination=stdout", `--test-reporter=${path.join(here, "skip-reporter.ts")}`, `--test-reporter-destination=${out}`, file], { encoding: "utf8", env, cwd: repo, timeout: 110_000 });
+    // A private PID namespace with its own /proc: the /proc mount made private in the new mount namespace
+    // first (`--mount-proc` needs "/" to be a mount point, which it is not in a chroot such as a fresh
+    // debootstrap root), so the new proc never reaches the parent's.
+    const run = spawnSync("unshare", ["--pid", "--fork", "--mount", "--propagation", "unchanged", "--", "sh", "-c", 'mount --make-private /proc && mount -t proc proc /proc && exec "$0" "$@"', process.execPath, "--test", "--test-reporter=tap", "--test-reporter-destination=stdout", `--test-reporter=${path.join(here, "skip-reporter.ts")}`, `--test-reporter-destination=${out}`, file], { encoding: "utf8", env, cwd: repo, timeout: 110_000 });
     assert.equal(run.status, 0, `${run.stdout}\n${run.stderr}`);
     const recorded = parseSkips(fs.readFileSync(out, "utf8"));
     assert.equal(recorded.length, 1, JSON.stringify(recorded));
