@@ -1,7 +1,9 @@
 /**
  * Growing a Linux volume, apart from deciding whether to: how far its partition may grow, and
- * growing an unmounted xfs (xfs_growfs works only on a mounted filesystem) on a private temporary
- * mount. The host (volume.ts) verifies the volume before calling either.
+ * growing an unmounted xfs or ext4 on a private temporary mount (xfs_growfs works only on a mounted
+ * filesystem; an ext4 grown online is grown by the kernel, crash-consistent at every point, where an
+ * offline resize2fs cut short leaves a filesystem e2fsck rejects). The host (volume.ts) verifies the
+ * volume before calling either.
  */
 import { Code, CsiProxyError, failedPrecondition } from "../../errors.ts";
 import { describeSchedule, retryUndo, type UndoLog } from "../../util/undo-retry.ts";
@@ -41,19 +43,25 @@ export function supportedPartitionSize(vol: VolumeRef): { maxBytes: bigint; alig
 }
 
 /**
- * xfs_growfs of the unmounted xfs on `devPath` through a private temporary mount, removed after. A
- * temporary mount that cannot be unmounted stays: the answer says where (with the unmount's code,
- * FailedPrecondition when it had none), and a bounded background retry (util/undo-retry.ts) removes it.
+ * Online growth (xfs_growfs, or resize2fs of a mounted ext4) of the unmounted filesystem on `devPath`
+ * through a private temporary mount, removed after. A temporary mount that cannot be unmounted stays:
+ * the answer says where (with the unmount's code, FailedPrecondition when it had none), and a bounded
+ * background retry (util/undo-retry.ts) removes it.
  */
-export async function growXfsOnTemporaryMount(tools: MountTools & Pick<FilesystemTools, "growFilesystem">, devPath: string, log: UndoLog | undefined): Promise<void> {
+export async function growOnTemporaryMount(
+  tools: MountTools & Pick<FilesystemTools, "growFilesystem">,
+  devPath: string,
+  family: "ext4" | "xfs",
+  log: UndoLog | undefined,
+): Promise<void> {
   const dir = await tools.makeTempDir();
   let left = false;
   try {
-    await tools.mount(devPath, dir, "xfs");
+    await tools.mount(devPath, dir, family);
     try {
       // An unmount failing below answers instead, saying where the mount stays.
-      stopIfAborted(callSignal(), { before: `growing the xfs on ${devPath}`, done: `the filesystem was not grown (it was mounted once at ${dir}, which replays its log, and unmounted again)` });
-      await tools.growFilesystem(devPath, "xfs", dir);
+      stopIfAborted(callSignal(), { before: `growing the ${family} on ${devPath}`, done: `the filesystem was not grown (it was mounted once at ${dir}, which replays its journal, and unmounted again)` });
+      await tools.growFilesystem(devPath, family, dir);
     } finally {
       await tools.unmount(dir).catch((err: unknown) => {
         // The call's own temporary mount stays: the answer says where, a bounded retry removes it.

@@ -23,7 +23,7 @@ import type { Privileges } from "./privileges.ts";
 import { SnapshotSessions } from "./snapshot-session.ts";
 import type { UndoLog } from "../../util/undo-retry.ts";
 import { VolumeFlusher } from "./volume-flush.ts";
-import { growXfsOnTemporaryMount, supportedPartitionSize } from "./partition-growth.ts";
+import { growOnTemporaryMount, supportedPartitionSize } from "./partition-growth.ts";
 import { findMountedVolume } from "./mounted-volume.ts";
 import { callSignal } from "../../util/call-scope.ts";
 import { NOTHING_CHANGED, stopIfAborted } from "../stop-if-aborted.ts";
@@ -322,7 +322,11 @@ export class LinuxVolumeHost implements VolumeHostApi {
     return partition > totalBytes ? partition - totalBytes : 0n;
   }
 
-  /** resize2fs online when mounted, offline after e2fsck -f -p; xfs_growfs on its mount, or on a private temporary one. Verified unused right before. */
+  /**
+   * Online growth (by the kernel, crash-consistent) on its mount, else on a private temporary one; an
+   * unmounted ext4 offline (e2fsck -f -p, resize2fs: must-finish) only without CAP_SYS_RESOURCE or
+   * kernel ext4. Verified unused right before.
+   */
   async #growFilesystem(volumeId: string, check: WriteCheck): Promise<void> {
     const { snap, vol } = await this.#verifyWrite(volumeId, check);
     const probe = await this.#probe(snap, vol);
@@ -334,14 +338,15 @@ export class LinuxVolumeHost implements VolumeHostApi {
       return this.#tools.growFilesystem(vol.devPath, family, mountPoint);
     }
     await this.#checkUnclaimed(vol);
-    if (family === "ext4") {
+    const online = (await this.#tools.effectiveCapabilities()).has("CAP_SYS_RESOURCE") && (await this.#tools.kernelFilesystems()).has(family);
+    if (family === "ext4" && !online) {
       beforeStep(`checking the filesystem on ${vol.devPath} (e2fsck)`);
       await this.#tools.checkFilesystem(vol.devPath, family);
       beforeStep(`growing the filesystem on ${vol.devPath}`, `e2fsck checked the filesystem on ${vol.devPath} (fixing only what it fixes automatically); the filesystem was not grown`);
       return this.#tools.growFilesystem(vol.devPath, family, null);
     }
-    beforeStep(`mounting ${vol.devPath} on a temporary directory to grow its xfs`);
-    await growXfsOnTemporaryMount(this.#tools, vol.devPath, this.#log);
+    beforeStep(`mounting ${vol.devPath} on a temporary directory to grow its ${family}`);
+    await growOnTemporaryMount(this.#tools, vol.devPath, family, this.#log);
   }
 
   /** What is mounted exactly at `path` (mounted-volume.ts). */
