@@ -15,6 +15,7 @@ import { defaultSocketDir } from "./api/endpoint.ts";
 import { startDaemon } from "./daemon.ts";
 import { setHostCommandTimeoutCap, stopHostCommands, KILL_GRACE_MS } from "./host/exec/run-command.ts";
 import { MUST_FINISH_STOP_WAIT_MS } from "./host/exec/host-steps.ts";
+import { keepLateStepsFile } from "./host/exec/late-steps-file.ts";
 import { version } from "./version.ts";
 import { blockedHostOperations, runningHostOperations } from "./host/mount-gate.ts";
 import { exitWithoutHandlers } from "./host/linux/libc.ts";
@@ -85,6 +86,7 @@ export async function runServer(argv: string[], hooks: RunHooks = {}): Promise<n
       logger.info(`Version: ${version}`);
       logger.info(`Working directories: [${[...config.workingDirs, config.kubeletPath].join(" ")}]`);
       logger.info(`Require privacy: ${config.requirePrivacy}`);
+      if (config.platform === "linux") keepLateStepsFile(config.socketDir, (m) => logger.warning(m));
       const daemon = await startDaemon(config, { logger, metricsBindAddress: (flags["metrics-bind-address"] as string) || undefined });
       if (daemon.metricsAddress) logger.info(`Serving metrics on http://${daemon.metricsAddress}/metrics`);
       logger.info(`Serving ${daemon.addresses.length} endpoints${config.platform === "linux" ? ` in ${config.socketDir}` : ""}`);
