@@ -58,6 +58,7 @@ export async function runServer(argv: string[], hooks: RunHooks = {}): Promise<n
       defaultFsType: flags["default-fs-type"] as "ext4" | "xfs",
       pipeSddl: (flags["pipe-sddl"] as string) || undefined,
       stateDir: flags["state-dir"] as string,
+      intentDir: flags["intent-dir"] as string,
       allowedServices: flags["allowed-service"] as string[],
       logger,
     };

@@ -39,6 +39,8 @@ export interface RunOptions {
   step?: HostStepName;
   /** The device the step acts on, for the late-step records (late-steps.ts) and answers. */
   device?: string;
+  /** Told the child's pid once it was spawned, and a promise settled once it exited (intent records, state/intent-records.ts). */
+  onSpawn?: (pid: number, exited: Promise<void>) => void;
 }
 
 export interface RunResult {
@@ -237,6 +239,7 @@ export function runCommand(file: string, args: readonly string[], options: RunOp
     };
     const onStop = (graceMs: number) => end("stop", graceMs);
     const onAbort = () => end("cancel", CANCEL_GRACE_MS);
+    if (child.pid !== undefined) options.onSpawn?.(child.pid, gone);
     if (step.kind === "must-finish") mustFinish.set(gone, `${command} (pid ${child.pid})`);
     else {
       running.add(onStop);

@@ -10,8 +10,8 @@ import { stopIfAborted } from "../stop-if-aborted.ts";
 
 /** What the disk host writes: a new table and appended partitions. */
 export interface Partitioning {
-  /** Writes an empty GPT partition table to the disk. */
-  createGptTable(devPath: string): Promise<void>;
+  /** Writes an empty GPT partition table to the disk (`onSpawn`: told sfdisk's pid and exit, for its intent record). */
+  createGptTable(devPath: string, onSpawn?: (pid: number, exited: Promise<void>) => void): Promise<void>;
   /** Appends one partition of type `typeId` (GPT GUID or MBR hex type) filling the largest free area, then syncs the kernel's partition list. */
   appendPartition(devPath: string, typeId: string): Promise<void>;
   /** Makes the kernel's partition devices match the on-disk table (BLKPG via partx --update). */
@@ -40,10 +40,10 @@ async function syncPartitions(devPath: string): Promise<void> {
 /** The partition table writes of this host (stateless). */
 export function createPartitioning(): Partitioning & PartitionResizing {
   return {
-    async createGptTable(devPath) {
+    async createGptTable(devPath, onSpawn) {
       // Only ever called on a disk without partitions (the kernel shows none), so there is nothing to
       // tell the kernel: sfdisk's own re-read (BLKRRPART, ~250 ms) is skipped.
-      await tool("sfdisk", [...SFDISK, ...NO_REREAD, devPath], { stdin: "label: gpt\n", step: "sfdisk", device: devPath });
+      await tool("sfdisk", [...SFDISK, ...NO_REREAD, devPath], { stdin: "label: gpt\n", step: "sfdisk", device: devPath, onSpawn });
     },
 
     async appendPartition(devPath, typeId) {
