@@ -53,10 +53,14 @@ function startTimeOf(pid: number): string | null {
   }
 }
 
-/** Whether the record's tool may still run: same boot, a process of that pid started at that time (or no pid recorded yet). */
+/**
+ * Whether the record's tool may still run: same boot, and a process of its pid started at its start
+ * time. A record without a pid (its writer died between writing it and spawning, or before the pid
+ * was added) counts as not running: the reader holds the device's lock, which a running tool would
+ * hold (it is handed the lock, node-locks.ts), so none of that step runs.
+ */
 export function toolMayRun(r: IntentRecord): boolean {
-  if (r.bootId !== bootIdNow()) return false;
-  if (r.pid === null) return true;
+  if (r.bootId !== bootIdNow() || r.pid === null) return false;
   return startTimeOf(r.pid) === r.pidStart;
 }
 
