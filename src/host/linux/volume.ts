@@ -190,11 +190,11 @@ export class LinuxVolumeHost implements VolumeHostApi {
     return { fileSystem, empty: probe.kind === "empty", description: describeProbe(probe) };
   }
 
-  /** blkid's verdict alone (no wipefs): the filesystem, as {@link getVolumeContent} reports it. */
+  /** blkid's verdict alone (no wipefs): the filesystem, as {@link getVolumeContent} reports it, none when its mkfs never finished. */
   async getVolumeFilesystem(volumeId: string): Promise<string | null> {
     const { snap, vol } = await this.#volume(volumeId);
     const probe = await this.#probe(snap, vol);
-    return isFilesystem(probe) ? probe.type : null;
+    return isFilesystem(probe) && !probe.unfinished ? probe.type : null;
   }
 
   /**
