@@ -18,7 +18,7 @@ import { MUST_FINISH_STOP_WAIT_MS } from "./host/exec/host-steps.ts";
 import { keepLateStepsFile } from "./host/exec/late-steps-file.ts";
 import { version } from "./version.ts";
 import { blockedHostOperations, runningHostOperations } from "./host/mount-gate.ts";
-import { exitWithoutHandlers } from "./host/linux/libc.ts";
+import { exitWithoutHandlers } from "./host/linux/kernel/libc.ts";
 
 export async function runServer(argv: string[], hooks: RunHooks = {}): Promise<number> {
   const specs = serverFlags(process.platform, defaultSocketDir());
@@ -96,8 +96,8 @@ export async function runServer(argv: string[], hooks: RunHooks = {}): Promise<n
       return daemon;
     };
     if (flags["windows-service"]) {
-      // Windows service: the SCM starts and stops serving (src/win32/service.ts).
-      const { runService } = await import("./win32/service.ts");
+      // Windows service: the SCM starts and stops serving (src/win32-service/service.ts).
+      const { runService } = await import("./win32-service/service.ts");
       let daemon: Awaited<ReturnType<typeof startDaemon>> | undefined;
       return await runService({
         start: async () => {

@@ -91,9 +91,9 @@ describe("a ResizeVolume cut short on a slow disk leaves a filesystem fsck accep
 
   /** The retry converges: OK, the filesystem fills the partition, fsck clean. */
   async function retryConverges(loop: string, volumeId: string): Promise<void> {
-    let last: unknown;
+    let last: Error | null = null;
     for (let i = 0; i < 5; i++) {
-      last = await c.volume.resizeVolume({ volumeId, sizeBytes: TARGET }, { timeoutMs: 300_000 }).then(() => null, (e: unknown) => e);
+      last = await c.volume.resizeVolume({ volumeId, sizeBytes: TARGET }, { timeoutMs: 300_000 }).then(() => null, (e: Error) => e);
       if (last === null) break;
       assert.equal(codeOf(last), Code.Aborted, `a retry is OK or refused while a step runs on: ${String(last)}`);
       await sleep(1000);

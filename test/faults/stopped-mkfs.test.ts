@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
-import { createLinuxBlockTools } from "../../src/host/linux/linux-block-tools.ts";
+import { createLinuxBlockTools } from "../../src/host/linux/block/linux-block-tools.ts";
 import { LinuxVolumeHost } from "../../src/host/linux/volume.ts";
 import { createVolumeService } from "../../src/groups/volume/volume-service.ts";
 import { createKeyedMutex } from "../../src/util/keyed-mutex.ts";

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import * as path from "node:path";
-import { createLinuxBlockTools } from "../../src/host/linux/linux-block-tools.ts";
+import { createLinuxBlockTools } from "../../src/host/linux/block/linux-block-tools.ts";
 import { LinuxDiskHost } from "../../src/host/linux/disk.ts";
 import { createDiskService } from "../../src/groups/disk/disk-service.ts";
 import { createKeyedMutex } from "../../src/util/keyed-mutex.ts";

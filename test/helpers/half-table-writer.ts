@@ -5,7 +5,7 @@
 // GPT entries and header at the end of the disk, which libfdisk writes first — with dd, and is killed
 // (SIGKILL) before it sees the tool's end. What is left: a lone backup GPT header and the record.
 import { IntentRecords } from "../../src/state/intent-records.ts";
-import { persistentDiskKey } from "../../src/host/linux/device-identity.ts";
+import { persistentDiskKey } from "../../src/host/linux/block/device-identity.ts";
 import { runCommand } from "../../src/host/exec/run-command.ts";
 import { readFileSync } from "node:fs";
 

@@ -2,7 +2,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { CsiProxyError, Code } from "../../errors.ts";
 import { redactWhole } from "../../log/redact.ts";
 import { callSignal, deviceLockFds, outlivingRecorder } from "../../util/call-scope.ts";
-import { abortError } from "../stop-if-aborted.ts";
+import { abortError } from "../../util/stop-if-aborted.ts";
 import { readFileSync } from "node:fs";
 import { hostStep, MUST_FINISH_STOP_WAIT_MS, type HostStepName } from "./host-steps.ts";
 import { noteLateStep } from "./late-steps.ts";
