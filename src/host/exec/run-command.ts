@@ -13,7 +13,11 @@ export interface RunOptions {
   env?: Record<string, string>;
   /** Written to the child's stdin, then stdin is closed. The only way secrets may reach a child. */
   stdin?: string | Buffer;
-  /** After this many milliseconds the child gets SIGTERM, and SIGKILL {@link KILL_GRACE_MS} later. Default 60 s. */
+  /**
+   * After this many milliseconds (capped by -host-command-timeout) a stoppable child gets SIGTERM, and
+   * SIGKILL {@link KILL_GRACE_MS} later; a must-finish one is answered without (DeadlineExceeded) and
+   * runs on. Default 60 s.
+   */
   timeoutMs?: number;
   /**
    * The call's cancellation (default: the signal of the call this runs for, util/call-scope.ts):
