@@ -92,4 +92,5 @@ export const alreadyExists = (message: string) => new CsiProxyError(Code.Already
 export const failedPrecondition = (message: string) => new CsiProxyError(Code.FailedPrecondition, message);
 export const permissionDenied = (message: string) => new CsiProxyError(Code.PermissionDenied, message);
 export const unimplemented = (message: string) => new CsiProxyError(Code.Unimplemented, message);
+export const unavailable = (message: string) => new CsiProxyError(Code.Unavailable, message);
 export const internal = (message: string, cause?: unknown) => new CsiProxyError(Code.Internal, message, { cause });

@@ -13,6 +13,10 @@ import { processMountTable } from "./mount-index.ts";
 import { listBlockDisks, readBlockDisk, SYS_BLOCK, type TableReader } from "./sysfs-block.ts";
 import { readPartitionTable } from "./partition-table.ts";
 import { UeventKeyed } from "./uevent-keyed.ts";
+import type { UndoLog } from "../../util/undo-retry.ts";
+
+/** A device's same table read error is logged again after this long (ms), so a disk failing every call logs once a minute. */
+const READ_ERROR_LOG_MS = 60_000;
 
 export interface BlockReads {
   /**
@@ -94,7 +98,40 @@ async function blockMountsOf(table: readonly MountEntry[]): Promise<BlockMount[]
  * its partition table for `tables: "kept"` (one entry per disk of the last such listing), and the
  * last loop list, disk-set key and `tables: "kept"` listing, each kept until the next uevent (uevent-keyed.ts).
  */
-export function createBlockReads(): BlockReads {
+export function createBlockReads(options: { log?: Pick<UndoLog, "warning"> } = {}): BlockReads {
+  const log = options.log ?? { warning: (msg: string) => process.stderr.write(`${msg}\n`) };
+  /**
+   * Per device node: the partition table last read off it and the medium (diskseq) and sysfs layout it
+   * was read at, and the last read error logged with when. One entry each per device node name.
+   */
+  const lastRead = new Map<string, { key: string; table: PartitionTable | null }>();
+  const lastLogged = new Map<string, { message: string; at: number }>();
+  /**
+   * Reads a table off the device. When that fails (an I/O error, partition-table.ts's message) the
+   * failure is logged (once per message per device and {@link READ_ERROR_LOG_MS}) and the table last read off
+   * the same medium with the same partitions is answered, as the kernel still uses it; without one
+   * the error is thrown (readBlockDisk keeps it as the disk's tableError).
+   */
+  const readTable: TableReader = async (devPath, lbs, size, layout) => {
+    const key = layout.seq === null ? null : `${layout.seq}|${lbs}|${size}|${layout.partitions}`;
+    try {
+      const table = await readPartitionTable(devPath, lbs, size);
+      if (key) lastRead.set(devPath, { key, table });
+      else lastRead.delete(devPath);
+      return table;
+    } catch (err) {
+      const kept = key ? lastRead.get(devPath) : undefined;
+      const message = err instanceof Error ? err.message : String(err);
+      const logged = lastLogged.get(devPath);
+      const now = Date.now();
+      if (logged?.message !== message || now - logged.at > READ_ERROR_LOG_MS) {
+        lastLogged.set(devPath, { message, at: now });
+        log.warning(kept?.key === key ? `${message}; using the table last read off it (same medium, diskseq ${layout.seq}, same partitions)` : message);
+      }
+      if (kept && kept.key === key) return kept.table;
+      throw err;
+    }
+  };
   /** As fresh as reading /proc/self/mountinfo on every call (mount-table-cache.ts), parsed only after a change; shared by the process. */
   const mountTable = processMountTable();
   /** readMounts' answer per table version (the table array is the version): built once per mount change. */
@@ -107,11 +144,11 @@ export function createBlockReads(): BlockReads {
   /** Per device node: the partition table last read off it and the sysfs layout it was read at; only disks of the last kept listing. */
   const keptTables = new Map<string, { key: string; table: Promise<PartitionTable | null> }>();
   const keptTable: TableReader = (devPath, lbs, size, layout) => {
-    if (layout.seq === null) return readPartitionTable(devPath, lbs, size);
+    if (layout.seq === null) return readTable(devPath, lbs, size, layout);
     const key = `${layout.seq}|${lbs}|${size}|${layout.partitions}`;
     const kept = keptTables.get(devPath);
     if (kept?.key === key) return kept.table;
-    const table = readPartitionTable(devPath, lbs, size);
+    const table = readTable(devPath, lbs, size, layout);
     const entry = { key, table };
     keptTables.set(devPath, entry);
     table.catch(() => {
@@ -132,7 +169,7 @@ export function createBlockReads(): BlockReads {
   return {
     listDisks(options = {}) {
       if (options.tables === "kept") return keptListing.get(listKept);
-      return listBlockDisks({ withMedium: true, ...(options.tables === false ? { readTable: async () => null } : {}), ...(options.partitions === false ? { identityOnly: true } : {}) });
+      return listBlockDisks({ withMedium: true, readTable: options.tables === false ? async () => null : readTable, ...(options.partitions === false ? { identityOnly: true } : {}) });
     },
 
     /** The sysfs link is resolved synchronously (sysfs is generated in memory, as sysfs-block.ts explains). */
@@ -144,7 +181,7 @@ export function createBlockReads(): BlockReads {
         return null;
       }
       // Partitions have a /sys/dev/block entry too, but no /sys/block one.
-      return existsSync(path.join(SYS_BLOCK, name)) ? readBlockDisk(name) : null;
+      return existsSync(path.join(SYS_BLOCK, name)) ? readBlockDisk(name, { readTable }) : null;
     },
 
     /** From sysfs, synchronously (in memory). */

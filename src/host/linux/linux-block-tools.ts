@@ -33,7 +33,7 @@ export interface LinuxBlockToolsOptions {
 /** The block tools of this host. State: each room's own (mount table view, loop backings, namespace tables, offline marks file). */
 export function createLinuxBlockTools(options: LinuxBlockToolsOptions): LinuxBlockTools {
   return {
-    ...createBlockReads(),
+    ...createBlockReads({ log: options.log }),
     ...createSignatureProbe(),
     ...createDeviceClaims(),
     ...createPartitioning(),

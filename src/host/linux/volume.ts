@@ -9,7 +9,7 @@
  * docs/linux-concept-map.md says what each concept means here.
  */
 import type { FilesystemGrowth, MountedVolume, VolumeContent, VolumeFacts, VolumeHostApi, VolumeLocation, VolumeUsage, WriteCheck } from "../../groups/volume/host-api.ts";
-import { Code, CsiProxyError, failedPrecondition } from "../../errors.ts";
+import { Code, CsiProxyError, failedPrecondition, unavailable } from "../../errors.ts";
 import type { DevNumber, ManagedFsType, ProbeResult } from "./block-types.ts";
 import type { BlockReads } from "./block-reads.ts";
 import type { SignatureProbe } from "./signature-probe.ts";
@@ -108,6 +108,8 @@ export class LinuxVolumeHost implements VolumeHostApi {
     const snap = await this.#sessions.read(devOfDiskNumber(diskNumber));
     const disk = snap.disks.find((d) => diskNumberOf(d) === diskNumber);
     if (!disk) return []; // upstream (WMI era): unknown disk → empty list
+    // Partitions whose table cannot be read have no ids yet: an error naming the read, never a list of other ids.
+    if (disk.tableError !== undefined) throw unavailable(`cannot list the volumes of disk ${diskNumber}: ${disk.tableError}`);
     const parts = disk.partitions.filter((p) => isVolumePartition(p) && (partitionNumber === 0 || p.number === partitionNumber));
     if (parts.length > 0 || disk.partitions.length > 0) return parts.sort((a, b) => a.number - b.number).map((p) => volumeOfPartition(disk, p).id);
     // No partitions: a whole-disk filesystem is the disk's one volume (partition number 0 only).
