@@ -1,8 +1,10 @@
 /**
- * The Linux host's {@link MountGate}: a path's mount is found in the cached mount table (lexically,
- * the longest mount point above the path: a symbolic link on the way to another mount is counted
- * against the mount the link lies on), and a mount is probed with statfs(2), which FUSE, NFS and
- * CIFS pass to the filesystem itself.
+ * The Linux host's {@link MountGate}: the mount a call reaches is found by following the path's
+ * symbolic links component by component (reached-mount.ts: lstat, and readlink for a link, each under
+ * the gate of the mount the component lies on; never into a mount marked not responding), each
+ * link-free prefix's mount from the cached mount table (the longest mount point above it). So a link on
+ * `/` into a hung FUSE or CIFS mount counts against that mount, never `/`. A mount is probed with
+ * statfs(2), which FUSE, NFS and CIFS pass to the filesystem itself.
  */
 import * as fs from "node:fs/promises";
 import { createMountGate, registerMountGate, type MountGate } from "../mount-gate.ts";
@@ -18,7 +20,12 @@ export function mountLookup(cache: MountTableCache): (p: string) => Promise<stri
   return async (p) => (await processMountIndex(cache)).holding(p)?.mountPoint ?? "/";
 }
 
+/** A link's target when `p` is a symbolic link, null when it is anything else (one lstat; a readlink more for a link). */
+async function readLink(p: string): Promise<string | null> {
+  return (await fs.lstat(p)).isSymbolicLink() ? fs.readlink(p) : null;
+}
+
 /** A gate registered for the blocked-operations metric (the process keeps it). */
 export function createLinuxMountGate(cache: MountTableCache = processMountTable()): MountGate {
-  return registerMountGate(createMountGate({ mountOf: mountLookup(cache), probe: (m) => fs.statfs(m) }));
+  return registerMountGate(createMountGate({ mountOf: mountLookup(cache), readLink, probe: (m) => fs.statfs(m) }));
 }
