@@ -6,10 +6,11 @@
 // under the kubelet dir all answer, their p99 within 2× the p99 of the same calls measured before
 // the fault in the same run (a second sample when the first breaches: this shared machine stalls a
 // process for 100 ms now and then), or 20 ms when that is more; the calls through the link beyond
-// the FUSE mount's slots fail Unavailable naming the FUSE mount, and a later one at once.
+// the FUSE mount's slots fail Unavailable naming the FUSE mount, and a later one at once. Then the
+// FUSE server is killed (its mount answers ENOTCONN): calls through the link answer Unavailable, never Internal.
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdirSync, symlinkSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from "node:fs";
 import * as path from "node:path";
 import { startDaemonProcess, type DaemonProcess } from "../helpers/daemon-process.ts";
 import { startStoppableFuse, fuseSkipReason, type StoppableFuse } from "../helpers/stoppable-fuse.ts";
@@ -111,5 +112,28 @@ describe("a link on / into a dead mount stalls only calls through it", { skip: f
     // They answer once it does (the path policy's answer for a link out of the kubelet dir: not Unavailable).
     assert.equal(codes.length, 6);
     assert.ok(codes.slice(3).every((c) => c !== Code.Unavailable), `the calls that were running answer once it does: ${codes.join(", ")} ${messages.slice(3).join(" | ")}`);
+  });
+
+  it("a FUSE server killed (its mount answers ENOTCONN): calls on it answer Unavailable, never Internal", async () => {
+    const killed = await startStoppableFuse(path.join(daemon.kubeletDir, "pods", "killed"));
+    try {
+      mkdirSync(path.join(killed.source, "d"));
+      const pid = readdirSync("/proc").find((e) => {
+        try {
+          return /^\d+$/.test(e) && readFileSync(`/proc/${e}/comm`, "utf8").trim() === "bindfs" && readFileSync(`/proc/${e}/cmdline`, "utf8").split("\0").includes(killed.mountpoint);
+        } catch {
+          return false;
+        }
+      });
+      assert.ok(pid, "the bindfs process");
+      process.kill(Number(pid), "SIGKILL");
+      for (const t0 = Date.now(); existsSync(`/proc/${pid}`) && Date.now() - t0 < 5_000; ) await new Promise((r) => setTimeout(r, 20));
+      for (const p of [path.join(killed.mountpoint, "d", "x"), path.join(killed.mountpoint, "new")]) {
+        const answers = await Promise.all([fs1.client.pathExists({ path: p }), fs1.client.mkdir({ path: p }), fsBeta.client.pathExists({ path: p })].map((c: Promise<unknown>) => c.then(() => null, (e: unknown) => e)));
+        for (const a of answers) assert.equal(codeOf(a), Code.Unavailable, `${p}: ${String(a)}`);
+      }
+    } finally {
+      killed.remove();
+    }
   });
 });
