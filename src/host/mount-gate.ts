@@ -89,12 +89,19 @@ export interface MountGate {
    * so a link there counts against the mount it lies on, not the one it points into.
    */
   run<T>(path: string, op: () => Promise<T>, signal?: AbortSignal, options?: { followLast?: boolean }): Promise<T>;
+  /**
+   * Runs `op` under the key `key` itself (no path resolution): a whole disk's key (linux/device-gate.ts,
+   * {@link DEVICE_KEY_PREFIX}), so device I/O shares this gate's slots, watchdog and `total` budget.
+   */
+  runKey<T>(key: string, op: () => Promise<T>, signal?: AbortSignal): Promise<T>;
   /** Per mount point: operations running longer than the watchdog's threshold. */
   blocked(): Map<string, number>;
   /** Mount points marked not responding now, with since when (ms). */
   notResponding(): Map<string, number>;
   /** Operations admitted and not yet returned, on every mount. */
   running(): number;
+  /** How long (ms) the oldest operation running under `key` has gone without anything under `key` answering; 0 when none is waiting for an answer. */
+  stalledMs(key: string): number;
 }
 
 export function createMountGate(options: MountGateOptions): MountGate {
@@ -116,10 +123,13 @@ export function createMountGate(options: MountGateOptions): MountGate {
 
   const seconds = (ms: number) => (ms / 1000).toFixed(1);
 
+  /** How a key is named in answers: a mount's filesystem, or a whole disk (linux/device-gate.ts). */
+  const named = (key: string) => (key.startsWith(DEVICE_KEY_PREFIX) ? `disk ${key.slice(DEVICE_KEY_PREFIX.length)}` : `the filesystem mounted at ${key}`);
+
   const silentError = (s: MountState) =>
     new CsiProxyError(
       Code.Unavailable,
-      `the filesystem mounted at ${s.mountPoint} is not responding: it has not answered for ${seconds(Date.now() - s.silentSince!)} s ` +
+      `${named(s.mountPoint)} is not responding: it has not answered for ${seconds(Date.now() - s.silentSince!)} s ` +
         `(${s.running.size} host operation(s) on it have not returned); calls under it fail until it answers again`,
     );
 
@@ -240,7 +250,7 @@ export function createMountGate(options: MountGateOptions): MountGate {
           s.running.size > 0
             ? `${s.running.size} running there, the oldest for ${seconds(Date.now() - oldest)} s`
             : `all ${total} threads for host path operations are held under other mounts (${[...blockedNow().keys()].join(", ") || "none blocked"})`;
-        w.fail(new CsiProxyError(Code.Unavailable, `no host operation could start under ${s.mountPoint} for ${seconds(thresholdMs)} s: ${why}`));
+        w.fail(new CsiProxyError(Code.Unavailable, `no host operation could start ${s.mountPoint.startsWith(DEVICE_KEY_PREFIX) ? `on ${named(s.mountPoint)}` : `under ${s.mountPoint}`} for ${seconds(thresholdMs)} s: ${why}`));
       }, thresholdMs);
       timer.unref();
       signal?.addEventListener("abort", onAbort, { once: true });
@@ -253,8 +263,18 @@ export function createMountGate(options: MountGateOptions): MountGate {
       signal?.throwIfAborted();
       return admit(stateOf(await mountOfCall(path, signal, runOptions.followLast !== false)), op, signal);
     },
+    async runKey<T>(key: string, op: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+      signal?.throwIfAborted();
+      return admit(stateOf(key), op, signal);
+    },
     blocked: () => blockedNow(),
     running: () => runningTotal,
+    stalledMs(key) {
+      const s = mounts.get(key);
+      if (!s || s.running.size === 0) return 0;
+      const oldest = Math.min(...[...s.running].map((r) => r.started));
+      return s.lastAnswer >= oldest ? 0 : Date.now() - oldest;
+    },
     notResponding() {
       const out = new Map<string, number>();
       for (const s of mounts.values()) if (s.silentSince !== undefined) out.set(s.mountPoint, s.silentSince);
@@ -288,9 +308,18 @@ export function runningHostOperations(): number {
   return n;
 }
 
-/** Blocked operations per mount point, summed over every registered gate. */
-export function blockedHostOperations(): Map<string, number> {
+/** Gate keys of whole disks (linux/device-gate.ts) start with this; every other key is a mount point or root. */
+export const DEVICE_KEY_PREFIX = "device:";
+
+/** Blocked operations per mount point (`devices`: per whole disk's device node instead), summed over every registered gate. */
+export function blockedHostOperations(options: { devices?: boolean } = {}): Map<string, number> {
   const out = new Map<string, number>();
-  for (const g of gates) for (const [m, n] of g.blocked()) out.set(m, (out.get(m) ?? 0) + n);
+  for (const g of gates) {
+    for (const [m, n] of g.blocked()) {
+      if (m.startsWith(DEVICE_KEY_PREFIX) !== (options.devices === true)) continue;
+      const key = options.devices ? m.slice(DEVICE_KEY_PREFIX.length) : m;
+      out.set(key, (out.get(key) ?? 0) + n);
+    }
+  }
   return out;
 }

@@ -24,6 +24,7 @@ import { createSystemService } from "../../groups/system/system-service.ts";
 import { nodeLocks } from "../../state/node-locks-for.ts";
 import { LinuxFilesystemHost } from "./filesystem.ts";
 import { createLinuxMountGate } from "./linux-mount-gate.ts";
+import { createDeviceGate } from "./device-gate.ts";
 import { gateFilesystemHost, gateResolver } from "../gated-filesystem-host.ts";
 import { cachedBindSources } from "./bind-mount-source.ts";
 import { processMountTable } from "./mount-index.ts";
@@ -64,7 +65,8 @@ export async function createLinuxServices(config: ProxyConfig): Promise<Services
   });
   if (copies.removed.length) config.logger?.warning(`removed ${copies.removed.length} temporary cop${copies.removed.length === 1 ? "y" : "ies"} of iSCSI node records a stopped daemon left: ${copies.removed.join(", ")}`);
   if (copies.failed.length) config.logger?.warning(`could not remove temporary iSCSI node record copies ${copies.failed.join(", ")} (not regular files): remove them`);
-  const blockTools = createLinuxBlockTools({ stateFile: path.join(config.socketDir, "csi-proxy-disk-state.json"), log: config.logger });
+  // Block reads (tables, libblkid probes) are admitted per whole disk in the same gate (device-gate.ts): a disk whose reads hang holds a few threads, never the pool.
+  const blockTools = createLinuxBlockTools({ stateFile: path.join(config.socketDir, "csi-proxy-disk-state.json"), log: config.logger, deviceGate: createDeviceGate(gate) });
   const smb = await createSmbGroup({
     host: smbHost,
     policy,

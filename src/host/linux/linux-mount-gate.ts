@@ -7,7 +7,7 @@
  * statfs(2), which FUSE, NFS and CIFS pass to the filesystem itself.
  */
 import * as fs from "node:fs/promises";
-import { createMountGate, registerMountGate, type MountGate } from "../mount-gate.ts";
+import { createMountGate, DEVICE_KEY_PREFIX, registerMountGate, type MountGate } from "../mount-gate.ts";
 import type { MountTableCache } from "./mount-table-cache.ts";
 import { processMountIndex, processMountTable } from "./mount-index.ts";
 
@@ -25,7 +25,21 @@ async function readLink(p: string): Promise<string | null> {
   return (await fs.lstat(p)).isSymbolicLink() ? fs.readlink(p) : null;
 }
 
+/**
+ * A whole disk's probe (keys of device-gate.ts): its first 4 KiB read through a fresh descriptor. It may
+ * come from the page cache (then it answers without the device); the disk's own operations returning
+ * is what clears it in practice, as a probe only runs in a slot none of them holds.
+ */
+async function probeDisk(devPath: string): Promise<void> {
+  const fh = await fs.open(devPath, "r");
+  try {
+    await fh.read(Buffer.alloc(4096), 0, 4096, 0);
+  } finally {
+    await fh.close();
+  }
+}
+
 /** A gate registered for the blocked-operations metric (the process keeps it). */
 export function createLinuxMountGate(cache: MountTableCache = processMountTable()): MountGate {
-  return registerMountGate(createMountGate({ mountOf: mountLookup(cache), readLink, probe: (m) => fs.statfs(m) }));
+  return registerMountGate(createMountGate({ mountOf: mountLookup(cache), readLink, probe: (key) => (key.startsWith(DEVICE_KEY_PREFIX) ? probeDisk(key.slice(DEVICE_KEY_PREFIX.length)) : fs.statfs(key)) }));
 }
