@@ -90,7 +90,7 @@ export interface MountGate {
    */
   run<T>(path: string, op: () => Promise<T>, signal?: AbortSignal, options?: { followLast?: boolean }): Promise<T>;
   /**
-   * Runs `op` under the key `key` itself (no path resolution): a whole disk's key (linux/device-gate.ts,
+   * Runs `op` under the key `key` itself (no path resolution): a whole disk's key (linux/block/device-gate.ts,
    * {@link DEVICE_KEY_PREFIX}), so device I/O shares this gate's slots, watchdog and `total` budget.
    */
   runKey<T>(key: string, op: () => Promise<T>, signal?: AbortSignal): Promise<T>;
@@ -123,7 +123,7 @@ export function createMountGate(options: MountGateOptions): MountGate {
 
   const seconds = (ms: number) => (ms / 1000).toFixed(1);
 
-  /** How a key is named in answers: a mount's filesystem, or a whole disk (linux/device-gate.ts). */
+  /** How a key is named in answers: a mount's filesystem, or a whole disk (linux/block/device-gate.ts). */
   const named = (key: string) => (key.startsWith(DEVICE_KEY_PREFIX) ? `disk ${key.slice(DEVICE_KEY_PREFIX.length)}` : `the filesystem mounted at ${key}`);
 
   const silentError = (s: MountState) =>
@@ -308,7 +308,7 @@ export function runningHostOperations(): number {
   return n;
 }
 
-/** Gate keys of whole disks (linux/device-gate.ts) start with this; every other key is a mount point or root. */
+/** Gate keys of whole disks (linux/block/device-gate.ts) start with this; every other key is a mount point or root. */
 export const DEVICE_KEY_PREFIX = "device:";
 
 /** Blocked operations per mount point (`devices`: per whole disk's device node instead), summed over every registered gate. */

@@ -2,7 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Registry } from "prom-client";
 import { createMountGate, registerMountGate } from "../host/mount-gate.ts";
-import { createDeviceGate } from "../host/linux/device-gate.ts";
+import { createDeviceGate } from "../host/linux/block/device-gate.ts";
 import { registerBlockedDeviceOperations } from "./blocked-device-operations.ts";
 
 describe("csi_proxy_blocked_device_operations", () => {

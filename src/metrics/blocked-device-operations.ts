@@ -4,7 +4,7 @@ import { blockedHostOperations } from "../host/mount-gate.ts";
 /**
  * `csi_proxy_blocked_device_operations{device="/dev/<disk>"}`: block reads (partition tables, libblkid
  * probes) that have run longer than the not-responding threshold, per whole disk
- * (src/host/linux/device-gate.ts), read at each render of the exposition. A series exists only while
+ * (src/host/linux/block/device-gate.ts), read at each render of the exposition. A series exists only while
  * its disk has one. Each is a libuv thread held until the device answers; bounded per disk and, with
  * the path operations, in all by the mount gate (src/host/mount-gate.ts).
  */
