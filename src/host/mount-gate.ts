@@ -39,6 +39,8 @@ export interface MountGateOptions {
    * when not.
    */
   readLink?(path: string): Promise<string | null>;
+  /** A kept answer of `readLink` for `path` (undefined when none): taken without a look-up or a slot. */
+  knownLink?(path: string): string | null | undefined;
   /** Asks the filesystem mounted at `mountPoint` something it must answer itself (statfs). */
   probe(mountPoint: string): Promise<unknown>;
   /** Operations running at once under one mount (probe included). Default {@link DEFAULT_PER_MOUNT}. */
@@ -210,6 +212,7 @@ export function createMountGate(options: MountGateOptions): MountGate {
     return reachedMount(path, {
       mountOf: (p) => options.mountOf(p),
       readLink: (p) => options.readLink!(p),
+      known: (p) => options.knownLink?.(p),
       isSilent: (m) => mounts.get(m)?.silentSince !== undefined,
       lookAt: (m, op) => admit(stateOf(m), op, signal),
     }, { followLast });

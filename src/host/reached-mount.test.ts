@@ -64,6 +64,13 @@ describe("reachedMount", () => {
     assert.equal(await reachedMount("/l/x", o), "/mnt/dead");
   });
 
+  it("a kept look-up is used without looking again (no slot taken)", async () => {
+    const { o, looked } = world({});
+    o.known = (p) => (p === "/kubelet/link" ? "/mnt/dead/dir" : p === "/kubelet" ? null : undefined);
+    assert.equal(await reachedMount("/kubelet/link/x", o), "/mnt/dead");
+    assert.deepEqual(looked, ["/", "/mnt/dead", "/mnt/dead", "/mnt/dead"], "only /mnt, /mnt/dead, its dir and x were looked up; /kubelet and its link were kept");
+  });
+
   it(`a loop of links ends after ${MAX_LINKS} links`, async () => {
     const { o, looked } = world({ "/a": "/b", "/b": "/a" });
     assert.equal(await reachedMount("/a/x", o), "/");

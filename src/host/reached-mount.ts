@@ -24,6 +24,8 @@ export interface ReachOptions {
   readLink(path: string): Promise<string | null>;
   /** Whether the mount at `mountPoint` is marked not responding now. */
   isSilent(mountPoint: string): boolean;
+  /** What a recent look-up of `path` found (a target, or null for "not a link"), undefined when none is kept: used without a look-up. */
+  known?(path: string): string | null | undefined;
   /** Runs a look-up of a component under the mount it lies on. */
   lookAt<T>(mountPoint: string, op: () => Promise<T>): Promise<T>;
 }
@@ -48,9 +50,9 @@ export async function reachedMount(path: string, o: ReachOptions, options: { fol
     if (o.isSilent(mount)) return mount;
     // A call that does not follow its last component (lstat, symlink) acts on the mount it lies on.
     if (rest.length === 0 && options.followLast === false) return mount;
-    let target: string | null;
+    let target: string | null | undefined = o.known?.(next);
     try {
-      target = await o.lookAt(mount, () => o.readLink(next));
+      if (target === undefined) target = await o.lookAt(mount, () => o.readLink(next));
     } catch (err) {
       // The look-up's own errno (ENOENT, ENOTDIR, EACCES…): the rest is lexical from here. Anything
       // else is the gate's refusal of that mount (not responding, no slot): the call reaches it.

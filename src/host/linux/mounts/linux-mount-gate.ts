@@ -20,9 +20,31 @@ export function mountLookup(cache: MountTableCache): (p: string) => Promise<stri
   return async (p) => (await processMountIndex(cache)).holding(p)?.mountPoint ?? "/";
 }
 
-/** A link's target when `p` is a symbolic link, null when it is anything else (one lstat; a readlink more for a link). */
-async function readLink(p: string): Promise<string | null> {
-  return (await fs.lstat(p)).isSymbolicLink() ? fs.readlink(p) : null;
+/** How long a component's look-up is reused (ms), and how many are kept (the map is cleared when full). */
+export const LINK_KEEP_MS = 1_000;
+export const LINK_KEEP_MAX = 4_096;
+
+/**
+ * Look-ups of path components (a link's target, or null for anything else: one lstat, a readlink more
+ * for a link), each kept {@link LINK_KEEP_MS} so that calls on the same directories cost no look-up per
+ * component. A kept answer only decides which mount a call counts against (the call itself follows
+ * the links the kernel finds): a link made or removed within that second counts as before for at most
+ * that long. Errors are not kept. At most {@link LINK_KEEP_MAX} entries.
+ */
+export function linkLookups(now: () => number = Date.now) {
+  const kept = new Map<string, { at: number; target: string | null }>();
+  return {
+    known(p: string): string | null | undefined {
+      const k = kept.get(p);
+      return k && now() - k.at < LINK_KEEP_MS ? k.target : undefined;
+    },
+    async readLink(p: string): Promise<string | null> {
+      const target = (await fs.lstat(p)).isSymbolicLink() ? await fs.readlink(p) : null;
+      if (kept.size >= LINK_KEEP_MAX) kept.clear();
+      kept.set(p, { at: now(), target });
+      return target;
+    },
+  };
 }
 
 /**
@@ -41,5 +63,6 @@ async function probeDisk(devPath: string): Promise<void> {
 
 /** A gate registered for the blocked-operations metric (the process keeps it). */
 export function createLinuxMountGate(cache: MountTableCache = processMountTable()): MountGate {
-  return registerMountGate(createMountGate({ mountOf: mountLookup(cache), readLink, probe: (key) => (key.startsWith(DEVICE_KEY_PREFIX) ? probeDisk(key.slice(DEVICE_KEY_PREFIX.length)) : fs.statfs(key)) }));
+  const links = linkLookups();
+  return registerMountGate(createMountGate({ mountOf: mountLookup(cache), readLink: (p) => links.readLink(p), knownLink: (p) => links.known(p), probe: (key) => (key.startsWith(DEVICE_KEY_PREFIX) ? probeDisk(key.slice(DEVICE_KEY_PREFIX.length)) : fs.statfs(key)) }));
 }
