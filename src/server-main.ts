@@ -128,7 +128,7 @@ export async function runServer(argv: string[], hooks: RunHooks = {}): Promise<n
     const left = runningHostOperations();
     if (left > 0 && process.platform === "linux") {
       // A normal exit would join libuv's pool, whose threads wait in the kernel for a dead mount.
-      const stuck = [...blockedHostOperations()].map(([m, n]) => `${n} under ${m}`).join(", ");
+      const stuck = [...blockedHostOperations(), ...blockedHostOperations({ devices: true })].map(([m, n]) => `${n} under ${m}`).join(", ");
       logger.warning(`Stopped with ${left} host operation(s) still in the kernel${stuck ? ` (blocked: ${stuck})` : ""}; exiting without waiting for them`);
       await logger.close();
       await exitWithoutHandlers(0);

@@ -25,6 +25,7 @@ import { createSystemService } from "../groups/system/system-service.ts";
 import { nodeLocks } from "../state/node-locks-for.ts";
 import { LinuxFilesystemHost } from "../host/linux/filesystem.ts";
 import { createLinuxMountGate } from "../host/linux/mounts/linux-mount-gate.ts";
+import { createDeviceGate } from "../host/linux/block/device-gate.ts";
 import { gateFilesystemHost, gateResolver } from "../host/gated-filesystem-host.ts";
 import { cachedBindSources } from "../host/linux/mounts/bind-mount-source.ts";
 import { processMountTable, setProcessStartUpPhase } from "../host/linux/mounts/mount-index.ts";
@@ -68,7 +69,8 @@ export async function createLinuxServices(config: ProxyConfig): Promise<Services
   });
   if (copies.removed.length) config.logger?.warning(`removed ${copies.removed.length} temporary cop${copies.removed.length === 1 ? "y" : "ies"} of iSCSI node records a stopped daemon left: ${copies.removed.join(", ")}`);
   if (copies.failed.length) config.logger?.warning(`could not remove temporary iSCSI node record copies ${copies.failed.join(", ")} (not regular files): remove them`);
-  const blockTools = createLinuxBlockTools({ stateFile: path.join(config.socketDir, "csi-proxy-disk-state.json"), log: config.logger });
+  // Block reads (tables, libblkid probes) are admitted per whole disk in the same gate (device-gate.ts): a disk whose reads hang holds a few threads, never the pool.
+  const blockTools = createLinuxBlockTools({ stateFile: path.join(config.socketDir, "csi-proxy-disk-state.json"), log: config.logger, deviceGate: createDeviceGate(gate) });
   const smb = await createSmbGroup({
     host: smbHost,
     policy,

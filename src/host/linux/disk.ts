@@ -162,7 +162,7 @@ export class LinuxDiskHost implements DiskHostApi {
     });
     if (disk.partitions.length > 0) {
       const table = disk.partitionTable;
-      return table ? layout(styleOf(table), null, table) : layout("unknown", "the kernel shows partitions but the partition table cannot be read");
+      return table ? layout(styleOf(table), null, table) : layout("unknown", `the kernel shows partitions but the partition table cannot be read${disk.tableError ? ` (${disk.tableError})` : ""}`);
     }
     if (!probeContent) return layout(null, null);
     const [probe, sigs] = await Promise.all([this.#tools.probe(disk.devPath), this.#tools.listSignatures(disk.devPath)]);

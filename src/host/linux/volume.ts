@@ -9,7 +9,7 @@
  * docs/linux-concept-map.md says what each concept means here.
  */
 import type { FilesystemGrowth, MountedVolume, VolumeContent, VolumeFacts, VolumeHostApi, VolumeLocation, VolumeUsage, WriteCheck } from "../../groups/volume/host-api.ts";
-import { Code, CsiProxyError, failedPrecondition } from "../../errors.ts";
+import { Code, CsiProxyError, failedPrecondition, unavailable } from "../../errors.ts";
 import type { DevNumber, ManagedFsType, ProbeResult } from "./block/block-types.ts";
 import type { BlockReads } from "./block/block-reads.ts";
 import type { SignatureProbe } from "./block/signature-probe.ts";
@@ -53,7 +53,6 @@ const beforeStep = (before: string, done = NOTHING_CHANGED) => stopIfAborted(cal
 
 /** Bound of the volume-id hints: cleared whole when reached (then rebuilt by the next lookups). */
 const WHERE_FOUND_MAX = 4096;
-
 
 /** The block tools the volume host uses (linux-block-tools.ts has them all). */
 export type VolumeTools = BlockReads & SignatureProbe & DeviceClaims & Pick<OfflineMarks, "readOfflineMarks"> & PartitionResizing & FilesystemTools & MountTools & WriteBack & Privileges;
@@ -104,6 +103,7 @@ export class LinuxVolumeHost implements VolumeHostApi {
     const snap = await this.#sessions.read(devOfDiskNumber(diskNumber));
     const disk = snap.disks.find((d) => diskNumberOf(d) === diskNumber);
     if (!disk) return []; // upstream (WMI era): unknown disk → empty list
+    if (disk.tableError !== undefined) throw unavailable(`cannot list the volumes of disk ${diskNumber}: ${disk.tableError}`); // never other ids
     const parts = disk.partitions.filter((p) => isVolumePartition(p) && (partitionNumber === 0 || p.number === partitionNumber));
     if (parts.length > 0 || disk.partitions.length > 0) return parts.sort((a, b) => a.number - b.number).map((p) => volumeOfPartition(disk, p).id);
     // No partitions: a whole-disk filesystem is the disk's one volume (partition number 0 only).

@@ -109,6 +109,12 @@ export interface BlockDisk {
   partitions: BlockPartition[];
   /** Read from the device only when the kernel shows partitions; null otherwise (and for unreadable tables). */
   partitionTable: PartitionTable | null;
+  /**
+   * Set when the kernel shows partitions but their table could not be read off the device (an I/O
+   * error: the message names the device, bytes and errno; sysfs-block.ts). The partitions' uuid and
+   * typeId are then null: a look-up that misses answers this error, never NotFound (block-snapshot.ts).
+   */
+  tableError?: string;
 }
 
 /** What `blkid -p` finds on a device (superblock / partition-table probing, no cache). */

@@ -8,6 +8,7 @@ import type { ProbeResult, Signature } from "./block-types.ts";
 import { parseBlkidExport } from "./block-parsers.ts";
 import { tool } from "./block-tool-runner.ts";
 import { loadBlkid, type Blkid } from "./libblkid.ts";
+import type { DeviceGate } from "./device-gate.ts";
 import { open } from "node:fs/promises";
 
 /** Offset of sb_inprogress in the primary xfs superblock (xfs_format.h): mkfs.xfs sets it first and clears it last. */
@@ -59,15 +60,18 @@ const blkidOrNull = (() => {
 })();
 
 /** libblkid in process (libblkid.ts), or `blkid -p` and `wipefs --no-act` where libblkid cannot be loaded. */
-export function createSignatureProbe(): SignatureProbe {
+export function createSignatureProbe(options: { deviceGate?: DeviceGate } = {}): SignatureProbe {
+  /** libblkid's device reads take threads of libuv's pool: under the disk's gate (device-gate.ts). The programs take none. */
+  const gated = <T>(devPath: string, what: string, op: () => Promise<T>) => (options.deviceGate ? options.deviceGate.run(devPath, what, op) : op());
   return {
     async probe(devPath) {
       const blkid = await blkidOrNull();
-      return withMkfsState(devPath, await (blkid ? blkid.probe(devPath) : probeWithBlkidProgram(devPath)));
+      const probe = await (blkid ? gated(devPath, "the libblkid probe", () => blkid.probe(devPath)) : probeWithBlkidProgram(devPath));
+      return probe.kind === "found" && probe.type === "xfs" ? gated(devPath, "the xfs superblock's mkfs state", () => withMkfsState(devPath, probe)) : probe;
     },
     async listSignatures(devPath) {
       const blkid = await blkidOrNull();
-      return blkid ? blkid.signatures(devPath) : signaturesWithWipefs(devPath);
+      return blkid ? gated(devPath, "the libblkid signature listing", () => blkid.signatures(devPath)) : signaturesWithWipefs(devPath);
     },
   };
 }
