@@ -24,7 +24,7 @@ export interface TransportLimits {
   /** Token bucket of RST_STREAM frames received (rapid reset): burst and refill per second; empty: GOAWAY(ENHANCE_YOUR_CALM). */
   resetBurst: number;
   resetsPerSecond: number;
-  /** Token bucket of cheap frames that make work without progress (SETTINGS, PRIORITY, empty DATA without END_STREAM, refused streams, WINDOW_UPDATE, unknown frame types): burst and refill per second; empty: GOAWAY(ENHANCE_YOUR_CALM). */
+  /** Token bucket of cheap frames that make work without progress (SETTINGS, PRIORITY, empty DATA without END_STREAM, refused streams, WINDOW_UPDATE beyond the credit of WINDOW_UPDATE_CREDIT_*, unknown frame types): burst and refill per second; empty: GOAWAY(ENHANCE_YOUR_CALM). */
   glitchBurst: number;
   glitchesPerSecond: number;
   /** Request data buffered on one connection (capacity of partial request bodies), bytes; a DATA frame that would exceed it ends its call with RESOURCE_EXHAUSTED. */
@@ -95,6 +95,18 @@ export const CONNECTION_WINDOW_BOOST = 16 * 1024 * 1024;
 export const CONNECTION_WINDOW_REPLENISH = 4 * 1024 * 1024;
 /** Bytes read from client sockets by the process (all connections) after which one young-generation collection frees the dead reads (read-collector.ts). */
 export const READ_COLLECT_BYTES = 2 * 1024 * 1024;
+/**
+ * WINDOW_UPDATE frames free of the glitch bucket: WINDOW_UPDATE_CREDIT_START per connection (its
+ * opening updates), plus WINDOW_UPDATE_CREDIT_PER_SEND for each HEADERS or DATA frame we send (one
+ * on the stream, one on the connection: what a reading client sends back), banked up to
+ * WINDOW_UPDATE_CREDIT_MAX. Each WINDOW_UPDATE beyond the credit takes a glitch token
+ * (connection-policy.ts), so a flood on stream 0 or on a stream we send nothing on ends in
+ * GOAWAY(ENHANCE_YOUR_CALM, "too_many_glitches") after glitchBurst frames; each frame costs O(1)
+ * (send-scheduler.ts).
+ */
+export const WINDOW_UPDATE_CREDIT_START = 16;
+export const WINDOW_UPDATE_CREDIT_PER_SEND = 2;
+export const WINDOW_UPDATE_CREDIT_MAX = 4096;
 /** Largest frame accepted: the RFC default SETTINGS_MAX_FRAME_SIZE, which the server never raises. Larger: GOAWAY(FRAME_SIZE_ERROR). */
 export const MAX_FRAME_ACCEPTED = 16384;
 
