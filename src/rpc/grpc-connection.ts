@@ -18,7 +18,7 @@ import {
 import type { AdmissionEntry } from "./connection-admission.ts";
 import { ConnectionLifetime } from "./connection-lifetime.ts";
 import { OutboundAccount, OutboundBudget } from "./outbound-budget.ts";
-import { RequestBodies } from "./request-body.ts";
+import { REQUEST_BODY_MIN_PROGRESS_BYTES, RequestBodies } from "./request-body.ts";
 import { SendScheduler } from "./send-scheduler.ts";
 import { runUnaryCall, type CallOutcome } from "./unary-call.ts";
 import { DEFAULT_LIMITS, PROCESS_BUFFERED_BYTES, PROCESS_OUTBOUND_BYTES, type TransportLimits } from "./transport-limits.ts";
@@ -70,7 +70,10 @@ export class GrpcConnection implements FrameHandler {
     });
     this.reader = new FrameReader(this, this.policy, { mayRead: () => this.outbound.mayRead(), paused: () => this.outbound.pause() });
     const processBudget = options.processBudget ?? new ByteBudget(PROCESS_BUFFERED_BYTES);
-    this.bodies = new RequestBodies({ maxMessageBytes: this.limits.maxMessageBytes, maxConnectionBytes: this.limits.maxConnectionBufferedBytes, processBudget });
+    this.bodies = new RequestBodies({
+      maxMessageBytes: this.limits.maxMessageBytes, maxConnectionBytes: this.limits.maxConnectionBufferedBytes, processBudget,
+      stallMs: this.limits.requestBodyStallMs, onStalled: (stream) => this.bodyStalled(stream as CallStream),
+    });
     this.sender = new SendScheduler<CallStream>(socket, this.flow, {
       onSent: () => this.policy.sent(), onAnswered: (stream) => this.release(stream), onFlushed: () => this.outbound.sync(),
     });
@@ -114,6 +117,15 @@ export class GrpcConnection implements FrameHandler {
       if (refused !== undefined) return this.finish(stream, { code: Code.ResourceExhausted, message: refused });
     }
     if (endStream) this.endOfRequest(stream);
+  }
+
+  /** A partial request body gained too little for requestBodyStallMs: its call ends, its budget is returned. */
+  private bodyStalled(stream: CallStream): void {
+    const held = stream.bodyBytes;
+    this.finish(stream, {
+      code: Code.ResourceExhausted,
+      message: `request body stalled: ${held} bytes received, less than ${REQUEST_BODY_MIN_PROGRESS_BYTES} more in ${this.limits.requestBodyStallMs} ms; its buffer was released`,
+    });
   }
 
   /** A frame on a stream above the last one opened: ignored (true) after the final GOAWAY, else PROTOCOL_ERROR. */
@@ -297,6 +309,7 @@ export class GrpcConnection implements FrameHandler {
     this.closed = true;
     this.reader.clear();
     this.lifetime.stop();
+    this.bodies.stop();
     const reason = new CsiProxyError(Code.Canceled, "connection closed");
     for (const stream of [...this.streams.values()]) this.cancel(stream, reason);
     this.sender.close();

@@ -27,8 +27,10 @@ export interface TransportLimits {
   /** Token bucket of cheap frames that make work without progress (SETTINGS, PRIORITY, empty DATA without END_STREAM, refused streams, WINDOW_UPDATE beyond the credit of WINDOW_UPDATE_CREDIT_*, unknown frame types): burst and refill per second; empty: GOAWAY(ENHANCE_YOUR_CALM). */
   glitchBurst: number;
   glitchesPerSecond: number;
-  /** Request data buffered on one connection (capacity of partial request bodies), bytes; a DATA frame that would exceed it ends its call with RESOURCE_EXHAUSTED. */
+  /** Request data buffered on one connection (capacity of partial request bodies, at most twice the bytes received), bytes; a DATA frame that would exceed it ends its call with RESOURCE_EXHAUSTED. Half of PROCESS_BUFFERED_BYTES: one connection holds at most that share. */
   maxConnectionBufferedBytes: number;
+  /** A partial request body that gains less than REQUEST_BODY_MIN_PROGRESS_BYTES (or what it lacks) in this many ms ends its call with RESOURCE_EXHAUSTED "request body stalled: …" (trailers, then RST_STREAM(NO_ERROR)) and returns its budget; found between this and 1.5 × this after its last progress. 0 = never. */
+  requestBodyStallMs: number;
   /** Bytes queued for the socket and not yet written (the client does not read) above which the server stops reading from the connection — before the next frame — until the client reads (write back-pressure). */
   writeHighWaterBytes: number;
   /**
@@ -67,6 +69,7 @@ export const DEFAULT_LIMITS: Readonly<TransportLimits> = Object.freeze({
   glitchBurst: 1000,
   glitchesPerSecond: 33,
   maxConnectionBufferedBytes: 8 * 1024 * 1024,
+  requestBodyStallMs: 10_000,
   writeHighWaterBytes: 64 * 1024,
   maxConnectionOutboundBytes: 4 * 1024 * 1024,
   streamReserveBytes: 16 * 1024,
