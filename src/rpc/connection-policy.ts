@@ -53,8 +53,17 @@ export class ConnectionPolicy {
     else this.glitch();
   }
 
-  /** grpc-go's keepalive enforcement: PINGs faster than pingMinIntervalMs with nothing sent by us in between are strikes. */
-  ping(now = performance.now()): void {
+  /**
+   * grpc-go's keepalive enforcement: PINGs faster than pingMinIntervalMs with nothing sent by us in
+   * between are strikes. With a call in flight (`callsInFlight`), a PING is never a strike (grpc-go's
+   * PermitWithoutStream applies only to connections without streams): a client waiting on a hung
+   * call may probe its connection, and is not cut off without an answer.
+   */
+  ping(now = performance.now(), callsInFlight = false): void {
+    if (callsInFlight) {
+      this.lastPingAt = now;
+      return;
+    }
     if (this.sentSincePing) {
       this.sentSincePing = false;
       this.pingStrikes = 0;

@@ -47,6 +47,8 @@ export class GrpcConnection implements FrameHandler {
   private readonly sender: SendScheduler<CallStream>;
   private readonly outbound: OutboundAccount;
   private readonly streams = new Map<number, CallStream>();
+  /** Calls whose request is complete, waiting for the outbound budget (at most maxConcurrentStreams), in arrival order. */
+  private waiting: CallStream[] = [];
   /** Streams that count against maxConcurrentStreams: open, or closed while their handler runs. */
   private active = 0;
   private lastStreamId = 0;
@@ -67,6 +69,7 @@ export class GrpcConnection implements FrameHandler {
     }, {
       socketUnsent: () => this.sender.socketUnsent, pendingUnsent: () => this.sender.pendingBytes, pauseSocket: () => socket.pause(),
       resumeSocket: () => socket.resume(), resumeFrames: () => this.read(() => this.reader.resume()), evict: () => socket.destroy(),
+      startWaiting: () => this.startWaiting(),
     });
     this.reader = new FrameReader(this, this.policy, { mayRead: () => this.outbound.mayRead(), paused: () => this.outbound.pause() });
     const processBudget = options.processBudget ?? new ByteBudget(PROCESS_BUFFERED_BYTES);
@@ -150,7 +153,7 @@ export class GrpcConnection implements FrameHandler {
   }
 
   ping(buf: Buffer, start: number, end: number): void {
-    this.policy.ping();
+    this.policy.ping(performance.now(), this.active > 0);
     this.sender.write(ping(true, buf.subarray(start, end)));
   }
 
@@ -188,8 +191,8 @@ export class GrpcConnection implements FrameHandler {
     if (this.lifetime.finalGoaway) return; // above the GOAWAY's last stream id: ignored, the client retries elsewhere
     this.lastStreamId = id;
     if (headers.malformed) return this.sender.write(rstStream(id, PROTOCOL_ERROR));
-    if (this.active >= this.limits.maxConcurrentStreams || !this.outbound.mayStart()) {
-      this.policy.glitch();
+    if (this.active >= this.limits.maxConcurrentStreams) {
+      this.policy.glitch(); // above the limit we advertised: the client's fault
       return this.sender.write(rstStream(id, REFUSED_STREAM));
     }
     const stream = new CallStream(id, this.flow.initialStreamWindow);
@@ -205,13 +208,39 @@ export class GrpcConnection implements FrameHandler {
     if (stream.remoteClosed) this.endOfRequest(stream);
   }
 
-  /** The client finished its request: the call runs (unless already answered). */
+  /** The client finished its request: the call runs (unless already answered), or waits for the outbound budget. */
   private endOfRequest(stream: CallStream): void {
     stream.remoteClosed = true;
     if (stream.answered) return this.release(stream);
     if (!stream.method) return;
+    if (this.waiting.length || !this.outbound.mayStart()) {
+      this.bodies.settle(stream);
+      this.waiting.push(stream);
+      return this.outbound.awaitStart();
+    }
+    this.run(stream);
+  }
+
+  private run(stream: CallStream): void {
     runUnaryCall(stream, this.bodies.take(stream), this.limits.maxMessageBytes, this.outcome);
     if (stream.running) this.outbound.reserve(); // held until the handler ends
+  }
+
+  /** Starts the calls waiting for the outbound budget, in arrival order, while it has room (those answered meanwhile — deadline, reset — are skipped). */
+  private startWaiting(): void {
+    let started = 0;
+    while (started < this.waiting.length && !this.closed) {
+      const stream = this.waiting[started];
+      if (stream.answered) {
+        started++;
+        continue;
+      }
+      if (!this.outbound.mayStart()) break;
+      started++;
+      this.run(stream);
+    }
+    this.waiting.splice(0, started);
+    if (this.waiting.length && !this.closed) this.outbound.awaitStart();
   }
 
   private readonly outcome: CallOutcome = {
@@ -312,6 +341,7 @@ export class GrpcConnection implements FrameHandler {
     this.bodies.stop();
     const reason = new CsiProxyError(Code.Canceled, "connection closed");
     for (const stream of [...this.streams.values()]) this.cancel(stream, reason);
+    this.waiting = [];
     this.sender.close();
     this.outbound.close();
   }

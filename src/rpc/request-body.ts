@@ -123,6 +123,11 @@ export class RequestBodies {
     }
   };
 
+  /** The body is complete (its call waits to start): no more progress checks, its charge kept until take() or drop(). */
+  settle(stream: BodyHolder): void {
+    if (this.partial.delete(stream) && this.partial.size === 0) this.stop();
+  }
+
   /** Stops the progress checks (the connection closed). */
   stop(): void {
     clearInterval(this.sweeper);
