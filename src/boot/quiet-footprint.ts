@@ -20,7 +20,7 @@
  * glibc's; elsewhere only the collection runs).
  */
 import { callsStarted, onCallsQuiet, runningCalls } from "../rpc/call-activity.ts";
-import { gcFunction } from "./start-up-footprint.ts";
+import { gcFunction } from "../util/gc-function.ts";
 
 export interface QuietFootprintOptions {
   /** No call for this long (ms) makes the server quiet. */
@@ -40,7 +40,7 @@ type Trim = (done: () => void) => void;
 async function loadTrim(): Promise<Trim | undefined> {
   if (process.platform !== "linux") return undefined;
   try {
-    const { loadKoffi } = await import("../win32/native.ts");
+    const { loadKoffi } = await import("../util/koffi-loader.ts");
     const koffi = await loadKoffi();
     const trim = koffi.load("libc.so.6").func("int malloc_trim(size_t pad)") as unknown as { async: (pad: number, done: () => void) => void };
     // On a koffi worker thread: the event loop is not held while the arenas are walked.

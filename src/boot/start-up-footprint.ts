@@ -17,7 +17,7 @@
  * Platform-neutral (Linux, Windows, the exe).
  */
 import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
+import { gcFunction } from "../util/gc-function.ts";
 
 /** Node/V8 options that decide about the compilers: when any is given, nothing is held. */
 const COMPILER_CHOICE = /(^|\s)--(no-)?(jitless|turbofan|opt|maglev|sparkplug|max-opt|always-turbofan|always-sparkplug|lite-mode)(?=[\s=]|$)/;
@@ -60,31 +60,6 @@ export interface SettleReport {
   ms: number;
   /** One line for the log. */
   summary: string;
-}
-
-type GcFunction = (options?: object) => unknown;
-
-/** The process's one `gc` (null: V8 refused it); its context lives as long as the function does. */
-let processGc: GcFunction | null | undefined;
-
-/**
- * V8's `gc()`, reached without --expose-gc on the command line: the flag set, `gc` read from a new
- * context, the flag cleared. Made once per process and shared: each new context costs a native
- * context's memory for as long as its `gc` is held, and its creation milliseconds.
- */
-export function gcFunction(): GcFunction | undefined {
-  if (processGc === undefined) {
-    try {
-      setFlagsFromString("--expose-gc");
-      const gc = runInNewContext("gc");
-      processGc = typeof gc === "function" ? (gc as GcFunction) : null;
-    } catch {
-      processGc = null;
-    } finally {
-      setFlagsFromString("--no-expose-gc");
-    }
-  }
-  return processGc ?? undefined;
 }
 
 function releaseCompilers(): boolean {
