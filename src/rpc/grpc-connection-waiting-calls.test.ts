@@ -21,10 +21,22 @@ const hang: UnaryMethod = {
   call: (_request, ctx) => new Promise((_, reject) => ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason as CsiProxyError))),
 };
 
-function connection(limits: Record<string, number> = {}) {
+/** Counts the handlers running at once; each takes 20 ms and answers 100 bytes. */
+const load = { running: 0, peak: 0 };
+const busy: UnaryMethod = {
+  path: "/t.T/Busy",
+  call: async () => {
+    load.peak = Math.max(load.peak, ++load.running);
+    await sleep(20);
+    load.running--;
+    return new Uint8Array(100);
+  },
+};
+
+function connection(limits: Record<string, number> = {}, settings: [number, number][] = []) {
   const socket = new FakeH2Socket();
-  new GrpcConnection(socket.duplex, new Map([[hang.path, hang]]), { limits, outboundBudget: new OutboundBudget(1 << 30) });
-  socket.feed(Buffer.concat([CLIENT_PREFACE, settingsFrame([])]));
+  new GrpcConnection(socket.duplex, new Map([[hang.path, hang], [busy.path, busy]]), { limits, outboundBudget: new OutboundBudget(1 << 30) });
+  socket.feed(Buffer.concat([CLIENT_PREFACE, settingsFrame(settings)]));
   return socket;
 }
 
@@ -77,5 +89,36 @@ describe("calls beyond what may run, and PINGs while calls are in flight", () =>
     assert.deepEqual(read(idle.frames()).goaway, ["too_many_pings"]);
     busy.destroy();
     idle.destroy();
+  });
+
+  it("at most maxCallsInFlight handlers run at once on one connection; the others start as they end, all answered", async () => {
+    const socket = connection({ maxCallsInFlight: 8 });
+    load.peak = 0;
+    const calls = 50;
+    for (let i = 0; i < calls; i++) socket.feed(unaryCallFrames(2 * i + 1, busy.path));
+    const decoder = hpack.decompressor.create({ table: { maxSize: 4096 } });
+    const status = new Map<number, number>();
+    for (const t0 = performance.now(); status.size < calls && performance.now() - t0 < 10_000; ) {
+      await sleep(10);
+      for (const [id, code] of read(socket.frames(), decoder).status) status.set(id, code);
+    }
+    assert.equal(status.size, calls);
+    assert.ok([...status.values()].every((c) => c === Code.OK));
+    assert.equal(load.peak, 8);
+    socket.destroy();
+  });
+
+  it("answers waiting for window with none returned for answerStallMs → GOAWAY(ENHANCE_YOUR_CALM, answers_stalled)", async () => {
+    const socket = connection({ answerStallMs: 200 }, [[4 /* SETTINGS_INITIAL_WINDOW_SIZE */, 0]]);
+    socket.feed(unaryCallFrames(1, busy.path));
+    const t0 = performance.now();
+    let goaway: string[] = [];
+    while (!goaway.length && performance.now() - t0 < 3000) {
+      await sleep(20);
+      goaway = read(socket.frames()).goaway;
+    }
+    const ms = performance.now() - t0;
+    assert.deepEqual(goaway, ["answers_stalled"]);
+    assert.ok(ms >= 200, `closed after ${ms.toFixed(0)} ms`);
   });
 });

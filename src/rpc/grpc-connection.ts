@@ -49,6 +49,8 @@ export class GrpcConnection implements FrameHandler {
   private readonly streams = new Map<number, CallStream>();
   /** Calls whose request is complete, waiting for the outbound budget (at most maxConcurrentStreams), in arrival order. */
   private waiting: CallStream[] = [];
+  /** Calls whose handler (or decompression) runs: at most limits.maxCallsInFlight. */
+  private running = 0;
   /** Streams that count against maxConcurrentStreams: open, or closed while their handler runs. */
   private active = 0;
   private lastStreamId = 0;
@@ -79,6 +81,7 @@ export class GrpcConnection implements FrameHandler {
     });
     this.sender = new SendScheduler<CallStream>(socket, this.flow, {
       onSent: () => this.policy.sent(), onAnswered: (stream) => this.release(stream), onFlushed: () => this.outbound.sync(),
+      stallMs: this.limits.answerStallMs, onStalled: () => this.fail(ENHANCE_YOUR_CALM, "answers_stalled"),
     });
     socket.on("data", (chunk: Buffer) => this.onData(chunk));
     socket.on("close", () => this.onClose());
@@ -213,7 +216,7 @@ export class GrpcConnection implements FrameHandler {
     stream.remoteClosed = true;
     if (stream.answered) return this.release(stream);
     if (!stream.method) return;
-    if (this.waiting.length || !this.outbound.mayStart()) {
+    if (this.waiting.length || !this.mayStart()) {
       this.bodies.settle(stream);
       this.waiting.push(stream);
       return this.outbound.awaitStart();
@@ -221,9 +224,16 @@ export class GrpcConnection implements FrameHandler {
     this.run(stream);
   }
 
+  /** One more call may start: under maxCallsInFlight on this connection and within the outbound budgets. */
+  private mayStart(): boolean {
+    return this.running < this.limits.maxCallsInFlight && this.outbound.mayStart();
+  }
+
   private run(stream: CallStream): void {
     runUnaryCall(stream, this.bodies.take(stream), this.limits.maxMessageBytes, this.outcome);
-    if (stream.running) this.outbound.reserve(); // held until the handler ends
+    if (!stream.running) return;
+    this.running++;
+    this.outbound.reserve(); // held until the handler ends
   }
 
   /** Starts the calls waiting for the outbound budget, in arrival order, while it has room (those answered meanwhile — deadline, reset — are skipped). */
@@ -235,7 +245,7 @@ export class GrpcConnection implements FrameHandler {
         started++;
         continue;
       }
-      if (!this.outbound.mayStart()) break;
+      if (!this.mayStart()) break;
       started++;
       this.run(stream);
     }
@@ -247,6 +257,7 @@ export class GrpcConnection implements FrameHandler {
     respond: (stream, response) => this.respond(stream, response),
     refuse: (stream, status) => this.finish(stream, status),
     ended: (stream) => {
+      this.running--;
       this.outbound.release();
       if (!stream.open) this.retire();
     },

@@ -39,8 +39,15 @@ export class SendScheduler<S extends ScheduledStream = ScheduledStream> {
   private pending = 0;
   private flushScheduled = false;
   private closed = false;
+  /** Stall watch: answers wait for window and no DATA went out for `stallMs` → onStalled (0: never). */
+  private readonly stallMs: number;
+  private readonly onStalled: () => void;
+  private lastProgressAt = 0;
+  private stallTimer?: NodeJS.Timeout;
 
-  constructor(socket: Duplex, flow: FlowControl, options: { onSent: () => void; onAnswered: (stream: S) => void; onFlushed?: () => void }) {
+  constructor(socket: Duplex, flow: FlowControl, options: { onSent: () => void; onAnswered: (stream: S) => void; onFlushed?: () => void; stallMs?: number; onStalled?: () => void }) {
+    this.stallMs = options.stallMs ?? 0;
+    this.onStalled = options.onStalled ?? (() => {});
     this.socket = socket;
     this.flow = flow;
     this.onSent = options.onSent;
@@ -113,6 +120,7 @@ export class SendScheduler<S extends ScheduledStream = ScheduledStream> {
     body.set(response, 5);
     stream.pending = body;
     this.pending += payload;
+    if (!this.hasBlocked) this.watchStall();
     (stream.sendWindow > 0 ? this.ready : this.stalled).add(stream);
     this.flushBlocked();
   }
@@ -170,6 +178,7 @@ export class SendScheduler<S extends ScheduledStream = ScheduledStream> {
       this.onSent();
       stream.sent += size;
       this.pending -= size;
+      this.lastProgressAt = performance.now();
       this.ready.delete(stream);
       if (stream.sent < pending.length) {
         this.ready.add(stream); // to the back: the others get their frame first
@@ -179,6 +188,22 @@ export class SendScheduler<S extends ScheduledStream = ScheduledStream> {
       this.write(headersFrames(stream.id, TRAILERS_OK, true));
       this.onAnswered(stream);
     }
+  }
+
+  /**
+   * Answers started waiting for window: from now, some DATA must go out at least every stallMs
+   * while any waits (checked every stallMs / 2 by one unref'd interval, stopped once none waits).
+   */
+  private watchStall(): void {
+    this.lastProgressAt = performance.now();
+    if (!this.stallMs || this.stallTimer) return;
+    this.stallTimer = setInterval(() => {
+      if (!this.hasBlocked) {
+        clearInterval(this.stallTimer);
+        this.stallTimer = undefined;
+      } else if (performance.now() - this.lastProgressAt >= this.stallMs) this.onStalled();
+    }, this.stallMs / 2);
+    this.stallTimer.unref();
   }
 
   /** Forgets a stream's waiting answer (the stream was reset or the connection closed). O(1). */
@@ -191,6 +216,7 @@ export class SendScheduler<S extends ScheduledStream = ScheduledStream> {
   /** The connection closed: nothing more is queued or sent. */
   close(): void {
     this.closed = true;
+    clearInterval(this.stallTimer);
     this.ready.clear();
     this.stalled.clear();
     this.pending = 0;

@@ -40,6 +40,19 @@ export interface TransportLimits {
    * refused with RST_STREAM(REFUSED_STREAM)). See outbound-budget.ts.
    */
   maxConnectionOutboundBytes: number;
+  /**
+   * Calls whose handler (or decompression) runs at once on one connection. A complete call beyond it
+   * waits, read and queued in arrival order (its deadline runs and is answered on time), so one
+   * connection cannot start host work without bound while others wait; above the outbound budget
+   * calls wait the same way.
+   */
+  maxCallsInFlight: number;
+  /**
+   * A connection whose answers wait for the client's flow-control window with no DATA sent for this
+   * many ms (found between this and 1.5 × this) is ended: GOAWAY(ENHANCE_YOUR_CALM, "answers_stalled"),
+   * its calls cancelled. 0 = never.
+   */
+  answerStallMs: number;
   /** What one call holds against the outbound budgets while its handler (or decompression) runs (its state and a typical answer), bytes. */
   streamReserveBytes: number;
   /** A connection that has not sent the client preface and its first SETTINGS within this many ms is closed. */
@@ -73,6 +86,8 @@ export const DEFAULT_LIMITS: Readonly<TransportLimits> = Object.freeze({
   writeHighWaterBytes: 64 * 1024,
   maxConnectionOutboundBytes: 4 * 1024 * 1024,
   streamReserveBytes: 16 * 1024,
+  maxCallsInFlight: 64,
+  answerStallMs: 60_000,
   handshakeTimeoutMs: 20_000,
   idleTimeoutMs: 30 * 60_000,
   deadlineAnswerGraceMs: 2_000,
