@@ -128,6 +128,13 @@ export const WINDOW_UPDATE_CREDIT_MAX = 4096;
 /** Largest frame accepted: the RFC default SETTINGS_MAX_FRAME_SIZE, which the server never raises. Larger: GOAWAY(FRAME_SIZE_ERROR). */
 export const MAX_FRAME_ACCEPTED = 16384;
 
+/**
+ * Connections the kernel queues on a Unix socket before we accept them (listen(2) backlog; the
+ * kernel caps it at net.core.somaxconn, 4096 on current kernels). Node's default, 511, let a burst
+ * of 500 clients connecting at once on a loaded machine fail with EAGAIN; Go's net.Listen (grpc-go)
+ * asks for somaxconn. Beyond it: EAGAIN at the client's connect.
+ */
+export const LISTEN_BACKLOG = 4096;
 /** Connections accepted per endpoint when descriptors are plentiful. */
 export const MAX_CONNECTIONS_PER_ENDPOINT = 1000;
 /** Descriptors kept for everything but client connections (listeners, files, pipes of host commands). */

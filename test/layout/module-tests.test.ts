@@ -22,7 +22,6 @@ export const exempt: Record<string, string> = {
   "src/win32-service/pipe-security.ts": "needs Win32 security calls: test/windows/wine-pipe-security.test.ts reads the DACL back from every pipe of the exe",
   "src/rpc/grpc-status-trailers.ts": "through GrpcConnection in test/rpc/*.test.ts",
   "src/rpc/grpc-timeout.ts": "through GrpcConnection in test/rpc/*.test.ts",
-  "src/rpc/listen-endpoint.ts": "through serveEndpoints in test/rpc/serve-endpoints.test.ts",
   "src/rpc/open-file-limit.ts": "through the connection cap in test/redteam/transport-attacks.test.ts",
   "src/rpc/rate-bucket.ts": "through GrpcConnection in test/rpc/transport-limits.test.ts",
   "src/in-process/in-process-engine.ts": "under both in-process clients in test/integration/in-process-differential.test.ts and in-process-api.test.ts",
