@@ -6,7 +6,7 @@
  * and lets the old generation grow well past its live size before collecting it; the ArrayBuffers
  * promoted with them (socket reads, answers) keep their malloc'd backing stores until then, and
  * glibc keeps freed blocks in its arenas. So the resident set after a burst is mostly garbage and
- * freed memory not yet returned (docs/performance.md "RSS after load": after 100 000 PathExists
+ * freed memory not yet returned (docs/performance.md "Memory and start": after 100 000 PathExists
  * calls, 84–112 MB resident where one full collection and malloc_trim leave ~67 MB).
  *
  * {@link watchQuietFootprint}: once no call has run for `quietMs` and the resident set is at least

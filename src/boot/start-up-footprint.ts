@@ -5,7 +5,7 @@
  *    the program is loaded): V8's baseline and optimizing compilers (Sparkplug, Maglev, Turbofan) are
  *    held while the program loads and the endpoints start. Start-up code runs once; compiling it
  *    only maps compiler code and fills code space and compiler zones (~8 MB resident idle, measured
- *    with bench/path-exists.ts; docs/performance.md "RSS"). Not held when the command line or NODE_OPTIONS chose a compiler setting
+ *    with bench/path-exists.ts; docs/performance.md "Memory and start"). Not held when the command line or NODE_OPTIONS chose a compiler setting
  *    (--jitless, --no-turbofan, --max-opt, …): that choice stands and is never overridden.
  * 2. {@link settleAfterStart}, once every endpoint listens: the compilers are released (serving code
  *    is compiled as before, from its first calls: a function's feedback, not its age, decides), then

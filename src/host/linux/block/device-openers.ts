@@ -10,7 +10,7 @@
  * walk inside the kernel, ~0.3 µs per descriptor or mapping, no syscall per descriptor). Elsewhere
  * (no BTF, no privilege to load it, another PID namespace, tests with a fake /proc) the walk of /proc:
  *
- * Cost of the walk, bounded by what the host runs (docs/performance.md "Opener scan"): one readdir of /proc;
+ * Cost of the walk, bounded by what the host runs (docs/performance.md "Block operations"): one readdir of /proc;
  * per process one readdir of fd/, one readlink per descriptor and one read of maps; one mountinfo
  * read per mount namespace; a stat only for the descriptors whose link text can name a file
  * (sockets, pipes, anonymous inodes and other `type:[inode]` objects are skipped by their text), and
@@ -55,7 +55,7 @@ export interface OpenerScanOptions {
   via?: "kernel" | "procfs";
 }
 
-/** How long one scan may take before it gives up: far above the measured worst case (docs/performance.md "Opener scan"). */
+/** How long one scan may take before it gives up: far above the measured worst case (docs/performance.md "Block operations"). */
 export const SCAN_DEADLINE_MS = 60_000;
 
 /** What one scan looked at (for the cost figures). */

@@ -26,7 +26,7 @@
  * (never blocked: in-memory walks; ungated work, which the mount gate keeps a quarter of the pool for,
  * src/host/mount-gate.ts).
  * Cost: the kernel's walk over every task's file table and mappings (~0.1 µs per descriptor, ~0.2 µs
- * per mapping on this machine at load ~10; docs/performance.md "Opener scan"), the record copy for
+ * per mapping on this machine at load ~10; docs/performance.md "Block operations"), the record copy for
  * block device files only; one record per process for the namespaces (~1 µs per process in all).
  * The first use also reads the kernel's BTF (kernel-btf.ts) for the structure offsets (0.1–0.3 s, once).
  */
