@@ -9,8 +9,7 @@ let ioctl: Ioctl | undefined;
 
 /**
  * Loads what kernelSendQueue needs (libc's ioctl through koffi), on Linux only; elsewhere, or
- * when it cannot be loaded, kernelSendQueue stays 0 (until it has loaded, too). Never rejects.
- * Started, not awaited, when the endpoints start.
+ * when it cannot be loaded, kernelSendQueue stays 0. Called once when the endpoints start.
  */
 export async function prepareKernelSendQueue(platform: NodeJS.Platform = process.platform): Promise<void> {
   if (platform !== "linux" || ioctl) return;

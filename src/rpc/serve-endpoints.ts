@@ -61,8 +61,7 @@ export async function serveEndpoints(
   const limits: Partial<TransportLimits> = { ...options.limits, ...(options.maxMessageBytes ? { maxMessageBytes: options.maxMessageBytes } : {}) };
   const processBudget = new ByteBudget(PROCESS_BUFFERED_BYTES);
   const outboundBudget = new OutboundBudget(PROCESS_OUTBOUND_BYTES);
-  // The outbound budget counts what the kernel holds for unread answers once this has loaded (in the background: start-up does not wait for koffi).
-  if (!isPipe) void prepareKernelSendQueue(options.platform);
+  if (!isPipe) await prepareKernelSendQueue(options.platform); // the outbound budget counts what the kernel holds for unread answers
   const descriptors = isPipe ? undefined : openFileLimit();
   const admission = new ConnectionAdmission({
     limit: options.maxConnections ?? connectionsPerProcess(descriptors),
