@@ -17,7 +17,6 @@ import {
 } from "./http2-frames.ts";
 import type { AdmissionEntry } from "./connection-admission.ts";
 import { ConnectionLifetime } from "./connection-lifetime.ts";
-import { kernelSendQueue } from "./kernel-send-queue.ts";
 import { OutboundAccount, OutboundBudget } from "./outbound-budget.ts";
 import { REQUEST_BODY_MIN_PROGRESS_BYTES, RequestBodies } from "./request-body.ts";
 import { SendScheduler } from "./send-scheduler.ts";
@@ -70,7 +69,7 @@ export class GrpcConnection implements FrameHandler {
     this.outbound = new OutboundAccount(options.outboundBudget ?? new OutboundBudget(PROCESS_OUTBOUND_BYTES), {
       connectionLimit: this.limits.maxConnectionOutboundBytes, highWaterBytes: this.limits.writeHighWaterBytes, reserveBytes: this.limits.streamReserveBytes,
     }, {
-      socketUnsent: () => this.sender.socketUnsent, pendingUnsent: () => this.sender.pendingBytes, kernelUnsent: () => kernelSendQueue(socket), pauseSocket: () => socket.pause(),
+      socketUnsent: () => this.sender.socketUnsent, pendingUnsent: () => this.sender.pendingBytes, pauseSocket: () => socket.pause(),
       resumeSocket: () => socket.resume(), resumeFrames: () => this.read(() => this.reader.resume()), evict: () => socket.destroy(),
       startWaiting: () => this.startWaiting(),
     });

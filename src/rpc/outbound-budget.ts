@@ -5,10 +5,7 @@
  *   handler ends: its state and a typical answer (a stream still receiving its request holds no
  *   reservation: its body is charged to the request-data budgets, and its DATA must stay readable);
  * - its unsent bytes: answers queued in this turn, the socket's unwritten bytes (the client does not
- *   read), the bytes in the kernel's send queue of its socket (SIOCOUTQ on Linux,
- *   kernel-send-queue.ts: what Node has written but the client has not read; measured again every
- *   KERNEL_REMEASURE_MS while any, and before a connection is closed for them), and answers waiting
- *   for the client's flow-control window.
+ *   read), and answers waiting for the client's flow-control window.
  * Before each frame is read the connection asks `mayRead()`: no when its socket holds more than
  * `highWaterBytes` unread by the client; it then stops reading (the frames already read wait, the
  * socket is paused) until its client reads. Before a call starts it asks `mayStart()`: no when one
@@ -17,9 +14,6 @@
  * `startWaiting()` called when its calls end or the process budget frees. When the process budget is over its limit, the connection holding the
  * most unsent bytes (whatever their size) is closed first, then the next, until it is not.
  */
-/** How often the kernel-queued bytes of connections holding some are measured again, ms. */
-export const KERNEL_REMEASURE_MS = 1000;
-
 export class OutboundBudget {
   readonly limit: number;
   private held = 0;
@@ -74,27 +68,7 @@ export class OutboundBudget {
   /** @internal */
   unregister(account: OutboundAccount): void {
     this.accounts.delete(account);
-    this.kernelHolders.delete(account);
     this.waiting.delete(account);
-  }
-
-  /** Accounts whose count includes bytes in the kernel's send queue: measured again every KERNEL_REMEASURE_MS (the kernel drains without an event). */
-  private readonly kernelHolders = new Set<OutboundAccount>();
-  private kernelTimer?: NodeJS.Timeout;
-
-  /** @internal An account's kernel-queued bytes went from 0 to more, or back. */
-  holdsKernel(account: OutboundAccount, holds: boolean): void {
-    if (!holds) return void this.kernelHolders.delete(account);
-    this.kernelHolders.add(account);
-    if (this.kernelTimer) return;
-    this.kernelTimer = setInterval(() => {
-      for (const a of this.kernelHolders) a.measure();
-      if (!this.kernelHolders.size) {
-        clearInterval(this.kernelTimer);
-        this.kernelTimer = undefined;
-      }
-    }, KERNEL_REMEASURE_MS);
-    this.kernelTimer.unref();
   }
 
   /** @internal A paused account waits for the process budget to free. */
@@ -116,16 +90,9 @@ export class OutboundBudget {
    * repeated until the process holds more unsent bytes.
    */
   private relieve(bytes: number): void {
-    const remeasured = new Set<OutboundAccount>();
     while (this.held + bytes > this.limit && this.unsentHeld > this.unsentSearched) {
       let largest: OutboundAccount | undefined;
       for (const account of this.accounts) if (!largest || account.unsent > largest.unsent) largest = account;
-      if (largest && largest.kernelHeld > 0 && !remeasured.has(largest)) {
-        // Its count includes the kernel's queue as last measured: measured again before acting on it (its client may have read since).
-        remeasured.add(largest);
-        largest.measure();
-        continue;
-      }
       if (!largest || largest.unsent === 0) {
         this.unsentSearched = this.unsentHeld;
         return;
@@ -141,8 +108,6 @@ export interface OutboundConnection {
   socketUnsent(): number;
   /** Answer bytes waiting for the client's flow-control window. */
   pendingUnsent(): number;
-  /** Bytes in the kernel's send queue of the socket, unread by the client (0 where unknown). */
-  kernelUnsent?(): number;
   pauseSocket(): void;
   resumeSocket(): void;
   /** Hand on the frames read but held while paused (they may pause reading again). */
@@ -161,10 +126,8 @@ export class OutboundAccount {
   private readonly reserveBytes: number;
   private readonly conn: OutboundConnection;
   private reserved = 0;
-  /** Unsent bytes as last measured (what the process budget holds for them), the kernel's queue included. */
+  /** Unsent bytes as last measured (what the process budget holds for them). */
   unsent = 0;
-  /** The part of `unsent` that was in the kernel's send queue when last measured. */
-  kernelHeld = 0;
   private paused = false;
   private closed = false;
   /** Calls wait for room (awaitStart). */
@@ -193,7 +156,7 @@ export class OutboundAccount {
 
   /** True when one more call fits the connection's budget and the process's (OutboundBudget.admit). */
   mayStart(): boolean {
-    const unsent = this.conn.socketUnsent() + this.conn.pendingUnsent() + this.kernelHeld;
+    const unsent = this.conn.socketUnsent() + this.conn.pendingUnsent();
     return this.reserved + unsent + this.reserveBytes <= this.connectionLimit && this.budget.admit(this, this.reserveBytes);
   }
 
@@ -216,10 +179,7 @@ export class OutboundAccount {
   /** Measures the unsent bytes again (no other effect on this connection). */
   measure(): void {
     if (this.closed) return;
-    const kernel = this.conn.kernelUnsent?.() ?? 0;
-    if ((kernel > 0) !== (this.kernelHeld > 0)) this.budget.holdsKernel(this, kernel > 0);
-    this.kernelHeld = kernel;
-    const unsent = this.conn.socketUnsent() + this.conn.pendingUnsent() + kernel;
+    const unsent = this.conn.socketUnsent() + this.conn.pendingUnsent();
     if (unsent !== this.unsent) this.add(0, unsent - this.unsent);
   }
 

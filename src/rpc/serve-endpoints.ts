@@ -8,7 +8,6 @@ import { listenEndpoint } from "./listen-endpoint.ts";
 import { ByteBudget } from "./byte-budget.ts";
 import { openFileLimit } from "./open-file-limit.ts";
 import { ConnectionAdmission } from "./connection-admission.ts";
-import { prepareKernelSendQueue } from "./kernel-send-queue.ts";
 import { OutboundBudget } from "./outbound-budget.ts";
 import { PROCESS_BUFFERED_BYTES, PROCESS_OUTBOUND_BYTES, connectionsPerEndpoint, connectionsPerProcess, type TransportLimits } from "./transport-limits.ts";
 
@@ -61,7 +60,6 @@ export async function serveEndpoints(
   const limits: Partial<TransportLimits> = { ...options.limits, ...(options.maxMessageBytes ? { maxMessageBytes: options.maxMessageBytes } : {}) };
   const processBudget = new ByteBudget(PROCESS_BUFFERED_BYTES);
   const outboundBudget = new OutboundBudget(PROCESS_OUTBOUND_BYTES);
-  if (!isPipe) await prepareKernelSendQueue(options.platform); // the outbound budget counts what the kernel holds for unread answers
   const descriptors = isPipe ? undefined : openFileLimit();
   const admission = new ConnectionAdmission({
     limit: options.maxConnections ?? connectionsPerProcess(descriptors),
