@@ -66,7 +66,10 @@ describe("calls beyond what may run, and PINGs while calls are in flight", () =>
     while (answeredAt.size < calls && performance.now() - sent < 10_000) {
       await sleep(10);
       const r = read(socket.frames(), decoder);
-      for (const [id, code] of r.status) (status.set(id, code), answeredAt.set(id, performance.now() - sent));
+      for (const [id, code] of r.status) {
+        status.set(id, code);
+        answeredAt.set(id, performance.now() - sent);
+      }
       for (const [id, code] of r.resets) resets.set(id, code);
     }
     const times = [...answeredAt.values()].toSorted((a, b) => a - b);
@@ -82,10 +85,16 @@ describe("calls beyond what may run, and PINGs while calls are in flight", () =>
     const ping = frame(0x6, 0, 0, Buffer.alloc(8));
     const busy = connection({ pingMinIntervalMs: 1000, maxPingStrikes: 2 });
     busy.feed(unaryCallFrames(1, hang.path));
-    for (let i = 0; i < 10; i++) (busy.feed(ping), await sleep(10));
+    for (let i = 0; i < 10; i++) {
+      busy.feed(ping);
+      await sleep(10);
+    }
     assert.deepEqual(read(busy.frames()).goaway, []);
     const idle = connection({ pingMinIntervalMs: 1000, maxPingStrikes: 2 });
-    for (let i = 0; i < 10; i++) (idle.feed(ping), await sleep(10));
+    for (let i = 0; i < 10; i++) {
+      idle.feed(ping);
+      await sleep(10);
+    }
     assert.deepEqual(read(idle.frames()).goaway, ["too_many_pings"]);
     busy.destroy();
     idle.destroy();
