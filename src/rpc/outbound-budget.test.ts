@@ -72,18 +72,4 @@ describe("OutboundBudget (src/rpc/outbound-budget.ts)", () => {
     assert.deepEqual([small.state.evicted, large.state.evicted, reader.state.evicted], [false, true, false]);
     assert.equal(budget.used, 25_000);
   });
-
-  it("over the process budget, holders below the high-water mark are closed too, the largest first; a reader holding nothing never", () => {
-    const budget = new OutboundBudget(22_000);
-    const holders = Array.from({ length: 4 }, () => connection(budget));
-    const reader = connection(budget);
-    holders.forEach((h, i) => {
-      h.state.socket = 600 + 100 * i; // each below the 1 000-byte high-water mark
-      h.account.sync();
-    });
-    for (let i = 0; i < 2; i++) reader.account.reserve(); // 3 000 unsent + 20 000 reserved: over the budget
-    assert.deepEqual(holders.map((h) => h.state.evicted), [false, false, true, true]); // 900 and 800 go
-    assert.equal(budget.used, 21_300);
-    assert.equal(reader.state.evicted, false);
-  });
 });

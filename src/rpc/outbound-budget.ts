@@ -12,7 +12,7 @@
  * more call would not fit its own budget or the process's; the call then waits, read and queued
  * (its deadline runs and is answered on time), and `awaitStart()` has the connection's
  * `startWaiting()` called when its calls end or the process budget frees. When the process budget is over its limit, the connection holding the
- * most unsent bytes (whatever their size) is closed first, then the next, until it is not.
+ * most unsent bytes (at least `highWaterBytes`) is closed first, then the next, until it is not.
  */
 export class OutboundBudget {
   readonly limit: number;
@@ -84,16 +84,15 @@ export class OutboundBudget {
   };
 
   /**
-   * Closes the connections holding the most unsent bytes, whatever their size (many small
-   * holders — thousands of connections each leaving one 12 KB answer unread — add up as one large
-   * one does), until `bytes` more fit. A connection that reads holds nothing unsent and is never chosen. O(connections) per search; a search that found no such connection is not
+   * Closes the connections holding the most unsent bytes (at least their high-water mark) until
+   * `bytes` more fit. O(connections) per search; a search that found no such connection is not
    * repeated until the process holds more unsent bytes.
    */
   private relieve(bytes: number): void {
     while (this.held + bytes > this.limit && this.unsentHeld > this.unsentSearched) {
       let largest: OutboundAccount | undefined;
       for (const account of this.accounts) if (!largest || account.unsent > largest.unsent) largest = account;
-      if (!largest || largest.unsent === 0) {
+      if (!largest || largest.unsent < largest.highWaterBytes) {
         this.unsentSearched = this.unsentHeld;
         return;
       }

@@ -102,8 +102,7 @@ export const PROCESS_BUFFERED_BYTES = 16 * 1024 * 1024;
 /**
  * Outbound budget of the whole process (all connections of all endpoints), bytes: reservations of
  * open streams plus unsent answer bytes. Above it, connections stop starting calls until it frees,
- * and the connection holding the most unsent bytes (whatever their size) is closed first. What the
- * kernel holds in socket buffers is not counted (see docs/reliability.md, "Transport limits").
+ * and the connection holding the most unsent bytes (at least writeHighWaterBytes) is closed first.
  */
 export const PROCESS_OUTBOUND_BYTES = 16 * 1024 * 1024;
 
