@@ -29,6 +29,7 @@ import type { Services } from "../groups/services.ts";
 import { createInProcessEngine, type InProcessEngine, type InProcessMethod } from "./in-process-engine.ts";
 import { fromLoaderShape, toLoaderShape } from "./loader-shape.ts";
 import { groups, versionsOf, type Group } from "../api/catalog.ts";
+import { shownName } from "./shown-name.ts";
 
 /** grpc-js's `Status` names, by code. */
 const STATUS_NAMES = [
@@ -156,7 +157,7 @@ const camel = (name: string) => name.charAt(0).toLowerCase() + name.slice(1);
 /** The grpc-js-style client of one group/version of `engine`. */
 export function grpcStyleClient(engine: InProcessEngine, group: string, version: string): GrpcStyleClient {
   const service = engine.service(group, version);
-  if (!service) throw serviceError(Code.Unimplemented, `csi-proxy serves no ${group} ${version}`);
+  if (!service) throw serviceError(Code.Unimplemented, `csi-proxy serves no ${shownName(group)} ${shownName(version)}`);
   const client: GrpcStyleClient = Object.create(null);
   for (const m of service.methods) {
     const method = engine.method(group, version, m.name)!;
@@ -204,9 +205,11 @@ export async function createInProcessClient(config: ProxyConfig, options: InProc
     },
     executeRPC(serviceName, methodName, request = {}) {
       return new Promise((resolve, reject) => {
-        const client = typeof serviceName === "string" ? (clients as Record<string, GrpcStyleClient>)[serviceName.toLowerCase()] : undefined;
-        const fn = client && typeof methodName === "string" && Object.prototype.hasOwnProperty.call(client, methodName) ? client[methodName] : undefined;
-        if (!fn) return reject(serviceError(Code.Unimplemented, `csi-proxy has no method ${String(methodName)} in service ${String(serviceName)}`));
+        // Own properties only: a name of Object.prototype (__proto__, constructor, toString…) is unknown too.
+        const group = typeof serviceName === "string" ? serviceName.toLowerCase() : undefined;
+        const client = group !== undefined && Object.hasOwn(clients, group) ? (clients as Record<string, GrpcStyleClient>)[group] : undefined;
+        const fn = client && typeof methodName === "string" && Object.hasOwn(client, methodName) ? client[methodName] : undefined;
+        if (typeof fn !== "function") return reject(serviceError(Code.Unimplemented, `csi-proxy has no method ${shownName(methodName)} in service ${shownName(serviceName)}`));
         fn(request, (error: ServiceError | null, response?: Record<string, unknown>) => (error ? reject(error) : resolve(response!)));
       });
     },

@@ -18,6 +18,8 @@ import { groups, versionsOf, type Group, type ServiceOf, type VersionOf } from "
 import { createInProcessEngine, type InProcessEngine } from "./in-process-engine.ts";
 import { checkMessage } from "./strict-message.ts";
 import { checkCallOptions, type CallOptions } from "./call-options.ts";
+import { shownName } from "./shown-name.ts";
+import { statusMessage } from "../rpc/grpc-service.ts";
 
 type Method<I extends DescMessage, O extends DescMessage> = (request?: MessageInitShape<I>, options?: CallOptions) => Promise<MessageShape<O>>;
 
@@ -35,14 +37,26 @@ export type InProcessApi = {
 
 async function callTyped(engine: InProcessEngine, group: string, version: string, name: string, request: unknown, options: unknown): Promise<unknown> {
   const method = engine.method(group, version, name);
-  if (!method) throw new CsiProxyError(Code.Unimplemented, `csi-proxy has no method ${String(name)} in ${String(group)} ${String(version)}`);
+  if (!method) throw new CsiProxyError(Code.Unimplemented, `csi-proxy has no method ${shownName(name)} in ${shownName(group)} ${shownName(version)}`);
   const signal = checkCallOptions(options) ?? new AbortController().signal;
   const input = method.descriptor.input;
   const init = request === undefined ? {} : request;
   checkMessage(input, init);
   if (signal.aborted) throw new CsiProxyError(Code.Canceled, `${group} ${version} ${method.descriptor.name}: cancelled before it started; nothing was done`);
   const bytes = toBinary(input, create(input, init as never));
-  return fromBinary(method.descriptor.output, await method.call(bytes, { signal }));
+  let out: Uint8Array;
+  try {
+    out = await method.call(bytes, { signal });
+  } catch (e) {
+    throw bounded(CsiProxyError.from(e));
+  }
+  return fromBinary(method.descriptor.output, out);
+}
+
+/** `error` with its message bounded as the transport bounds a status message (statusMessage); the same error when short enough. */
+function bounded(error: CsiProxyError): CsiProxyError {
+  const message = statusMessage(error.message);
+  return message === error.message ? error : new CsiProxyError(error.code, message);
 }
 
 export async function createInProcessApi(config: ProxyConfig, options: { groupServices?: Services } = {}): Promise<InProcessApi> {
@@ -61,7 +75,7 @@ export async function createInProcessApi(config: ProxyConfig, options: { groupSe
   api.call = (group: string, version: string, method: string, request?: unknown, opts?: unknown) => {
     const service = typeof group === "string" && typeof version === "string" ? engine.service(group, version) : undefined;
     const m = service?.methods.find((d) => d.name === method || d.localName === method);
-    return callTyped(engine, String(group), String(version), m?.name ?? String(method), request, opts);
+    return callTyped(engine, shownName(group), shownName(version), m?.name ?? shownName(method), request, opts);
   };
   return Object.freeze(api) as InProcessApi;
 }
