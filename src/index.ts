@@ -15,7 +15,9 @@ export { connectGroup, type ConnectOptions, type GroupClient } from "./client/co
 export { createCheckedServices as createServices } from "./compose.ts";
 export { createInProcessApi, type InProcessApi, type TypedClient } from "./in-process/typed-api.ts";
 export type { CallOptions } from "./in-process/call-options.ts";
-export { createInProcessClient, type InProcessCsiProxyClient, type InProcessClientOptions, type GrpcStyleClient, type ServiceError } from "./in-process/grpc-style-client.ts";
+export { InProcessCsiProxyClient, createInProcessClient, type InProcessClientOptions } from "./in-process/in-process-client.ts";
+export type { GrpcStyleClient, ServiceError } from "./in-process/grpc-style-client.ts";
+export type { InProcessConfig } from "./in-process/in-process-config.ts";
 export type { ProxyConfig } from "./proxy-config.ts";
 export type { Services } from "./groups/services.ts";
 export { startDaemon, type Daemon } from "./daemon.ts";

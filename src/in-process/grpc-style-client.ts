@@ -21,14 +21,12 @@
  *  - a method that does not exist: grpc-js has no such property (TypeError when called); here too,
  *    and `executeRPC` rejects with UNIMPLEMENTED naming the method.
  */
-import { fromBinary, toBinary, type DescMessage } from "@bufbuild/protobuf";
+import { fromBinary, toBinary, type DescMessage, type DescMethod, type DescService } from "@bufbuild/protobuf";
 import { Code, CsiProxyError } from "../errors.ts";
 import { statusMessage } from "../rpc/grpc-service.ts";
-import type { ProxyConfig } from "../proxy-config.ts";
-import type { Services } from "../groups/services.ts";
-import { createInProcessEngine, type InProcessEngine, type InProcessMethod } from "./in-process-engine.ts";
+import type { InProcessEngine } from "./in-process-engine.ts";
 import { fromLoaderShape, toLoaderShape } from "./loader-shape.ts";
-import { groups, versionsOf, type Group } from "../api/catalog.ts";
+import { catalog } from "../api/catalog.ts";
 import { shownName } from "./shown-name.ts";
 
 /** grpc-js's `Status` names, by code. */
@@ -109,7 +107,17 @@ function deadlineOf(value: unknown): number | undefined {
   return ms === undefined || !Number.isFinite(ms) ? undefined : ms;
 }
 
-function invoke(method: InProcessMethod, request: unknown, rest: unknown[]): InProcessUnaryCall {
+/**
+ * The engine a client's calls run on, once set up. Set-up is started by the client's factory and
+ * may still be running when a call comes (the call waits for it); if it failed, `failure` is the
+ * error every call answers (nothing was done).
+ */
+export interface EngineSlot {
+  readonly ready: Promise<InProcessEngine | undefined>;
+  failure(): ServiceError | undefined;
+}
+
+function invoke(slot: EngineSlot, group: string, version: string, method: DescMethod, request: unknown, rest: unknown[]): InProcessUnaryCall {
   const { options, callback } = callArguments(rest);
   const controller = new AbortController();
   let why: ServiceError | undefined;
@@ -131,15 +139,19 @@ function invoke(method: InProcessMethod, request: unknown, rest: unknown[]): InP
     await Promise.resolve(); // answer asynchronously, as grpc-js does, even for the synchronous checks
     let bytes: Uint8Array;
     try {
-      bytes = serialize(method.descriptor.input, request);
+      bytes = serialize(method.input, request);
     } catch (e) {
       return answer(serviceError(Code.Internal, `Request message serialization failure: ${errorMessage(e)}`));
     }
     if (why) return answer(why);
+    const engine = await slot.ready;
+    if (why) return answer(why);
+    const served = engine?.method(group, version, method.name);
+    if (!served) return answer(slot.failure() ?? serviceError(Code.Unimplemented, `csi-proxy serves no ${group} ${version} ${method.name}`));
     try {
-      const out = await method.call(bytes, { signal: controller.signal });
+      const out = await served.call(bytes, { signal: controller.signal });
       if (why) return answer(why);
-      answer(null, toLoaderShape(method.descriptor.output, fromBinary(method.descriptor.output, out) as unknown as Record<string, unknown>));
+      answer(null, toLoaderShape(method.output, fromBinary(method.output, out) as unknown as Record<string, unknown>));
     } catch (e) {
       if (why) return answer(why);
       const err = CsiProxyError.from(e);
@@ -154,64 +166,20 @@ function invoke(method: InProcessMethod, request: unknown, rest: unknown[]): InP
 
 const camel = (name: string) => name.charAt(0).toLowerCase() + name.slice(1);
 
-/** The grpc-js-style client of one group/version of `engine`. */
-export function grpcStyleClient(engine: InProcessEngine, group: string, version: string): GrpcStyleClient {
-  const service = engine.service(group, version);
-  if (!service) throw serviceError(Code.Unimplemented, `csi-proxy serves no ${shownName(group)} ${shownName(version)}`);
+/**
+ * The grpc-js-style client of one group/version, usable at once: its methods come from the
+ * catalog; each call waits for the engine's set-up (see EngineSlot). An unserved group/version
+ * throws UNIMPLEMENTED synchronously.
+ */
+export function grpcStyleClient(slot: EngineSlot, group: string, version: string): GrpcStyleClient {
+  const service = typeof group === "string" && typeof version === "string" && Object.hasOwn(catalog, group) ? (catalog as unknown as Record<string, Record<string, DescService>>)[group] : undefined;
+  const desc = service && Object.hasOwn(service, version) ? service[version] : undefined;
+  if (!desc) throw serviceError(Code.Unimplemented, `csi-proxy serves no ${shownName(group)} ${shownName(version)}`);
   const client: GrpcStyleClient = Object.create(null);
-  for (const m of service.methods) {
-    const method = engine.method(group, version, m.name)!;
-    const fn = (request: unknown, ...rest: unknown[]) => invoke(method, request, rest);
+  for (const m of desc.methods) {
+    const fn = (request: unknown, ...rest: unknown[]) => invoke(slot, group, version, m, request, rest);
     client[m.name] = fn;
     client[camel(m.name)] = fn;
   }
   return Object.freeze(client);
-}
-
-/** democratic-csi's defaults: the group versions its pipe client dials. */
-export const DEFAULT_VERSIONS: Record<Group, string> = { filesystem: "v1", disk: "v1", volume: "v1", smb: "v1", system: "v1alpha1", iscsi: "v1alpha2" };
-
-export interface InProcessClientOptions {
-  /** Per group, the version to use (as the pipe client's `services` option; `connection` is ignored). */
-  services?: Partial<Record<Group, { version?: string }>>;
-  /** Tests: the group services to use instead of this platform's. */
-  groupServices?: Services;
-}
-
-/** The pipe client's counterpart: `clients[group]` at the chosen versions, `client(group, version)` for any, `executeRPC` on top. */
-export interface InProcessCsiProxyClient {
-  readonly clients: Readonly<Record<Group, GrpcStyleClient>>;
-  client(group: string, version: string): GrpcStyleClient;
-  /** Calls `clients[serviceName.toLowerCase()][methodName](request)`; resolves with the response, rejects with the ServiceError. */
-  executeRPC(serviceName: string, methodName: string, request?: unknown): Promise<Record<string, unknown>>;
-}
-
-export async function createInProcessClient(config: ProxyConfig, options: InProcessClientOptions = {}): Promise<InProcessCsiProxyClient> {
-  const engine = await createInProcessEngine(config, options.groupServices);
-  const clients = {} as Record<Group, GrpcStyleClient>;
-  for (const group of groups) {
-    const version = options.services?.[group]?.version ?? DEFAULT_VERSIONS[group];
-    if (!(versionsOf(group) as string[]).includes(version)) throw new CsiProxyError(Code.InvalidArgument, `csi-proxy serves no ${group} ${version}; versions: ${versionsOf(group).join(", ")}`);
-    clients[group] = grpcStyleClient(engine, group, version);
-  }
-  const byVersion = new Map<string, GrpcStyleClient>();
-  return {
-    clients: Object.freeze(clients),
-    client(group, version) {
-      const key = `${group}/${version}`;
-      let c = byVersion.get(key);
-      if (!c) byVersion.set(key, (c = grpcStyleClient(engine, group, version)));
-      return c;
-    },
-    executeRPC(serviceName, methodName, request = {}) {
-      return new Promise((resolve, reject) => {
-        // Own properties only: a name of Object.prototype (__proto__, constructor, toString…) is unknown too.
-        const group = typeof serviceName === "string" ? serviceName.toLowerCase() : undefined;
-        const client = group !== undefined && Object.hasOwn(clients, group) ? (clients as Record<string, GrpcStyleClient>)[group] : undefined;
-        const fn = client && typeof methodName === "string" && Object.hasOwn(client, methodName) ? client[methodName] : undefined;
-        if (typeof fn !== "function") return reject(serviceError(Code.Unimplemented, `csi-proxy has no method ${shownName(methodName)} in service ${shownName(serviceName)}`));
-        fn(request, (error: ServiceError | null, response?: Record<string, unknown>) => (error ? reject(error) : resolve(response!)));
-      });
-    },
-  };
 }

@@ -12,7 +12,7 @@
  */
 import { create, fromBinary, toBinary, type DescMessage, type DescService, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
 import { CsiProxyError, Code } from "../errors.ts";
-import type { ProxyConfig } from "../proxy-config.ts";
+import { checkInProcessConfig, type InProcessConfig } from "./in-process-config.ts";
 import type { Services } from "../groups/services.ts";
 import { groups, versionsOf, type Group, type ServiceOf, type VersionOf } from "../api/catalog.ts";
 import { createInProcessEngine, type InProcessEngine } from "./in-process-engine.ts";
@@ -59,8 +59,9 @@ function bounded(error: CsiProxyError): CsiProxyError {
   return message === error.message ? error : new CsiProxyError(error.code, message);
 }
 
-export async function createInProcessApi(config: ProxyConfig, options: { groupServices?: Services } = {}): Promise<InProcessApi> {
-  const engine = await createInProcessEngine(config, options.groupServices);
+/** Builds the typed API; a bad config (in-process-config.ts) rejects with InvalidArgument naming the option, before anything is set up. */
+export async function createInProcessApi(config?: InProcessConfig, options: { groupServices?: Services } = {}): Promise<InProcessApi> {
+  const engine = await createInProcessEngine(checkInProcessConfig(config), options?.groupServices);
   const api: Record<string, unknown> = {};
   for (const group of groups) {
     const versions: Record<string, unknown> = {};

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { isDeepStrictEqual } from "node:util";
 import * as path from "node:path";
 import { socketPath } from "../../src/api/endpoint.ts";
-import { createInProcessClient, type InProcessCsiProxyClient } from "../../src/in-process/grpc-style-client.ts";
+import { createInProcessClient, type InProcessCsiProxyClient } from "../../src/in-process/in-process-client.ts";
 import { startDaemonProcess, repoRoot, type DaemonProcess } from "../helpers/daemon-process.ts";
 import { prepareKubeletDir } from "../helpers/rpc-matrix.ts";
 import { differentialCases, grpc, loadGrpcClientClass, record, serviceOf, type Outcome } from "../helpers/differential.ts";

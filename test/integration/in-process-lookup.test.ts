@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
-import { createInProcessClient, type InProcessCsiProxyClient } from "../../src/in-process/grpc-style-client.ts";
+import { createInProcessClient, type InProcessCsiProxyClient } from "../../src/in-process/in-process-client.ts";
 import { createInProcessApi, type InProcessApi } from "../../src/in-process/typed-api.ts";
 import { CsiProxyError, Code } from "../../src/errors.ts";
 import type { ProxyConfig } from "../../src/proxy-config.ts";
