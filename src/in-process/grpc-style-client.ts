@@ -21,11 +21,13 @@
  *  - a method that does not exist: grpc-js has no such property (TypeError when called); here too,
  *    and `executeRPC` rejects with UNIMPLEMENTED naming the method.
  */
-import { fromBinary, toBinary, type DescMessage, type DescMethod, type DescService } from "@bufbuild/protobuf";
+import { fromBinary, type DescMessage, type DescMethod, type DescService } from "@bufbuild/protobuf";
 import { Code, CsiProxyError } from "../errors.ts";
 import { statusMessage } from "../rpc/grpc-service.ts";
 import type { InProcessEngine } from "./in-process-engine.ts";
-import { fromLoaderShape, toLoaderShape } from "./loader-shape.ts";
+import { toLoaderShape } from "./loader-shape.ts";
+import { loaderWireBytes } from "./loader-wire.ts";
+import { DEFAULT_LIMITS, messageTooLarge } from "../rpc/transport-limits.ts";
 import { catalog } from "../api/catalog.ts";
 import { shownName } from "./shown-name.ts";
 
@@ -84,19 +86,26 @@ export type GrpcStyleClient = Record<string, (request: unknown, ...rest: unknown
 
 const errorMessage = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
+/** The daemon's largest request message, bytes (its transport's limit); above it RESOURCE_EXHAUSTED. */
+const MAX_MESSAGE_BYTES = DEFAULT_LIMITS.maxMessageBytes;
+
 const shortName = (desc: DescMessage) => desc.typeName.slice(desc.typeName.lastIndexOf(".") + 1);
 
-/** proto-loader's serializer: an array is refused by name; the rest as protobufjs fromObject (loader-shape.ts). */
+/** proto-loader's serializer: an array is refused by name; the rest as protobufjs encodes it (loader-wire.ts). */
 function serialize(desc: DescMessage, request: unknown): Uint8Array {
   if (Array.isArray(request)) throw new Error(`Failed to serialize message: expected object with ${shortName(desc)} structure, got array instead`);
-  return toBinary(desc, fromLoaderShape(desc, request) as never);
+  return loaderWireBytes(desc, request);
 }
 
 /** grpc-js's argument rule: the callback is the last of (metadata?, options?, callback). */
-function callArguments(rest: unknown[]): { options: { deadline?: unknown }; callback: UnaryCallback } {
+function callArguments(rest: unknown[]): { options: { deadline?: unknown }; callback: UnaryCallback; refused?: ServiceError } {
   const [a, b, c] = rest;
   if (typeof a === "function") return { options: {}, callback: a as UnaryCallback };
-  if (typeof b === "function") return { options: a instanceof InProcessMetadata || !(a instanceof Object) ? {} : (a as object), callback: b as UnaryCallback };
+  if (typeof b === "function") {
+    // grpc-js throws a TypeError for null/undefined options here; a deliberate difference: INVALID_ARGUMENT.
+    if (a === null || a === undefined) return { options: {}, callback: b as UnaryCallback, refused: serviceError(Code.InvalidArgument, `call options: expected an object (or Metadata), got ${a === null ? "null" : "undefined"}`) };
+    return { options: a instanceof InProcessMetadata || !(a instanceof Object) ? {} : (a as object), callback: b as UnaryCallback };
+  }
   if (!(a instanceof Object && b instanceof Object && typeof c === "function")) throw new Error("Incorrect arguments passed");
   return { options: b as object, callback: c as UnaryCallback };
 }
@@ -118,7 +127,7 @@ export interface EngineSlot {
 }
 
 function invoke(slot: EngineSlot, group: string, version: string, method: DescMethod, request: unknown, rest: unknown[]): InProcessUnaryCall {
-  const { options, callback } = callArguments(rest);
+  const { options, callback, refused } = callArguments(rest);
   const controller = new AbortController();
   let why: ServiceError | undefined;
   const stop = (error: ServiceError) => {
@@ -137,6 +146,7 @@ function invoke(slot: EngineSlot, group: string, version: string, method: DescMe
   };
   void (async () => {
     await Promise.resolve(); // answer asynchronously, as grpc-js does, even for the synchronous checks
+    if (refused) return answer(refused);
     let bytes: Uint8Array;
     try {
       bytes = serialize(method.input, request);
@@ -144,6 +154,8 @@ function invoke(slot: EngineSlot, group: string, version: string, method: DescMe
       return answer(serviceError(Code.Internal, `Request message serialization failure: ${errorMessage(e)}`));
     }
     if (why) return answer(why);
+    // The daemon's transport limit, with its text, on the bytes the wire would carry.
+    if (bytes.length > MAX_MESSAGE_BYTES) return answer(serviceError(Code.ResourceExhausted, messageTooLarge(bytes.length, MAX_MESSAGE_BYTES), true));
     const engine = await slot.ready;
     if (why) return answer(why);
     const served = engine?.method(group, version, method.name);
