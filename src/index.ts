@@ -12,9 +12,9 @@
  * For embedding the daemon: `startDaemon`.
  */
 export { connectGroup, type ConnectOptions, type GroupClient } from "./client/connect-group.ts";
-export { createCheckedServices as createServices } from "./compose.ts";
+export { createCheckedServices as createServices } from "./compose/compose.ts";
 export { createInProcessApi, type InProcessApi, type TypedClient } from "./in-process/typed-api.ts";
-export type { CallOptions } from "./in-process/call-options.ts";
+export type { CallOptions } from "./util/call-scope.ts";
 export { InProcessCsiProxyClient, createInProcessClient, type InProcessClientOptions } from "./in-process/in-process-client.ts";
 export type { GrpcStyleClient, ServiceError } from "./in-process/grpc-style-client.ts";
 export type { InProcessConfig } from "./in-process/in-process-config.ts";

@@ -7,6 +7,6 @@ export { InProcessCsiProxyClient, createInProcessClient, DEFAULT_VERSIONS, type 
 export { InProcessMetadata, type GrpcStyleClient, type ServiceError, type UnaryCallback, type InProcessUnaryCall } from "./grpc-style-client.ts";
 export type { InProcessConfig } from "./in-process-config.ts";
 export { createInProcessApi, type InProcessApi, type TypedClient } from "./typed-api.ts";
-export type { CallOptions } from "./call-options.ts";
+export type { CallOptions } from "../util/call-scope.ts";
 export { CsiProxyError, Code } from "../errors.ts";
 export type { ProxyConfig } from "../proxy-config.ts";

@@ -12,11 +12,51 @@
  * to its own bounds.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
+import { CsiProxyError, Code } from "../errors.ts";
 
 /** What a service method takes besides its request (every method of every group, last argument). */
 export interface CallOptions {
   /** Aborted when the call's deadline passes, the client cancels or the connection is lost. Absent: the work runs to its own bounds. */
   signal?: AbortSignal;
+}
+
+/** AbortSignal.prototype's `aborted` getter, called only with an explicit receiver (Reflect.apply). */
+const abortedGetter = (Object.getOwnPropertyDescriptor(AbortSignal.prototype, "aborted") as { get: (this: unknown) => boolean }).get;
+
+/**
+ * True for a real AbortSignal, by brand: AbortSignal.prototype's `aborted` getter runs only on one
+ * (an object merely inheriting from AbortSignal.prototype passes `instanceof` but is refused here).
+ */
+export function isAbortSignal(value: unknown): value is AbortSignal {
+  if (typeof value !== "object" || value === null) return false;
+  try {
+    Reflect.apply(abortedGetter, value, []);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Throws InvalidArgument unless `options` is undefined or `{ signal?: AbortSignal }` with a real
+ * signal, by brand (the public API's check of a caller's options); never a TypeError, whatever the
+ * object (a proxy whose keys cannot be listed is refused as unreadable).
+ */
+export function checkCallOptions(options: unknown): AbortSignal | undefined {
+  if (options === undefined) return undefined;
+  if (typeof options !== "object" || options === null || Array.isArray(options)) {
+    throw new CsiProxyError(Code.InvalidArgument, `options: expected an object { signal?: AbortSignal }, got ${options === null ? "null" : typeof options}`);
+  }
+  let signal: unknown;
+  try {
+    for (const key of Object.keys(options)) if (key !== "signal") throw new CsiProxyError(Code.InvalidArgument, `options.${key.slice(0, 100)}: unknown option (options: signal)`);
+    signal = (options as { signal?: unknown }).signal;
+  } catch (e) {
+    if (e instanceof CsiProxyError) throw e;
+    throw new CsiProxyError(Code.InvalidArgument, "options: expected a plain object { signal?: AbortSignal }, got one that cannot be read");
+  }
+  if (signal !== undefined && !isAbortSignal(signal)) throw new CsiProxyError(Code.InvalidArgument, "options.signal: expected an AbortSignal");
+  return signal;
 }
 
 /** Host work that goes on after its call was answered because it could not be ended. */

@@ -11,7 +11,7 @@ import { InProcessCsiProxyClient, createInProcessClient } from "../../src/in-pro
 import { InProcessMetadata } from "../../src/in-process/grpc-style-client.ts";
 import { CsiProxyError, Code } from "../../src/errors.ts";
 import type { Services } from "../../src/groups/services.ts";
-import { createServices } from "../../src/compose.ts";
+import { createServices } from "../../src/compose/compose.ts";
 
 let root: string, kubelet: string;
 const quiet = { info: () => {}, warning: () => {} };
