@@ -116,22 +116,24 @@ export function differentialCases(kubelet: string, groups?: string[]): Different
 
 /**
  * Over the transport's 4 MiB message limit (RESOURCE_EXHAUSTED with the message's length) and just
- * under it: per group, at its newest version, the first RPC with a string field (each case moves
- * 4 MiB through both clients: one per group keeps the differential within its time budget).
+ * under it: per group, the first RPC with a string field at the newest version that has one (each
+ * case moves 4 MiB through both clients: one per group keeps the differential within its budget).
  */
 export function hugeCases(kubelet: string): DifferentialCase[] {
   const cases: DifferentialCase[] = [];
-  const newest = new Map(allEndpoints().map(({ group, version }) => [group, version]));
-  for (const [group, version] of newest) {
-    for (const m of serviceOf(group, version).methods) {
-      const text = m.input.fields.find((f) => f.fieldKind === "scalar" && f.scalar === ScalarType.STRING);
-      if (!text) continue;
-      const base = toLoaderShape(m.input, fromJson(m.input, matrixEntry(group, version, m.name, kubelet).request as JsonObject) as unknown as Record<string, unknown>);
-      cases.push(
-        { group, version, method: m.name, variant: `${text.name} of 4 MiB (over the limit)`, request: { ...base, [text.name]: "h".repeat(4 * 1024 * 1024) } },
-        { group, version, method: m.name, variant: `${text.name} of 4 MiB - 1 KiB (under the limit)`, request: { ...base, [text.name]: "u".repeat(4 * 1024 * 1024 - 1024) } },
-      );
-      break;
+  const endpoints = allEndpoints().reverse(); // newest version of each group first
+  for (const group of new Set(endpoints.map((e) => e.group))) {
+    found: for (const { version } of endpoints.filter((e) => e.group === group)) {
+      for (const m of serviceOf(group, version).methods) {
+        const text = m.input.fields.find((f) => f.fieldKind === "scalar" && f.scalar === ScalarType.STRING);
+        if (!text) continue;
+        const base = toLoaderShape(m.input, fromJson(m.input, matrixEntry(group, version, m.name, kubelet).request as JsonObject) as unknown as Record<string, unknown>);
+        cases.push(
+          { group, version, method: m.name, variant: `${text.name} of 4 MiB (over the limit)`, request: { ...base, [text.name]: "h".repeat(4 * 1024 * 1024) } },
+          { group, version, method: m.name, variant: `${text.name} of 4 MiB - 1 KiB (under the limit)`, request: { ...base, [text.name]: "u".repeat(4 * 1024 * 1024 - 1024) } },
+        );
+        break found;
+      }
     }
   }
   return cases;
