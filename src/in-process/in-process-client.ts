@@ -108,7 +108,9 @@ function construct(config?: InProcessConfig, options?: InProcessClientOptions): 
     if (!engine) throw failure!;
   });
   ready.catch(() => {}); // handled from the start: a caller who never awaits it gets no unhandled rejection
-  const clients = {} as Record<Group, GrpcStyleClient>;
+  // No prototype: a driver's own lookup `clients[name][method]` finds nothing for `__proto__`,
+  // `constructor`… (its `executeRPC` then fails at once instead of calling Object.prototype's functions).
+  const clients = Object.create(null) as Record<Group, GrpcStyleClient>;
   for (const group of groups) clients[group] = grpcStyleClient(slot, group, versions[group]);
   const byVersion = new Map<string, GrpcStyleClient>();
   return {

@@ -64,6 +64,16 @@ describe("InProcessCsiProxyClient: constructed like a grpc-js client", () => {
     await constructed.ready;
   });
 
+  it("has no prototype in clients or in a group's client: a driver's own clients[name][method] lookup finds no function for prototype names", () => {
+    const client = InProcessCsiProxyClient(config());
+    const lookup = (service: string, method: string): unknown => (client.clients as unknown as Record<string, Record<string, unknown> | undefined>)[service]?.[method];
+    for (const name of ["__proto__", "constructor", "toString", "hasOwnProperty", "valueOf"]) {
+      assert.equal(lookup(name, "toString"), undefined, `clients[${name}]`);
+      assert.equal(lookup("filesystem", name), undefined, `clients.filesystem[${name}]`);
+    }
+    assert.equal(typeof lookup("filesystem", "PathExists"), "function");
+  });
+
   it("throws a bad config or bad options synchronously as an InvalidArgument CsiProxyError", () => {
     const cases: [string, () => unknown, RegExp][] = [
       ["relative kubeletPath", () => InProcessCsiProxyClient({ ...config(), kubeletPath: "kubelet" }), /^config\.kubeletPath: expected an absolute path/],
