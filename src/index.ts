@@ -7,8 +7,9 @@
  * returns the six version-agnostic group services with this platform's host layer (arguments
  * checked at run time); their request and response types are in `src/groups/<group>/types.ts`, and
  * errors are `CsiProxyError`s with a gRPC code. `createInProcessApi` gives the versioned RPCs typed
- * by the generated messages (strict); `createInProcessClient` (also `csi-proxy-ts/in-process`) the
- * same shaped as a grpc-js + proto-loader client, for Node.js drivers replacing their pipe client.
+ * by the generated messages (strict); `InProcessCsiProxyClient` (also `csi-proxy-ts/in-process`;
+ * `createInProcessClient` is its async form) the same shaped as a grpc-js + proto-loader client,
+ * constructed synchronously, for Node.js drivers replacing their pipe client (docs/in-process.md).
  * For embedding the daemon: `startDaemon`.
  */
 export { connectGroup, type ConnectOptions, type GroupClient } from "./client/connect-group.ts";

@@ -1,25 +1,28 @@
 /**
  * csi-proxy in-process, shaped like a grpc-js client built by @grpc/proto-loader with the options
  * Node.js drivers use (`keepCase: true, longs: String, enums: String, defaults: true, oneofs: true`),
- * so that a driver swaps its pipe client for this one by changing the constructor call:
+ * so that a driver swaps its pipe client for this one by replacing the client construction
+ * (in-process-client.ts builds these per group):
  *
  *   clients.filesystem.PathExists({ path }, (err, res) => …)     // grpc-js style, per group
  *   await proxy.executeRPC("filesystem", "PathExists", { path })  // promise on top
  *
- * Requests are read as proto-loader's serializer reads them (loader-shape.ts), encoded, and handed
- * to the daemon's own method boundary (in-process-engine.ts); answers are decoded the way
- * proto-loader decodes the daemon's bytes. Errors are shaped as grpc-js's ServiceError: an Error
- * with `code`, `details`, `metadata` and the message `<code> <NAME>: <details>`.
+ * A request is encoded into the bytes proto-loader's serializer would send (loader-wire.ts), held
+ * to the daemon's 4 MiB message limit (RESOURCE_EXHAUSTED, the transport's text), and handed to the
+ * daemon's own method boundary (in-process-engine.ts), whose decode refuses invalid UTF-8 as over
+ * the socket; answers are decoded the way proto-loader decodes the daemon's bytes. Errors are
+ * shaped as grpc-js's ServiceError: an Error with `code`, `details`, `metadata` and the message
+ * `<code> <NAME>: <details>`; a status message is bounded as the transport bounds it.
  *
- * Where it differs from grpc-js over a pipe (documented in README "In-process library"):
+ * Where it differs from grpc-js over a pipe (docs/in-process.md, "Deliberate differences"):
+ *  - call options of null/undefined (`Method(request, null, callback)`): grpc-js throws a
+ *    TypeError; here the callback gets INVALID_ARGUMENT;
  *  - `metadata` of an error is an {@link InProcessMetadata}, not grpc-js's class (same `get`,
  *    `getMap`, `toJSON`, `clone`; the same content), and call metadata passed in is ignored
  *    (csi-proxy reads none);
  *  - a deadline (`options.deadline`, Date or ms since the epoch) or `call.cancel()` aborts the
  *    call's work; the callback gets DEADLINE_EXCEEDED "Deadline exceeded" / CANCELLED "Cancelled
- *    on client" once that work stopped (grpc-js answers at once, while the server still stops);
- *  - a method that does not exist: grpc-js has no such property (TypeError when called); here too,
- *    and `executeRPC` rejects with UNIMPLEMENTED naming the method.
+ *    on client" once that work stopped (grpc-js answers at once, while the server still stops).
  */
 import { fromBinary, type DescMessage, type DescMethod, type DescService } from "@bufbuild/protobuf";
 import { Code, CsiProxyError } from "../errors.ts";

@@ -1,7 +1,9 @@
 /**
  * `csi-proxy-ts/in-process`: csi-proxy without pipes for Node.js drivers running as HostProcess
- * containers. `createInProcessClient` is shaped like a grpc-js client built by @grpc/proto-loader
- * (democratic-csi's options), `createInProcessApi` is the typed, strict, versioned API.
+ * containers. `InProcessCsiProxyClient` (plain call or `new`; `createInProcessClient` is its async
+ * form) is shaped like a grpc-js client built by @grpc/proto-loader (democratic-csi's options) and
+ * constructed as one, synchronously; `createInProcessApi` is the typed, strict, versioned API.
+ * docs/in-process.md describes both.
  */
 export { InProcessCsiProxyClient, createInProcessClient, DEFAULT_VERSIONS, type InProcessClientOptions, type InProcessCsiProxyClientFactory } from "./in-process-client.ts";
 export { InProcessMetadata, type GrpcStyleClient, type ServiceError, type UnaryCallback, type InProcessUnaryCall } from "./grpc-style-client.ts";
