@@ -1,4 +1,5 @@
 import type { ByteBudget } from "./byte-budget.ts";
+import { messageTooLarge } from "./transport-limits.ts";
 
 /** The request-body state a stream carries (CallStream has it): `body[0, bodyBytes)` held, `bodyCharged` bytes charged. */
 export interface BodyHolder {
@@ -62,7 +63,7 @@ export class RequestBodies {
   append(stream: BodyHolder, buf: Buffer, start: number, end: number, last: boolean): string | undefined {
     const max = this.maxMessageBytes;
     const total = stream.bodyBytes + (end - start);
-    if (total > max + 5) return `Received message larger than max (${total - 5} vs. ${max})`;
+    if (total > max + 5) return messageTooLarge(total - 5, max);
     if (stream.bodyBytes === 0 && last) {
       stream.body = buf.subarray(start, end);
       stream.bodyBytes = total;
@@ -73,7 +74,7 @@ export class RequestBodies {
       let capacity = 5;
       if (total >= 5) {
         const declared = declaredLength(body, stream.bodyBytes, buf, start);
-        if (declared > max) return `Received message larger than max (${declared} vs. ${max})`;
+        if (declared > max) return messageTooLarge(declared, max);
         // More bytes than declared (a second message): held up to the limit, refused at END_STREAM.
         const ceiling = declared + 5 >= total ? declared + 5 : max + 5;
         capacity = Math.min(ceiling, Math.max(total, 2 * (body?.length ?? 0)));

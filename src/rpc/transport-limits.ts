@@ -163,3 +163,6 @@ export function connectionsPerEndpoint(openFileLimit: number | undefined): numbe
   if (openFileLimit === undefined) return MAX_CONNECTIONS_PER_ENDPOINT;
   return Math.max(8, Math.min(MAX_CONNECTIONS_PER_ENDPOINT, Math.floor((openFileLimit - DESCRIPTOR_RESERVE) / 2)));
 }
+
+/** The RESOURCE_EXHAUSTED status message for a request message of `length` bytes over the limit `max` (grpc-go's and grpc-js's text). */
+export const messageTooLarge = (length: number, max: number): string => `Received message larger than max (${length} vs. ${max})`;

@@ -20,15 +20,42 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
-/** Throws InvalidArgument unless `options` is undefined or `{ signal?: AbortSignal }` (the public API's check of a caller's options). */
+/** AbortSignal.prototype's `aborted` getter, called only with an explicit receiver (Reflect.apply). */
+const abortedGetter = (Object.getOwnPropertyDescriptor(AbortSignal.prototype, "aborted") as { get: (this: unknown) => boolean }).get;
+
+/**
+ * True for a real AbortSignal, by brand: AbortSignal.prototype's `aborted` getter runs only on one
+ * (an object merely inheriting from AbortSignal.prototype passes `instanceof` but is refused here).
+ */
+export function isAbortSignal(value: unknown): value is AbortSignal {
+  if (typeof value !== "object" || value === null) return false;
+  try {
+    Reflect.apply(abortedGetter, value, []);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Throws InvalidArgument unless `options` is undefined or `{ signal?: AbortSignal }` with a real
+ * signal, by brand (the public API's check of a caller's options); never a TypeError, whatever the
+ * object (a proxy whose keys cannot be listed is refused as unreadable).
+ */
 export function checkCallOptions(options: unknown): AbortSignal | undefined {
   if (options === undefined) return undefined;
   if (typeof options !== "object" || options === null || Array.isArray(options)) {
     throw new CsiProxyError(Code.InvalidArgument, `options: expected an object { signal?: AbortSignal }, got ${options === null ? "null" : typeof options}`);
   }
-  for (const key of Object.keys(options)) if (key !== "signal") throw new CsiProxyError(Code.InvalidArgument, `options.${key}: unknown option (options: signal)`);
-  const { signal } = options as { signal?: unknown };
-  if (signal !== undefined && !(signal instanceof AbortSignal)) throw new CsiProxyError(Code.InvalidArgument, "options.signal: expected an AbortSignal");
+  let signal: unknown;
+  try {
+    for (const key of Object.keys(options)) if (key !== "signal") throw new CsiProxyError(Code.InvalidArgument, `options.${key.slice(0, 100)}: unknown option (options: signal)`);
+    signal = (options as { signal?: unknown }).signal;
+  } catch (e) {
+    if (e instanceof CsiProxyError) throw e;
+    throw new CsiProxyError(Code.InvalidArgument, "options: expected a plain object { signal?: AbortSignal }, got one that cannot be read");
+  }
+  if (signal !== undefined && !isAbortSignal(signal)) throw new CsiProxyError(Code.InvalidArgument, "options.signal: expected an AbortSignal");
   return signal;
 }
 
