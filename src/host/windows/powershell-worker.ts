@@ -11,6 +11,7 @@ import { spawnWorker } from "../exec/spawn-worker.ts";
 import { WorkerError, type WorkerErrorInfo } from "./worker-error-codes.ts";
 import { CANCEL_EXIT_WAIT_MS, CANCEL_GRACE_MS } from "../exec/run-command.ts";
 import type { Outliving } from "../../util/call-scope.ts";
+import { POWERSHELL_QUIET_ENV } from "./powershell-env.ts";
 
 /**
  * A call whose worker was killed while the call was running in it (its timeout, or its caller went
@@ -77,7 +78,7 @@ export class PowerShellWorker {
 
   constructor(pool: WorkerOwner, command: WorkerCommand, startTimeoutMs: number) {
     this.#pool = pool;
-    this.child = spawnWorker(command.file, command.args, { env: command.env });
+    this.child = spawnWorker(command.file, command.args, { env: { ...POWERSHELL_QUIET_ENV, ...command.env } });
     this.exited = new Promise<void>((resolve) => {
       this.child.once("exit", () => resolve());
       this.child.once("error", () => {
