@@ -43,4 +43,14 @@ export const allowedSkips: AllowedSkip[] = [
     name: "storage worker script on pwsh",
     why: "needs dotnet (the .NET SDK) to install PowerShell 7.6.9 as a .NET tool (scripts/install-pwsh.sh); skips only where dotnet is absent, a missing pwsh beside dotnet fails",
   },
+  {
+    file: "test/windows-engine/secret-logging.test.ts",
+    name: "no secret in PowerShell's module or script block log",
+    why: "needs dotnet for PowerShell 7.6.9 (scripts/install-pwsh.sh) and root for its private /dev/log; skips only where either is absent",
+  },
+  {
+    file: "test/windows-engine/constrained-language.test.ts",
+    name: "the worker script under Constrained Language Mode",
+    why: "needs dotnet (the .NET SDK) to install PowerShell 7.6.9 as a .NET tool (scripts/install-pwsh.sh); skips only where dotnet is absent",
+  },
 ];

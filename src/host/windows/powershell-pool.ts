@@ -19,13 +19,16 @@
  *   call with Unavailable and is replaced; start-up failures back off, and while no worker is alive
  *   during the back-off, calls fail at once with the start-up error (Unavailable) instead of
  *   waiting for the next attempt only to get the same error.
+ * - A worker script that reports it cannot run here at all (`fatal`: Constrained Language Mode)
+ *   makes every call, queued or later, fail FailedPrecondition with its text; no worker is started
+ *   again (no restart loop) until the daemon restarts.
  * - Errors reported by the worker (CIM exceptions, cmdlet errors, failed CIM method return values)
  *   become coded CsiProxyErrors (worker-error-codes.ts). One worker process and its line protocol:
  *   powershell-worker.ts.
  */
 import { CsiProxyError, Code } from "../../errors.ts";
 import { WORKER_OPS } from "./scripts/worker-script.ts";
-import { asciiJson, PowerShellWorker, type Json, type WorkerCall, type WorkerCommand, type WorkerOwner } from "./powershell-worker.ts";
+import { asciiJson, PowerShellWorker, WorkerFatalError, type Json, type WorkerCall, type WorkerCommand, type WorkerOwner } from "./powershell-worker.ts";
 import { callSignal, outlivingRecorder } from "../../util/call-scope.ts";
 import { abortError } from "../stop-if-aborted.ts";
 import { CANCEL_EXIT_WAIT_MS, CANCEL_GRACE_MS } from "../exec/run-command.ts";
@@ -70,6 +73,8 @@ export class PowerShellPool implements WorkerOwner {
   #startError: CsiProxyError | undefined;
   #retryTimer: NodeJS.Timeout | undefined;
   #started = 0;
+  /** The worker script cannot run on this node (WorkerFatalError, e.g. Constrained Language Mode): every call gets it; no worker is started again. */
+  #fatal: WorkerFatalError | undefined;
 
   constructor(options: PowerShellPoolOptions) {
     this.#options = options;
@@ -96,6 +101,7 @@ export class PowerShellPool implements WorkerOwner {
   call<T = Json>(op: string, args: { [key: string]: Json } = {}, options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<T> {
     if (this.#closed) return Promise.reject(new CsiProxyError(Code.Unavailable, "PowerShell worker pool is closed"));
     if (!this.#ops.has(op)) return Promise.reject(new CsiProxyError(Code.Internal, `unknown PowerShell worker op ${JSON.stringify(op)}`));
+    if (this.#fatal) return Promise.reject(new CsiProxyError(this.#fatal.code, `${op}: ${this.#fatal.message}`));
     if (this.#queue.length >= this.#maxQueue) {
       return Promise.reject(new CsiProxyError(Code.ResourceExhausted, `too many host operations waiting (${this.#queue.length}); try again later`));
     }
@@ -189,6 +195,11 @@ export class PowerShellPool implements WorkerOwner {
     this.#workers.delete(worker);
     this.log(`PowerShell worker ${worker.child.pid} gone: ${err.message}`);
     if (this.#closed) return;
+    if (err instanceof WorkerFatalError) {
+      this.#fatal = err;
+      for (const call of this.#queue.splice(0)) call.reject(new CsiProxyError(err.code, `${call.op}: ${err.message}`));
+      return;
+    }
     queueMicrotask(() => {
       if (!worker.isReady) {
         this.#failures++;

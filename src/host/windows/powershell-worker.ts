@@ -22,6 +22,14 @@ export class WorkerKilledError extends CsiProxyError {
   override name = "WorkerKilledError";
 }
 
+/**
+ * The worker script refused to run here, for good (Constrained Language Mode): every call answers
+ * with this error (FailedPrecondition, the script's text) and the pool starts no further worker.
+ */
+export class WorkerFatalError extends CsiProxyError {
+  override name = "WorkerFatalError";
+}
+
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
 const MARKER = "@@CSIPROXY@@ ";
@@ -116,11 +124,15 @@ export class PowerShellWorker {
         if (line.trim()) this.#pool.log(`PowerShell worker ${this.child.pid}: ignored output: ${line.slice(0, 200)}`);
         continue;
       }
-      let msg: { ready?: boolean; id?: number; ok?: boolean; result?: Json; error?: WorkerErrorInfo };
+      let msg: { ready?: boolean; id?: number | null; ok?: boolean; result?: Json; error?: WorkerErrorInfo; fatal?: { kind?: string; message?: string } };
       try {
         msg = JSON.parse(line.slice(MARKER.length));
       } catch {
         this.#die(new CsiProxyError(Code.Internal, `PowerShell worker sent malformed JSON: ${line.slice(0, 200)}`));
+        return;
+      }
+      if (msg.fatal) {
+        this.#die(new WorkerFatalError(Code.FailedPrecondition, String(msg.fatal.message ?? msg.fatal.kind ?? "PowerShell worker script cannot run")));
         return;
       }
       if (msg.ready) {

@@ -29,7 +29,8 @@ function Member($el, [string]$name) {
   $null
 }
 
-function Note([string]$text) { [System.IO.File]::AppendAllText($env:CSI_STANDIN_CALLS, $text + [char]10) }
+# A Dictionary for System.Text.Json (a hashtable cast to it would be read as property setters).
+function Dict([hashtable]$h) { $d = [System.Collections.Generic.Dictionary[string, object]]::new(); foreach ($k in $h.Keys) { $d[[string]$k] = $h[$k] }; , $d }
 
 function JsonValue($el) {
   switch ($el.ValueKind.ToString()) {
@@ -144,7 +145,7 @@ function Invoke-CimMethod {
     foreach ($k in $Arguments.Keys) {
       $v = $Arguments[$k]
       $tn = if ($null -eq $v) { 'null' } else { $v.GetType().Name }
-      $seen[[string]$k] = [System.Collections.Generic.Dictionary[string, object]]@{ type = $tn; value = [string]$v }
+      $seen[[string]$k] = Dict @{ type = $tn; value = [string]$v }
       if ($null -eq $violation) {
         $want = Member $m.GetProperty('in') ([string]$k)
         if ($null -eq $want) { $violation = 'argument ' + $k + ' is not an [in] parameter of ' + $ClassName + '.' + $MethodName }
@@ -155,8 +156,9 @@ function Invoke-CimMethod {
       }
     }
   }
-  $call = [System.Collections.Generic.Dictionary[string, object]]@{ cmdlet = 'Invoke-CimMethod'; class = $ClassName; method = $MethodName; static = $static; instance = $id; arguments = $seen; violation = $violation }
-  Note ([System.Text.Json.JsonSerializer]::Serialize($call))
+  $call = Dict @{ cmdlet = 'Invoke-CimMethod'; class = $ClassName; method = $MethodName; static = $static; instance = $id; arguments = $seen; violation = $violation }
+  # .NET calls only: a module function's parameters are logged (module logging), and the arguments may hold a secret
+  [System.IO.File]::AppendAllText($env:CSI_STANDIN_CALLS, [System.Text.Json.JsonSerializer]::Serialize($call, $call.GetType(), [System.Text.Json.JsonSerializerOptions]$null) + [char]10)
   if ($null -ne $violation) { throw ('stand-in: CIM signature violation: ' + $violation) }
   MaybeFail $PSCmdlet ('Invoke-CimMethod ' + $ClassName + '.' + $MethodName)
   $r = [pscustomobject]@{ ReturnValue = [uint32]0 }

@@ -15,10 +15,10 @@ function Get-SmbGlobalMapping {
 function New-SmbGlobalMapping {
   [CmdletBinding()]
   param([Parameter(Mandatory)][string]$RemotePath, [pscredential]$Credential, [bool]$RequirePrivacy, [string]$LocalPath)
-  $call = [System.Collections.Generic.Dictionary[string, object]]@{
-    cmdlet = 'New-SmbGlobalMapping'; remotePath = $RemotePath; requirePrivacy = $RequirePrivacy
-    user = $Credential.UserName; password = $Credential.GetNetworkCredential().Password }
-  [System.IO.File]::AppendAllText($env:CSI_STANDIN_CALLS, [System.Text.Json.JsonSerializer]::Serialize($call) + [char]10)
+  $call = [System.Collections.Generic.Dictionary[string, object]]::new()
+  $call['cmdlet'] = 'New-SmbGlobalMapping'; $call['remotePath'] = $RemotePath; $call['requirePrivacy'] = $RequirePrivacy
+  $call['user'] = $Credential.UserName; $call['password'] = $Credential.GetNetworkCredential().Password
+  [System.IO.File]::AppendAllText($env:CSI_STANDIN_CALLS, [System.Text.Json.JsonSerializer]::Serialize($call, $call.GetType(), [System.Text.Json.JsonSerializerOptions]$null) + [char]10)
 }
 
 function Remove-SmbGlobalMapping {
@@ -26,8 +26,9 @@ function Remove-SmbGlobalMapping {
   param([Parameter(Mandatory, ValueFromPipeline)]$InputObject, [switch]$Force)
   process {
     foreach ($m in @($InputObject)) {
-      $call = [System.Collections.Generic.Dictionary[string, object]]@{ cmdlet = 'Remove-SmbGlobalMapping'; remotePath = [string]$m.RemotePath; force = [bool]$Force }
-      [System.IO.File]::AppendAllText($env:CSI_STANDIN_CALLS, [System.Text.Json.JsonSerializer]::Serialize($call) + [char]10)
+      $call = [System.Collections.Generic.Dictionary[string, object]]::new()
+      $call['cmdlet'] = 'Remove-SmbGlobalMapping'; $call['remotePath'] = [string]$m.RemotePath; $call['force'] = [bool]$Force
+      [System.IO.File]::AppendAllText($env:CSI_STANDIN_CALLS, [System.Text.Json.JsonSerializer]::Serialize($call, $call.GetType(), [System.Text.Json.JsonSerializerOptions]$null) + [char]10)
     }
   }
 }
