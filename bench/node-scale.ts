@@ -14,7 +14,7 @@
 // checks included); the in-use verdict over every namespace timed in this process with the
 // daemon's own code (first call, then with the tables remembered); the server's RSS; the load average.
 // Per RPC also the uevents the kernel sent during its calls (every one makes the reads kept until the
-// next uevent read again: src/host/linux/uevent-keyed.ts).
+// next uevent read again: src/host/linux/block/uevent-keyed.ts).
 //   node bench/node-scale.ts [--quick] [--calls N] [--formats N] [--disks N] [--cpu-prof DIR]
 // --quick: smaller sizes (mounts 0/200/1 000/2 000, 30 namespaces, 3/16 disks, 50 SMB entries,
 // 200 processes), a few minutes on a loaded 2-core machine. --disks: the loop disks of the "+ disks"
@@ -31,8 +31,8 @@ import { fileURLToPath } from "node:url";
 import { connectGroup } from "../src/client/connect-group.ts";
 import { buildProduction, residentMB, spawnServer, stop } from "./production-server.ts";
 import { loopDeviceSkipReason } from "../test/helpers/loop-device.ts";
-import { createNamespaceMounts } from "../src/host/linux/namespace-mounts.ts";
-import { scanDeviceOpeners, type OpenerScanStats } from "../src/host/linux/device-openers.ts";
+import { createNamespaceMounts } from "../src/host/linux/mounts/namespace-mounts.ts";
+import { scanDeviceOpeners, type OpenerScanStats } from "../src/host/linux/block/device-openers.ts";
 import { timedMedian } from "./timed-median.ts";
 
 const MARK = "CSI_PROXY_NODE_SCALE_RUN";
@@ -437,7 +437,7 @@ async function inner(runDir: string) {
   }
 }
 
-/** The kernel's uevent count: the block reads kept until the next uevent (src/host/linux/uevent-keyed.ts) are read again after each one, from any process on the node. */
+/** The kernel's uevent count: the block reads kept until the next uevent (src/host/linux/block/uevent-keyed.ts) are read again after each one, from any process on the node. */
 const ueventCount = () => Number(readFileSync("/sys/kernel/uevent_seqnum", "utf8"));
 
 const f = (x: number) => (x < 10 ? x.toFixed(2) : x < 100 ? x.toFixed(1) : x.toFixed(0));

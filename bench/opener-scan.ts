@@ -1,5 +1,5 @@
 /**
- * Cost of the opener scan (src/host/linux/device-openers.ts) and of FormatVolume's whole in-use
+ * Cost of the opener scan (src/host/linux/block/device-openers.ts) and of FormatVolume's whole in-use
  * verdict on a node with many processes:
  * `node bench/opener-scan.ts [processes=2000] [descriptors=50] [mix=files|mixed] [via=both|kernel|procfs] [namespaces=0]` starts that many
  * `sleep` processes, each inheriting that many descriptors (mix "files": every one a regular file,
@@ -19,8 +19,8 @@ import { closeSync, mkdtempSync, openSync, rmSync } from "node:fs";
 import { createServer, connect } from "node:net";
 import { tmpdir, loadavg } from "node:os";
 import * as path from "node:path";
-import { scanDeviceOpeners, type OpenerScanStats } from "../src/host/linux/device-openers.ts";
-import { createNamespaceMounts } from "../src/host/linux/namespace-mounts.ts";
+import { scanDeviceOpeners, type OpenerScanStats } from "../src/host/linux/block/device-openers.ts";
+import { createNamespaceMounts } from "../src/host/linux/mounts/namespace-mounts.ts";
 import { timedMedian } from "./timed-median.ts";
 
 const processes = Number(process.argv[2] ?? 2000);

@@ -1,5 +1,5 @@
 import type { DescMethod } from "@bufbuild/protobuf";
-import { buildEndpoints, createServices, releaseHostResources } from "./compose.ts";
+import { buildEndpoints, createServices, releaseHostResources } from "./compose/compose.ts";
 import type { ProxyConfig } from "./proxy-config.ts";
 import type { Services } from "./groups/services.ts";
 import { serveEndpoints, type ServingEndpoints } from "./rpc/serve-endpoints.ts";
@@ -90,9 +90,9 @@ export function callObserver(logger: Logger, metrics: GrpcMetrics | undefined): 
   };
 }
 
-/** Windows -pipe-sddl: validates the SDDL now and returns the per-pipe applier (src/win32/pipe-security.ts). */
+/** Windows -pipe-sddl: validates the SDDL now and returns the per-pipe applier (src/win32-service/pipe-security.ts). */
 async function pipeSecurity(sddl: string, logger: Logger): Promise<(address: string) => Promise<void>> {
-  const { createPipeSecurity } = await import("./win32/pipe-security.ts");
+  const { createPipeSecurity } = await import("./win32-service/pipe-security.ts");
   const security = await createPipeSecurity(sddl);
   return async (address) => {
     const applied = await security.apply(address);

@@ -12,9 +12,9 @@
  * For embedding the daemon: `startDaemon`.
  */
 export { connectGroup, type ConnectOptions, type GroupClient } from "./client/connect-group.ts";
-export { createCheckedServices as createServices } from "./compose.ts";
+export { createCheckedServices as createServices } from "./compose/compose.ts";
 export { createInProcessApi, type InProcessApi, type TypedClient } from "./in-process/typed-api.ts";
-export type { CallOptions } from "./in-process/call-options.ts";
+export type { CallOptions } from "./util/call-scope.ts";
 export { createInProcessClient, type InProcessCsiProxyClient, type InProcessClientOptions, type GrpcStyleClient, type ServiceError } from "./in-process/grpc-style-client.ts";
 export type { ProxyConfig } from "./proxy-config.ts";
 export type { Services } from "./groups/services.ts";

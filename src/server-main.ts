@@ -16,7 +16,7 @@ import { startDaemon } from "./daemon.ts";
 import { setHostCommandTimeoutCap, stopHostCommands, KILL_GRACE_MS } from "./host/exec/run-command.ts";
 import { version } from "./version.ts";
 import { blockedHostOperations, runningHostOperations } from "./host/mount-gate.ts";
-import { exitWithoutHandlers } from "./host/linux/libc.ts";
+import { exitWithoutHandlers } from "./host/linux/kernel/libc.ts";
 
 export async function runServer(argv: string[], hooks: RunHooks = {}): Promise<number> {
   const specs = serverFlags(process.platform, defaultSocketDir());
@@ -89,8 +89,8 @@ export async function runServer(argv: string[], hooks: RunHooks = {}): Promise<n
       return daemon;
     };
     if (flags["windows-service"]) {
-      // Windows service: the SCM starts and stops serving (src/win32/service.ts).
-      const { runService } = await import("./win32/service.ts");
+      // Windows service: the SCM starts and stops serving (src/win32-service/service.ts).
+      const { runService } = await import("./win32-service/service.ts");
       let daemon: Awaited<ReturnType<typeof startDaemon>> | undefined;
       return await runService({
         start: async () => {

@@ -6,7 +6,7 @@
  * and lets the old generation grow well past its live size before collecting it; the ArrayBuffers
  * promoted with them (socket reads, answers) keep their malloc'd backing stores until then, and
  * glibc keeps freed blocks in its arenas. So the resident set after a burst is mostly garbage and
- * freed memory not yet returned (docs/performance.md "RSS after load": after 100 000 PathExists
+ * freed memory not yet returned (docs/performance.md "Memory and start": after 100 000 PathExists
  * calls, 84–112 MB resident where one full collection and malloc_trim leave ~67 MB).
  *
  * {@link watchQuietFootprint}: once no call has run for `quietMs` and the resident set is at least
@@ -20,7 +20,7 @@
  * glibc's; elsewhere only the collection runs).
  */
 import { callsStarted, onCallsQuiet, runningCalls } from "../rpc/call-activity.ts";
-import { gcFunction } from "./start-up-footprint.ts";
+import { gcFunction } from "../util/gc-function.ts";
 
 export interface QuietFootprintOptions {
   /** No call for this long (ms) makes the server quiet. */
@@ -40,7 +40,7 @@ type Trim = (done: () => void) => void;
 async function loadTrim(): Promise<Trim | undefined> {
   if (process.platform !== "linux") return undefined;
   try {
-    const { loadKoffi } = await import("../win32/native.ts");
+    const { loadKoffi } = await import("../util/koffi-loader.ts");
     const koffi = await loadKoffi();
     const trim = koffi.load("libc.so.6").func("int malloc_trim(size_t pad)") as unknown as { async: (pad: number, done: () => void) => void };
     // On a koffi worker thread: the event loop is not held while the arenas are walked.

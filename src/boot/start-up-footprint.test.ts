@@ -6,7 +6,7 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
-import { compilerChosenByUser, gcFunction } from "./start-up-footprint.ts";
+import { compilerChosenByUser } from "./start-up-footprint.ts";
 
 const moduleUrl = new URL("./start-up-footprint.ts", import.meta.url).href;
 
@@ -94,13 +94,6 @@ describe("start-up footprint", () => {
     assert.equal(viaArgv.held, false);
     assert.equal((viaArgv.report as Record<string, unknown>).compilersResumed, false);
     assert.equal((viaArgv.status as number) & TURBOFANNED, 0, "the user's --no-turbofan stands after settling");
-  });
-
-  it("makes one gc function per process (one vm context), shared by every caller, and it collects", () => {
-    const gc = gcFunction();
-    assert.equal(typeof gc, "function");
-    assert.equal(gcFunction(), gc, "a second call made another context");
-    assert.doesNotThrow(() => gc!({ type: "minor", execution: "sync" }));
   });
 
   it("tells compiler choices from other flags", () => {

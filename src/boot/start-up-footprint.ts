@@ -5,7 +5,7 @@
  *    the program is loaded): V8's baseline and optimizing compilers (Sparkplug, Maglev, Turbofan) are
  *    held while the program loads and the endpoints start. Start-up code runs once; compiling it
  *    only maps compiler code and fills code space and compiler zones (~8 MB resident idle, measured
- *    with bench/path-exists.ts; docs/performance.md "RSS"). Not held when the command line or NODE_OPTIONS chose a compiler setting
+ *    with bench/path-exists.ts; docs/performance.md "Memory and start"). Not held when the command line or NODE_OPTIONS chose a compiler setting
  *    (--jitless, --no-turbofan, --max-opt, …): that choice stands and is never overridden.
  * 2. {@link settleAfterStart}, once every endpoint listens: the compilers are released (serving code
  *    is compiled as before, from its first calls: a function's feedback, not its age, decides), then
@@ -17,7 +17,7 @@
  * Platform-neutral (Linux, Windows, the exe).
  */
 import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
+import { gcFunction } from "../util/gc-function.ts";
 
 /** Node/V8 options that decide about the compilers: when any is given, nothing is held. */
 const COMPILER_CHOICE = /(^|\s)--(no-)?(jitless|turbofan|opt|maglev|sparkplug|max-opt|always-turbofan|always-sparkplug|lite-mode)(?=[\s=]|$)/;
@@ -60,31 +60,6 @@ export interface SettleReport {
   ms: number;
   /** One line for the log. */
   summary: string;
-}
-
-type GcFunction = (options?: object) => unknown;
-
-/** The process's one `gc` (null: V8 refused it); its context lives as long as the function does. */
-let processGc: GcFunction | null | undefined;
-
-/**
- * V8's `gc()`, reached without --expose-gc on the command line: the flag set, `gc` read from a new
- * context, the flag cleared. Made once per process and shared: each new context costs a native
- * context's memory for as long as its `gc` is held, and its creation milliseconds.
- */
-export function gcFunction(): GcFunction | undefined {
-  if (processGc === undefined) {
-    try {
-      setFlagsFromString("--expose-gc");
-      const gc = runInNewContext("gc");
-      processGc = typeof gc === "function" ? (gc as GcFunction) : null;
-    } catch {
-      processGc = null;
-    } finally {
-      setFlagsFromString("--no-expose-gc");
-    }
-  }
-  return processGc ?? undefined;
 }
 
 function releaseCompilers(): boolean {

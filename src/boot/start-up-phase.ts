@@ -2,7 +2,7 @@
  * The daemon's start-up phase: from startDaemon's first step until every endpoint listens (or the
  * start failed). Work that only makes later calls cheaper — loading native code (koffi and libc) for
  * a cache's change probe — is not done inside it: the start-up path reads what it needs directly
- * instead, and the probe is set up by the first use after it (docs/performance.md "Start time").
+ * instead, and the probe is set up by the first use after it (docs/performance.md "Memory and start").
  *
  * Contract: outside a daemon's start (library callers, tests, after the endpoints listen)
  * {@link inStartUp} is false, so nothing changes for them. Phases nest (a count); each begin is

@@ -10,7 +10,7 @@
  *   (V8 otherwise lets it grow to up to 4 × under load: the objects of calls in flight promoted at
  *   each young collection pile up as garbage, ~200 bytes per PathExists call). Measured with
  *   bench/path-exists.ts: RSS at the end of 100 000 calls 84–88 MB instead of 97–112 MB, CPU per call
- *   unchanged within the run-to-run spread (docs/performance.md "RSS after load"). Read by V8 at
+ *   unchanged within the run-to-run spread (docs/performance.md "Memory and start"). Read by V8 at
  *   each full collection, so setting it here, after the isolate exists, takes effect.
  * - the compilers are held during start-up, and Turbofan stays off after it (the top tier is Maglev;
  *   not when the command line or NODE_OPTIONS chose a compiler setting): Turbofan's code in the node

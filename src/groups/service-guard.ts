@@ -12,7 +12,7 @@
  */
 import { CsiProxyError, Code } from "../errors.ts";
 import type { Services } from "./services.ts";
-import { checkCallOptions } from "../in-process/call-options.ts";
+import { checkCallOptions } from "../util/call-scope.ts";
 
 type Kind = "string" | "boolean" | "uint32" | "int64" | "portal?" | "authType";
 

@@ -4,7 +4,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { it } from "node:test";
 import { inspectDirectory } from "./inspect-directory.ts";
-import { symlinkAt } from "./linux/symlink-at.ts";
+import { symlinkAt } from "./linux/paths/symlink-at.ts";
 
 it("inspectDirectory: missing → null, file → not a directory, empty and non-empty directories", async () => {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), "inspect-"));

@@ -1,6 +1,6 @@
 /**
  * The one bounded recursive-delete walk of both platforms, over {@link DirOps}: Linux directory
- * handles and *at calls (src/host/linux/linux-dir-ops.ts), Win32 handles
+ * handles and *at calls (src/host/linux/paths/linux-dir-ops.ts), Win32 handles
  * (src/host/windows/win32-dir-ops.ts), or a test double. The walk owns the traversal, the bounds, the
  * stop checks, the identity checks and what a stopped walk answers; the operations only touch the
  * filesystem, each through a handle or by a name inside a held directory, never following a link.
@@ -31,7 +31,7 @@
  * still there, how many entries are left in it and the first few names (src/host/remove-summary.ts).
  */
 import { Code, CsiProxyError, failedPrecondition } from "../errors.ts";
-import { abortError } from "./stop-if-aborted.ts";
+import { abortError } from "../util/stop-if-aborted.ts";
 import { NAMES_SHOWN, removeFailure, removeSummary } from "./remove-summary.ts";
 import { OPEN_DIRS, PendingNames } from "./tree-walk-bounds.ts";
 

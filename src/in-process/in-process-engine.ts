@@ -5,7 +5,7 @@
  * a call answers is what the daemon would send for the same request bytes.
  */
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
-import { buildEndpoints, createServices } from "../compose.ts";
+import { buildEndpoints, createServices } from "../compose/compose.ts";
 import type { ProxyConfig } from "../proxy-config.ts";
 import type { Services } from "../groups/services.ts";
 import { unaryMethods, type UnaryMethod } from "../rpc/grpc-service.ts";

@@ -5,6 +5,6 @@
  */
 export { createInProcessClient, DEFAULT_VERSIONS, InProcessMetadata, type InProcessCsiProxyClient, type InProcessClientOptions, type GrpcStyleClient, type ServiceError, type UnaryCallback, type InProcessUnaryCall } from "./grpc-style-client.ts";
 export { createInProcessApi, type InProcessApi, type TypedClient } from "./typed-api.ts";
-export type { CallOptions } from "./call-options.ts";
+export type { CallOptions } from "../util/call-scope.ts";
 export { CsiProxyError, Code } from "../errors.ts";
 export type { ProxyConfig } from "../proxy-config.ts";

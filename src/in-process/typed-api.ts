@@ -17,7 +17,7 @@ import type { Services } from "../groups/services.ts";
 import { groups, versionsOf, type Group, type ServiceOf, type VersionOf } from "../api/catalog.ts";
 import { createInProcessEngine, type InProcessEngine } from "./in-process-engine.ts";
 import { checkMessage } from "./strict-message.ts";
-import { checkCallOptions, type CallOptions } from "./call-options.ts";
+import { checkCallOptions, type CallOptions } from "../util/call-scope.ts";
 
 type Method<I extends DescMessage, O extends DescMessage> = (request?: MessageInitShape<I>, options?: CallOptions) => Promise<MessageShape<O>>;
 

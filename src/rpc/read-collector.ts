@@ -15,7 +15,7 @@
  * Contract: never throws; nothing observable changes but memory. Without a gc function (V8 refused
  * --expose-gc) it does nothing.
  */
-import { gcFunction } from "../boot/start-up-footprint.ts";
+import { gcFunction } from "../util/gc-function.ts";
 import { READ_COLLECT_BYTES } from "./transport-limits.ts";
 
 let readSinceCollection = 0;

@@ -33,9 +33,9 @@ import * as path from "node:path";
 import { Code, CsiProxyError } from "../errors.ts";
 import { createKeyedMutex, type KeyedMutex, type LockOptions } from "../util/keyed-mutex.ts";
 import { callSignal, noteOutliving, runCollectingOutliving, type Outliving } from "../util/call-scope.ts";
-import { abortError } from "../host/stop-if-aborted.ts";
+import { abortError } from "../util/stop-if-aborted.ts";
 import { kernel32 } from "../win32/kernel32.ts";
-import { loadKoffi } from "../win32/native.ts";
+import { loadKoffi } from "../util/koffi-loader.ts";
 
 /** Lock files per namespace. */
 export const STRIPES = 64;

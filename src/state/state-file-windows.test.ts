@@ -62,7 +62,7 @@ describe("readWindowsStateFile", () => {
   });
 
   it("the Windows services read smb-mappings.json through it (static check of the wiring)", async () => {
-    const compose = await readFile(new URL("../host/windows/compose-windows.ts", import.meta.url), "utf8");
+    const compose = await readFile(new URL("../compose/windows.ts", import.meta.url), "utf8");
     assert.match(compose, /smbStateFile\(config\.stateDir, \{ read: \(file\) => readWindowsStateFile\(file, win32\) \}\)/);
   });
 });

@@ -12,11 +12,24 @@
  * to its own bounds.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
+import { CsiProxyError, Code } from "../errors.ts";
 
 /** What a service method takes besides its request (every method of every group, last argument). */
 export interface CallOptions {
   /** Aborted when the call's deadline passes, the client cancels or the connection is lost. Absent: the work runs to its own bounds. */
   signal?: AbortSignal;
+}
+
+/** Throws InvalidArgument unless `options` is undefined or `{ signal?: AbortSignal }` (the public API's check of a caller's options). */
+export function checkCallOptions(options: unknown): AbortSignal | undefined {
+  if (options === undefined) return undefined;
+  if (typeof options !== "object" || options === null || Array.isArray(options)) {
+    throw new CsiProxyError(Code.InvalidArgument, `options: expected an object { signal?: AbortSignal }, got ${options === null ? "null" : typeof options}`);
+  }
+  for (const key of Object.keys(options)) if (key !== "signal") throw new CsiProxyError(Code.InvalidArgument, `options.${key}: unknown option (options: signal)`);
+  const { signal } = options as { signal?: unknown };
+  if (signal !== undefined && !(signal instanceof AbortSignal)) throw new CsiProxyError(Code.InvalidArgument, "options.signal: expected an AbortSignal");
+  return signal;
 }
 
 /** Host work that goes on after its call was answered because it could not be ended. */

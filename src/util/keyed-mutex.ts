@@ -1,5 +1,5 @@
 import { Code, CsiProxyError } from "../errors.ts";
-import { abortError } from "../host/stop-if-aborted.ts";
+import { abortError } from "./stop-if-aborted.ts";
 import { callSignal, runCollectingOutliving, type Outliving } from "./call-scope.ts";
 
 /** What a call says about the operation it runs under a lock (for the refusals of later calls). */

@@ -6,7 +6,7 @@
  */
 import { io, oncePerKoffi, sync } from "./binding.ts";
 import type { Handle } from "./kernel32.ts";
-import type { Koffi } from "./native.ts";
+import type { Koffi } from "../util/koffi-loader.ts";
 import { win32Types } from "./win32-structs.ts";
 
 /** An out-parameter koffi fills (`_Out_ void **`, `_Out_ uint32_t *`, …): a one-element array. */

@@ -18,7 +18,7 @@
  * - `lock`: the node-wide lock files in the state directory (state/node-locks.ts): opened, locked
  *   with LOCKFILE_FAIL_IMMEDIATELY (never waits), unlocked and closed synchronously.
  */
-import type { Koffi } from "./native.ts";
+import type { Koffi } from "../util/koffi-loader.ts";
 
 export type DeclKind = "io" | "mem" | "local" | "scm" | "service" | "lock";
 

@@ -4,7 +4,7 @@
  * test/windows/win32-layout.test.ts. `Handle` arguments are `intptr_t` (a number or bigint).
  */
 import { io, oncePerKoffi, sync } from "./binding.ts";
-import type { Koffi } from "./native.ts";
+import type { Koffi } from "../util/koffi-loader.ts";
 
 /** A Win32 HANDLE as koffi returns `intptr` (a number, or a bigint for large values). */
 export type Handle = number | bigint;

@@ -15,7 +15,7 @@ import { advapi32, type Advapi32 } from "./advapi32.ts";
 import type { IoFn } from "./binding.ts";
 import { IoLimiter } from "./io-limiter.ts";
 import { kernel32, type Kernel32 } from "./kernel32.ts";
-import type { Koffi } from "./native.ts";
+import type { Koffi } from "../util/koffi-loader.ts";
 
 export type { Handle } from "./kernel32.ts";
 

@@ -31,7 +31,7 @@ export const WinError = {
   NONE_MAPPED: 1332,
   FAILED_SERVICE_CONTROLLER_CONNECT: 1063,
   NOT_A_REPARSE_POINT: 4390,
-  // Service Control Manager (src/win32/scm.ts)
+  // Service Control Manager (src/win32-service/scm.ts)
   DEPENDENT_SERVICES_RUNNING: 1051,
   INVALID_SERVICE_CONTROL: 1052,
   SERVICE_REQUEST_TIMEOUT: 1053,

@@ -1,7 +1,7 @@
 /**
  * The Win32 structure layouts csi-proxy passes through koffi, and their koffi types.
  */
-import type { Koffi } from "./native.ts";
+import type { Koffi } from "../util/koffi-loader.ts";
 
 /** SERVICE_STATUS, seven DWORDs; also the start of SERVICE_STATUS_PROCESS. */
 const SERVICE_STATUS_FIELDS = {

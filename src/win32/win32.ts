@@ -9,7 +9,7 @@
  * Only loaded on Windows (compose.ts imports the Windows hosts dynamically).
  */
 import * as files from "./files.ts";
-import { loadKoffi, type Koffi } from "./native.ts";
+import { loadKoffi, type Koffi } from "../util/koffi-loader.ts";
 import * as security from "./security.ts";
 import * as tokens from "./tokens.ts";
 import * as volumes from "./volumes.ts";

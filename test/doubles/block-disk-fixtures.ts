@@ -1,10 +1,10 @@
 /**
- * Plain block-device records for the pure block modules' tests (src/host/linux/device-use.ts,
+ * Plain block-device records for the pure block modules' tests (src/host/linux/block/device-use.ts,
  * block-snapshot.ts, …): a 256 MiB disk major 7, its partitions major 259, loop devices and snapshots.
  * Sizes in MiB, converted to 512-byte sectors.
  */
-import type { BlockSnapshot } from "../../src/host/linux/block-snapshot.ts";
-import type { BlockDisk, BlockPartition, LoopDevice } from "../../src/host/linux/block-types.ts";
+import type { BlockSnapshot } from "../../src/host/linux/block/block-snapshot.ts";
+import type { BlockDisk, BlockPartition, LoopDevice } from "../../src/host/linux/block/block-types.ts";
 
 export const MiB = 1024n * 1024n;
 /** MiB as 512-byte sectors. */

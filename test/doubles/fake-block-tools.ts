@@ -4,16 +4,16 @@
  * over it to unit-test the Linux semantics of the disk and volume groups. Every mutating call is
  * logged in `world.calls`.
  */
-import type { BlockDisk, BlockMount, DeviceOpener, DevNumber, LoopDevice, ManagedFsType, OfflineMark, PartitionTable, ProbeResult, Signature } from "../../src/host/linux/block-types.ts";
-import type { BlockReads } from "../../src/host/linux/block-reads.ts";
-import type { SignatureProbe } from "../../src/host/linux/signature-probe.ts";
-import type { DeviceClaim, DeviceClaims, NamespaceMount } from "../../src/host/linux/device-claims.ts";
-import type { PartitionResizing, Partitioning } from "../../src/host/linux/partitioning.ts";
-import type { FilesystemTools, FilesystemUsage } from "../../src/host/linux/filesystem-tools.ts";
-import type { MountTools } from "../../src/host/linux/mount-tools.ts";
-import type { WriteBack } from "../../src/host/linux/write-back.ts";
-import type { DeviceState, OfflineMarks } from "../../src/host/linux/device-state.ts";
-import type { Privileges } from "../../src/host/linux/privileges.ts";
+import type { BlockDisk, BlockMount, DeviceOpener, DevNumber, LoopDevice, ManagedFsType, OfflineMark, PartitionTable, ProbeResult, Signature } from "../../src/host/linux/block/block-types.ts";
+import type { BlockReads } from "../../src/host/linux/block/block-reads.ts";
+import type { SignatureProbe } from "../../src/host/linux/block/signature-probe.ts";
+import type { DeviceClaim, DeviceClaims, NamespaceMount } from "../../src/host/linux/block/device-claims.ts";
+import type { PartitionResizing, Partitioning } from "../../src/host/linux/block/partitioning.ts";
+import type { FilesystemTools, FilesystemUsage } from "../../src/host/linux/block/filesystem-tools.ts";
+import type { MountTools } from "../../src/host/linux/mounts/mount-tools.ts";
+import type { WriteBack } from "../../src/host/linux/block/write-back.ts";
+import type { DeviceState, OfflineMarks } from "../../src/host/linux/block/device-state.ts";
+import type { Privileges } from "../../src/host/linux/kernel/privileges.ts";
 import { FakeBlockWorld } from "./fake-block-world.ts";
 import { failedPrecondition, internal } from "../../src/errors.ts";
 

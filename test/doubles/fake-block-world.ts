@@ -8,8 +8,8 @@
  * while mounted, disks grow only after a rescan. Every mutating host call is logged in `calls`;
  * `failNext(method, error)` injects a failure.
  */
-import type { BlockDisk, BlockMount, BlockPartition, DeviceOpener, DevNumber, ManagedFsType, OfflineMark, PartitionTable, ProbeResult } from "../../src/host/linux/block-types.ts";
-import type { FilesystemUsage } from "../../src/host/linux/filesystem-tools.ts";
+import type { BlockDisk, BlockMount, BlockPartition, DeviceOpener, DevNumber, ManagedFsType, OfflineMark, PartitionTable, ProbeResult } from "../../src/host/linux/block/block-types.ts";
+import type { FilesystemUsage } from "../../src/host/linux/block/filesystem-tools.ts";
 import { internal, notFound, failedPrecondition } from "../../src/errors.ts";
 import { FakeCallLog } from "./fake-call-log.ts";
 

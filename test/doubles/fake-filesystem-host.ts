@@ -1,7 +1,7 @@
 import * as path from "node:path";
 import type { EntryKind, FilesystemHostApi, RemoveOptions } from "../../src/groups/filesystem/host-api.ts";
 import { alreadyExists, failedPrecondition, notFound } from "../../src/errors.ts";
-import { stopIfAborted } from "../../src/host/stop-if-aborted.ts";
+import { stopIfAborted } from "../../src/util/stop-if-aborted.ts";
 
 type Entry = { kind: "file" } | { kind: "directory" } | { kind: "symlink"; target: string } | { kind: "mount" };
 

@@ -1,6 +1,6 @@
 // The replay of AWS EBS (gRPC mode) and of amazon-ecs-agent's copy against the daemon, on loop devices
 // whose serial numbers carry EBS volume ids: the Linux host reports a loop device's backing file path
-// as its SerialNumber (src/host/linux/disk-ids.ts, docs/linux-concept-map.md), so the backing file is
+// as its SerialNumber (src/host/linux/block/disk-ids.ts, docs/linux-concept-map.md), so the backing file is
 // named after the volume id, as an EBS NVMe disk's serial carries it on Windows. Every csi-proxy call
 // and its order is asserted against the driver's code (aws-family-model.ts, which cites file:line).
 import { describe, it, before, after } from "node:test";

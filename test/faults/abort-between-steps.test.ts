@@ -13,7 +13,7 @@ import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import * as path from "node:path";
-import { createLinuxBlockTools, type LinuxBlockTools } from "../../src/host/linux/linux-block-tools.ts";
+import { createLinuxBlockTools, type LinuxBlockTools } from "../../src/host/linux/block/linux-block-tools.ts";
 import { LinuxVolumeHost } from "../../src/host/linux/volume.ts";
 import { LinuxDiskHost } from "../../src/host/linux/disk.ts";
 import { createVolumeService } from "../../src/groups/volume/volume-service.ts";

@@ -5,7 +5,7 @@
  * mapping holds it). Prints `ready <pid>` once holding; exits after holdMs, or when killed.
  */
 import { closeSync, openSync, constants } from "node:fs";
-import { loadKoffi } from "../../src/win32/native.ts";
+import { loadKoffi } from "../../src/util/koffi-loader.ts";
 
 const [mode, file, holdMs] = process.argv.slice(2);
 const fd = openSync(file, mode === "read-write" ? constants.O_RDWR : constants.O_RDONLY);

@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { connectGroup } from "../../src/client/connect-group.ts";
-import { parseMountInfo } from "../../src/host/linux/mountinfo.ts";
+import { parseMountInfo } from "../../src/host/linux/kernel/mountinfo.ts";
 import { mountNamespace, startDaemon, type MountNamespace, type RunningDaemon } from "../integration/smb-iscsi-system-fixtures.ts";
 import { createFaultTools, type FaultAction, type FaultTool, type FaultTools } from "./fault-tools.ts";
 import { createLoopDevice, loopDeviceSkipReason, type LoopDevice } from "./loop-device.ts";

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { createInProcessApi, type InProcessApi } from "../../src/in-process/typed-api.ts";
 import { createInProcessClient } from "../../src/in-process/grpc-style-client.ts";
-import { createCheckedServices, createServices } from "../../src/compose.ts";
+import { createCheckedServices, createServices } from "../../src/compose/compose.ts";
 import { NO_REQUEST, REQUESTS } from "../../src/groups/service-guard.ts";
 import { CsiProxyError, Code } from "../../src/errors.ts";
 import type { ProxyConfig } from "../../src/proxy-config.ts";

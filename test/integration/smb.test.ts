@@ -28,7 +28,7 @@ import {
   type RunningDaemon,
 } from "./smb-iscsi-system-fixtures.ts";
 import { rejectsWithCode } from "../helpers/assert-coded.ts";
-import { parseMountInfo } from "../../src/host/linux/mountinfo.ts";
+import { parseMountInfo } from "../../src/host/linux/kernel/mountinfo.ts";
 
 const PASSWORD = "Sm8-P@ss;$(touch /tmp/pwned)`id`|&%PATH%";
 const canRun = isRoot && (await fs.stat("/usr/bin/unshare").then(() => true, () => false));

@@ -1,6 +1,6 @@
 // What a starting and an idle daemon keep off its start path: koffi (the FFI addon and the libc it
 // opens) is loaded by the first call or settling that needs it, never while the hosts are built
-// before the endpoints listen, nor by an idle server (docs/performance.md "Start time").
+// before the endpoints listen, nor by an idle server (docs/performance.md "Memory and start").
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";

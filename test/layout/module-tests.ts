@@ -20,9 +20,9 @@ export function productModules(): string[] {
   return tsFiles(path.join(repoRoot, "src")).filter((f) => !f.endsWith(".test.ts") && !f.endsWith(".d.ts") && !f.includes(`${path.sep}src${path.sep}gen${path.sep}`));
 }
 
-/** Test files: src/**.test.ts and everything under test/ (suites, their helpers and doubles) but this rule's own files. */
+/** Test files: src/**.test.ts and everything under test/ (suites, their helpers and doubles) but the layout rules (test/layout/: they name modules as data, they test the tree). */
 export function testFiles(): string[] {
-  const own = path.join(repoRoot, "test", "layout", "module-tests");
+  const own = path.join(repoRoot, "test", "layout") + path.sep;
   return [...tsFiles(path.join(repoRoot, "src")).filter((f) => f.endsWith(".test.ts")), ...tsFiles(path.join(repoRoot, "test")).filter((f) => !f.startsWith(own))];
 }
 

@@ -12,7 +12,7 @@ import * as path from "node:path";
 import { Lab, MiB, hasTool, hashRegion, labSkipReason, run, writeTable, type Loop } from "./block-lab.ts";
 import { rejectsWithCode } from "../helpers/assert-coded.ts";
 import { Code } from "../../src/errors.ts";
-import { createDeviceClaims, OPENER_SETTLE_MS } from "../../src/host/linux/device-claims.ts";
+import { createDeviceClaims, OPENER_SETTLE_MS } from "../../src/host/linux/block/device-claims.ts";
 
 const skip = labSkipReason();
 if (skip) process.stderr.write(`device opener suite skipped: ${skip}\n`);

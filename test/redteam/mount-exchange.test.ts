@@ -15,10 +15,10 @@ import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
-import { createServices } from "../../src/compose.ts";
+import { createServices } from "../../src/compose/compose.ts";
 import type { Services } from "../../src/groups/services.ts";
 import { CsiProxyError } from "../../src/errors.ts";
-import { loadKoffi } from "../../src/win32/native.ts";
+import { loadKoffi } from "../../src/util/koffi-loader.ts";
 import { createLoopDevice, loopDeviceSkipReason, type LoopDevice } from "../helpers/loop-device.ts";
 import { Exchanger, exchangerSkipReason } from "../helpers/exchanger.ts";
 

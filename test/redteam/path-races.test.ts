@@ -16,12 +16,12 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
-import { createServices } from "../../src/compose.ts";
+import { createServices } from "../../src/compose/compose.ts";
 import type { Services } from "../../src/groups/services.ts";
 import { CsiProxyError } from "../../src/errors.ts";
 import { LinuxFilesystemHost } from "../../src/host/linux/filesystem.ts";
 import { LinuxSmbHost } from "../../src/host/linux/smb.ts";
-import { loadLibc } from "../../src/host/linux/libc.ts";
+import { loadLibc } from "../../src/host/linux/kernel/libc.ts";
 import { createLoopDevice, loopDeviceSkipReason, type LoopDevice } from "../helpers/loop-device.ts";
 import { StoppableChild } from "../helpers/stoppable-child.ts";
 

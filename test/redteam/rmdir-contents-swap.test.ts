@@ -9,7 +9,7 @@
  * a wrapper of the walker's third directory read (node:fs/promises readdir/opendir, Linux) or of the
  * first entry open after the third listing (the handle double, Windows) — so it lands mid-walk on any
  * machine; everything else is the real code on the real filesystem. Linux walker:
- * src/host/linux/remove-tree.ts; Windows walker: src/host/windows/windows-remove-tree.ts under
+ * src/host/linux/paths/remove-tree.ts; Windows walker: src/host/windows/windows-remove-tree.ts under
  * test/doubles/fake-win32-handles.ts. Figures: "swap-figures {json}" lines (docs/reliability.md,
  * "Recursive delete", "Tests and outcomes").
  */
@@ -20,7 +20,7 @@ import * as fs from "node:fs";
 import { createRequire, syncBuiltinESMExports } from "node:module";
 import * as os from "node:os";
 import * as path from "node:path";
-import { removeContents } from "../../src/host/linux/remove-tree.ts";
+import { removeContents } from "../../src/host/linux/paths/remove-tree.ts";
 import { WindowsFilesystemHost } from "../../src/host/windows/filesystem.ts";
 import { Code, CsiProxyError } from "../../src/errors.ts";
 import { fakeWin32Handles } from "../doubles/fake-win32-handles.ts";

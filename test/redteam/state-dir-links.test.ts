@@ -22,7 +22,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { connectGroup } from "../../src/client/connect-group.ts";
-import { parseMountInfo } from "../../src/host/linux/mountinfo.ts";
+import { parseMountInfo } from "../../src/host/linux/kernel/mountinfo.ts";
 import {
   isRoot, mountNamespace, recordingMount, startDaemon, type MountNamespace, type RunningDaemon,
 } from "../integration/smb-iscsi-system-fixtures.ts";

@@ -10,11 +10,11 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { PowerShellPool, type PowerShellPoolOptions } from "../../src/host/windows/powershell-pool.ts";
-import { powershellArgs } from "../../src/host/windows/scripts/worker-script.ts";
-import { SMB_ISCSI_SYSTEM_OPS, SMB_ISCSI_SYSTEM_SCRIPT } from "../../src/host/windows/scripts/worker-ops-smb-iscsi-system.ts";
+import { PowerShellPool, type PowerShellPoolOptions } from "../../src/host/windows/powershell/powershell-pool.ts";
+import { powershellArgs } from "../../src/host/windows/powershell/scripts/worker-script.ts";
+import { SMB_ISCSI_SYSTEM_OPS, SMB_ISCSI_SYSTEM_SCRIPT } from "../../src/host/windows/powershell/scripts/worker-ops-smb-iscsi-system.ts";
 import { CIM_ASSOCIATIONS, CIM_CLASSES } from "../windows/cim-signatures.ts";
-import { POWERSHELL_QUIET_ENV } from "../../src/host/windows/powershell-env.ts";
+import { POWERSHELL_QUIET_ENV } from "../../src/host/windows/powershell/powershell-env.ts";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 export const PWSH = path.join(root, ".cache", "pwsh", "pwsh");

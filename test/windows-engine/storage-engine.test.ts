@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import * as path from "node:path";
 import { createEngine, engineSkipReason, PWSH, STANDINS, STORAGE, type WorldInstance } from "./engine.ts";
-import { createWindowsBlockServices } from "../../src/host/windows/block-services.ts";
+import { createWindowsBlockServices } from "../../src/compose/windows-block-services.ts";
 import type { Win32 } from "../../src/win32/win32.ts";
 import { Code } from "../../src/errors.ts";
 import { rejectsWithCode } from "../helpers/assert-coded.ts";

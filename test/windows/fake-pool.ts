@@ -7,8 +7,8 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
-import { PowerShellPool, type PowerShellPoolOptions } from "../../src/host/windows/powershell-pool.ts";
-import { powershellArgs } from "../../src/host/windows/scripts/worker-script.ts";
+import { PowerShellPool, type PowerShellPoolOptions } from "../../src/host/windows/powershell/powershell-pool.ts";
+import { powershellArgs } from "../../src/host/windows/powershell/scripts/worker-script.ts";
 
 const fakeWorker = fileURLToPath(new URL("../doubles/fake-powershell-worker.ts", import.meta.url));
 

@@ -1,7 +1,7 @@
 /**
  * Injection proofs (CVE-2023-3893 class) and secret handling for the Windows SMB, iSCSI and System
  * hosts. Their worker ops run in their own pool with their own constant script
- * (src/host/windows/scripts/worker-ops-smb-iscsi-system.ts). The fake worker records what it receives; for every op:
+ * (src/host/windows/powershell/scripts/worker-ops-smb-iscsi-system.ts). The fake worker records what it receives; for every op:
  *   - every worker ran that constant script, byte for byte (decoded from -EncodedCommand);
  *   - the request line is pure ASCII JSON whose `op` is the operation's constant op name;
  *   - hostile strings in every string field round-trip exactly (JSON.parse of the recorded line);
@@ -11,12 +11,12 @@
  */
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import { SECRET_FIELDS, SMB_ISCSI_SYSTEM_OPS, SMB_ISCSI_SYSTEM_SCRIPT } from "../../src/host/windows/scripts/worker-ops-smb-iscsi-system.ts";
-import { WORKER_OPS, WORKER_SCRIPT } from "../../src/host/windows/scripts/worker-script.ts";
+import { SECRET_FIELDS, SMB_ISCSI_SYSTEM_OPS, SMB_ISCSI_SYSTEM_SCRIPT } from "../../src/host/windows/powershell/scripts/worker-ops-smb-iscsi-system.ts";
+import { WORKER_OPS, WORKER_SCRIPT } from "../../src/host/windows/powershell/scripts/worker-script.ts";
 import { WindowsSmbHost, type SmbWin32 } from "../../src/host/windows/smb.ts";
 import { WindowsIscsiHost } from "../../src/host/windows/iscsi.ts";
 import { WindowsSystemHost } from "../../src/host/windows/system.ts";
-import type { ScmServiceInfo, ServiceControlManager } from "../../src/win32/scm.ts";
+import type { ScmServiceInfo, ServiceControlManager } from "../../src/win32-service/scm.ts";
 import { createRefCountedSmb } from "../helpers/ref-counted-smb.ts";
 import { createIscsiService } from "../../src/groups/iscsi/iscsi-service.ts";
 import { createSystemService } from "../../src/groups/system/system-service.ts";

@@ -10,12 +10,12 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { WindowsDiskHost } from "../../src/host/windows/disk.ts";
-import { WindowsDiskCim, type DiskIoctls } from "../../src/host/windows/disk-cim.ts";
+import { WindowsDiskCim, type DiskIoctls } from "../../src/host/windows/powershell/disk-cim.ts";
 import { WindowsVolumeHost } from "../../src/host/windows/volume.ts";
-import { WindowsVolumeCim, type VolumeWin32 } from "../../src/host/windows/volume-cim.ts";
+import { WindowsVolumeCim, type VolumeWin32 } from "../../src/host/windows/powershell/volume-cim.ts";
 import { createVolumeService } from "../../src/groups/volume/volume-service.ts";
 import { createDiskService } from "../../src/groups/disk/disk-service.ts";
-import { WORKER_SCRIPT } from "../../src/host/windows/scripts/worker-script.ts";
+import { WORKER_SCRIPT } from "../../src/host/windows/powershell/scripts/worker-script.ts";
 import { IO_REPARSE_TAG_MOUNT_POINT } from "../../src/win32/win32-constants.ts";
 import { Code, CsiProxyError } from "../../src/errors.ts";
 import { createFakePool } from "./fake-pool.ts";
@@ -77,7 +77,7 @@ const operations: WorkerOperation[] = [
 testHostileStringsReachWorkerAsData(operations, sent);
 
 test("every worker op of the script is covered above", async () => {
-  const { WORKER_OPS } = await import("../../src/host/windows/scripts/worker-script.ts");
+  const { WORKER_OPS } = await import("../../src/host/windows/powershell/scripts/worker-script.ts");
   assert.deepEqual(new Set(operations.map((o) => o.op)), new Set(WORKER_OPS.filter((op) => op !== "ping")));
 });
 

@@ -8,11 +8,11 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { powershellArgs, WORKER_OPS, WORKER_SCRIPT } from "../../src/host/windows/scripts/worker-script.ts";
-import { SMB_ISCSI_SYSTEM_OPS, SMB_ISCSI_SYSTEM_SCRIPT } from "../../src/host/windows/scripts/worker-ops-smb-iscsi-system.ts";
+import { powershellArgs, WORKER_OPS, WORKER_SCRIPT } from "../../src/host/windows/powershell/scripts/worker-script.ts";
+import { SMB_ISCSI_SYSTEM_OPS, SMB_ISCSI_SYSTEM_SCRIPT } from "../../src/host/windows/powershell/scripts/worker-ops-smb-iscsi-system.ts";
 import { CIM_CLASSES, CMDLETS } from "./cim-signatures.ts";
-import { STORAGE_STATUS } from "../../src/host/windows/storage-status.ts";
-import { mapWorkerError } from "../../src/host/windows/worker-error-codes.ts";
+import { STORAGE_STATUS } from "../../src/host/windows/powershell/storage-status.ts";
+import { mapWorkerError } from "../../src/host/windows/powershell/worker-error-codes.ts";
 import { Code } from "../../src/errors.ts";
 import { analyze, powershellParser, type Analysis } from "./powershell-analysis.ts";
 

@@ -9,7 +9,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Code, CsiProxyError } from "../../src/errors.ts";
-import { WindowsVolumeCim } from "../../src/host/windows/volume-cim.ts";
+import { WindowsVolumeCim } from "../../src/host/windows/powershell/volume-cim.ts";
 import { createKeyedMutex } from "../../src/util/keyed-mutex.ts";
 import { runInCall } from "../../src/util/call-scope.ts";
 import { createFakePool } from "./fake-pool.ts";

@@ -23,8 +23,8 @@ import { advapi32 } from "../../src/win32/advapi32.ts";
 import { kernel32 } from "../../src/win32/kernel32.ts";
 import { WIN32_STRUCTS, win32Types } from "../../src/win32/win32-structs.ts";
 import { WinError } from "../../src/win32/win32-errors.ts";
-import { SCM_LAYOUT } from "../../src/win32/scm.ts";
-import { DEVICE_ID_LAYOUT } from "../../src/host/windows/cim-output.ts";
+import { SCM_LAYOUT } from "../../src/win32-service/scm.ts";
+import { DEVICE_ID_LAYOUT } from "../../src/host/windows/powershell/cim-output.ts";
 
 /** koffi's description of a type (koffi.type()). */
 export interface KType {

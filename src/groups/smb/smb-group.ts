@@ -3,7 +3,7 @@
  * (smb-references.ts), the mapping steps (smb-mapping-steps.ts), the service of decisions
  * (smb-service.ts) and the reconciler (smb-reconciler.ts), whose start-up reconciliation has run
  * when this resolves. The reconciler's timer is the caller's to start (compose does:
- * src/host/linux/compose-linux.ts, src/host/windows/compose-windows.ts) and stop.
+ * src/compose/linux.ts, src/compose/windows.ts) and stop.
  */
 import { createKeyedMutex, type KeyedMutex } from "../../util/keyed-mutex.ts";
 import type { PathPolicy } from "../../policy/path-policy.ts";

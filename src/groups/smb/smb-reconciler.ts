@@ -1,6 +1,6 @@
 /**
  * The SMB group's reconciliation of its reference counts (smb-references.ts) with the host, apart
- * from any call: started by compose (src/host/linux/compose-linux.ts, compose-windows.ts) once the
+ * from any call: started by compose (src/compose/linux.ts, src/compose/windows.ts) once the
  * group is built, before serving, and then on a timer.
  *
  * Sweep ({@link SmbReconciler.sweep}): uses whose local link has disappeared are dropped; a root

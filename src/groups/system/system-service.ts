@@ -1,6 +1,6 @@
 import type { SystemService } from "./types.ts";
 import { callSignal, inCallScope } from "../../util/call-scope.ts";
-import { NOTHING_CHANGED, stopIfAborted } from "../../host/stop-if-aborted.ts";
+import { NOTHING_CHANGED, stopIfAborted } from "../../util/stop-if-aborted.ts";
 import { ServiceStatus } from "./types.ts";
 import type { SystemHostApi } from "./host-api.ts";
 import { CsiProxyError, Code, failedPrecondition, invalidArgument, notFound, permissionDenied } from "../../errors.ts";

@@ -1,6 +1,6 @@
 import type { VolumeService } from "./types.ts";
 import { callSignal, inCallScope } from "../../util/call-scope.ts";
-import { stopIfAborted, withEarlierSteps } from "../../host/stop-if-aborted.ts";
+import { stopIfAborted, withEarlierSteps } from "../../util/stop-if-aborted.ts";
 import type { MountedVolume, VolumeHostApi, VolumeLocation, WriteCheck } from "./host-api.ts";
 import type { KeyedMutex } from "../../util/keyed-mutex.ts";
 import { createKeyedMutex } from "../../util/keyed-mutex.ts";

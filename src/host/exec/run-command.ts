@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { CsiProxyError, Code } from "../../errors.ts";
 import { redactWhole } from "../../log/redact.ts";
 import { callSignal, outlivingRecorder } from "../../util/call-scope.ts";
-import { abortError } from "../stop-if-aborted.ts";
+import { abortError } from "../../util/stop-if-aborted.ts";
 import { readFileSync } from "node:fs";
 
 /** How to run one command. Arguments are an argv array: no shell is ever involved. */

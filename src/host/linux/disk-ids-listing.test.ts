@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
-import { createLinuxBlockTools } from "./linux-block-tools.ts";
+import { createLinuxBlockTools } from "./block/linux-block-tools.ts";
 import { LinuxDiskHost } from "./disk.ts";
 import { createLoopDevice, loopDeviceSkipReason, type LoopDevice } from "../../../test/helpers/loop-device.ts";
 

@@ -6,7 +6,7 @@ import { setTimeout as sleep } from "node:timers/promises";
  * block tools (a modelled host with loop, virtio and SCSI disks).
  */
 import { createDiskService } from "../../groups/disk/disk-service.ts";
-import { diskNumberOf } from "./disk-numbers.ts";
+import { diskNumberOf } from "./block/disk-numbers.ts";
 import { LinuxDiskHost } from "./disk.ts";
 import { createPathPolicy } from "../../policy/path-policy.ts";
 import { diskWriteCheck } from "../../policy/block-policy.ts";

@@ -1,11 +1,11 @@
 import * as fs from "node:fs/promises";
 import type { EntryKind, FilesystemHostApi, RemoveOptions } from "../../groups/filesystem/host-api.ts";
 import { fsError } from "../fs-error.ts";
-import { processMountIndex, type MountIndex } from "./mount-index.ts";
-import { mkdirAllNoFollow, withParent } from "./dir-handle.ts";
-import { removeContents, removeTree } from "./remove-tree.ts";
-import { symlinkAt } from "./symlink-at.ts";
-import { openCachedLookup, type CachedLookup } from "./cached-lookup.ts";
+import { processMountIndex, type MountIndex } from "./mounts/mount-index.ts";
+import { mkdirAllNoFollow, withParent } from "./paths/dir-handle.ts";
+import { removeContents, removeTree } from "./paths/remove-tree.ts";
+import { symlinkAt } from "./paths/symlink-at.ts";
+import { openCachedLookup, type CachedLookup } from "./paths/cached-lookup.ts";
 
 /** Filesystem host operations on Linux: direct fs calls, no processes. */
 export class LinuxFilesystemHost implements FilesystemHostApi {

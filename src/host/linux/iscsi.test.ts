@@ -15,7 +15,7 @@ import { Code, CsiProxyError } from "../../errors.ts";
 import { LinuxIscsiHost } from "./iscsi.ts";
 import { writeIscsiSession } from "../../../test/doubles/fake-iscsi-sysfs.ts";
 import { recordingProgram, type RecordingProgram } from "../../../test/integration/smb-iscsi-system-fixtures.ts";
-import { diskNumberOf } from "./disk-numbers.ts";
+import { diskNumberOf } from "./block/disk-numbers.ts";
 
 const P = { targetAddress: "10.0.0.5", targetPort: 3260 };
 const IQN = "iqn.2024-01.com.example:storage.lun1";

@@ -21,7 +21,7 @@
  * when the start-up check of the state directory refused it (src/state/state-dir.ts), both mutual
  * CHAP operations answer that FailedPrecondition instead.
  *
- * Disk numbers follow the disk group's numbering (src/host/linux/disk-numbers.ts `diskNumberOf`):
+ * Disk numbers follow the disk group's numbering (src/host/linux/block/disk-numbers.ts `diskNumberOf`):
  * the block device's dev_t as (major << 20) | minor.
  */
 import * as path from "node:path";
@@ -32,10 +32,10 @@ import { runCommand } from "../exec/run-command.ts";
 import { readFileIfExists, readStateFile, removeFileDurablyIn, writeFileAtomicIn } from "../../state/atomic-file.ts";
 import { withStateDir, type StateDirHandle } from "../../state/state-subdir.ts";
 import { callSignal } from "../../util/call-scope.ts";
-import { NOTHING_CHANGED, stopIfAborted } from "../stop-if-aborted.ts";
-import { iscsiadmError, parseDiscoveredTargets, parseDiscoveryRecords, portalArg } from "./iscsiadm-output.ts";
-import { removeLeftoverRecordCopies, setRecordAuth } from "./iscsi-node-records.ts";
-import { iscsiSessions, sessionDisks } from "./iscsi-sysfs.ts";
+import { NOTHING_CHANGED, stopIfAborted } from "../../util/stop-if-aborted.ts";
+import { iscsiadmError, parseDiscoveredTargets, parseDiscoveryRecords, portalArg } from "./block/iscsiadm-output.ts";
+import { removeLeftoverRecordCopies, setRecordAuth } from "./block/iscsi-node-records.ts";
+import { iscsiSessions, sessionDisks } from "./block/iscsi-sysfs.ts";
 
 /** The mutual CHAP secret's name in `<state-dir>/iscsi`. */
 const MUTUAL_FILE = "mutual-chap-secret";

@@ -15,7 +15,7 @@ import { after, before, describe, it } from "node:test";
 import { Code, CsiProxyError } from "../../errors.ts";
 import { LinuxSmbHost } from "./smb.ts";
 import { isRoot, MOUNT_TMPFS_INSTEAD, recordingProgram, type RecordingProgram } from "../../../test/integration/smb-iscsi-system-fixtures.ts";
-import { readMountTable } from "./mountinfo.ts";
+import { readMountTable } from "./kernel/mountinfo.ts";
 import { runCommand } from "../exec/run-command.ts";
 
 const PASSWORD = "Pw-5ecret;$(id)`x` 'q\" %PATH% | & end";

@@ -18,12 +18,12 @@ import { nodeCrypto } from "../../util/node-crypto.ts";
 import type { SmbHostApi } from "../../groups/smb/host-api.ts";
 import { CsiProxyError, Code } from "../../errors.ts";
 import { HostCommandError, runCommand } from "../exec/run-command.ts";
-import { processMountIndex } from "./mount-index.ts";
-import { symlinkAt } from "./symlink-at.ts";
+import { processMountIndex } from "./mounts/mount-index.ts";
+import { symlinkAt } from "./paths/symlink-at.ts";
 import { fsError } from "../fs-error.ts";
 import { withStateDir, type StateDirHandle } from "../../state/state-subdir.ts";
 import { callSignal } from "../../util/call-scope.ts";
-import { NOTHING_CHANGED, stopIfAborted } from "../stop-if-aborted.ts";
+import { NOTHING_CHANGED, stopIfAborted } from "../../util/stop-if-aborted.ts";
 
 export interface LinuxSmbHostOptions {
   /** The daemon's state directory (`-state-dir`). */

@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { syncBuiltinESMExports } from "node:module";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
-import { createLinuxBlockTools } from "./linux-block-tools.ts";
+import { createLinuxBlockTools } from "./block/linux-block-tools.ts";
 import { LinuxVolumeHost } from "./volume.ts";
 import { createVolumeService } from "../../groups/volume/volume-service.ts";
 import { createPathPolicy } from "../../policy/path-policy.ts";

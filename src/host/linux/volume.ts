@@ -10,33 +10,33 @@
  */
 import type { FilesystemGrowth, MountedVolume, VolumeContent, VolumeFacts, VolumeHostApi, VolumeLocation, VolumeUsage, WriteCheck } from "../../groups/volume/host-api.ts";
 import { Code, CsiProxyError, failedPrecondition } from "../../errors.ts";
-import type { DevNumber, ManagedFsType, ProbeResult } from "./block-types.ts";
-import type { BlockReads } from "./block-reads.ts";
-import type { SignatureProbe } from "./signature-probe.ts";
-import type { DeviceClaims } from "./device-claims.ts";
-import type { PartitionResizing } from "./partitioning.ts";
-import type { OfflineMarks } from "./device-state.ts";
-import type { FilesystemTools } from "./filesystem-tools.ts";
-import type { MountTools } from "./mount-tools.ts";
-import type { WriteBack } from "./write-back.ts";
-import type { Privileges } from "./privileges.ts";
-import { SnapshotSessions } from "./snapshot-session.ts";
+import type { DevNumber, ManagedFsType, ProbeResult } from "./block/block-types.ts";
+import type { BlockReads } from "./block/block-reads.ts";
+import type { SignatureProbe } from "./block/signature-probe.ts";
+import type { DeviceClaims } from "./block/device-claims.ts";
+import type { PartitionResizing } from "./block/partitioning.ts";
+import type { OfflineMarks } from "./block/device-state.ts";
+import type { FilesystemTools } from "./block/filesystem-tools.ts";
+import type { MountTools } from "./mounts/mount-tools.ts";
+import type { WriteBack } from "./block/write-back.ts";
+import type { Privileges } from "./kernel/privileges.ts";
+import { SnapshotSessions } from "./block/snapshot-session.ts";
 import type { UndoLog } from "../../util/undo-retry.ts";
-import { VolumeFlusher } from "./volume-flush.ts";
-import { growXfsOnTemporaryMount, supportedPartitionSize } from "./partition-growth.ts";
-import { findMountedVolume } from "./mounted-volume.ts";
+import { VolumeFlusher } from "./block/volume-flush.ts";
+import { growXfsOnTemporaryMount, supportedPartitionSize } from "./block/partition-growth.ts";
+import { findMountedVolume } from "./block/mounted-volume.ts";
 import { callSignal } from "../../util/call-scope.ts";
-import { NOTHING_CHANGED, stopIfAborted } from "../stop-if-aborted.ts";
-import { describeProbe, growableFamily, isFilesystem } from "./probe-facts.ts";
+import { NOTHING_CHANGED, stopIfAborted } from "../../util/stop-if-aborted.ts";
+import { describeProbe, growableFamily, isFilesystem } from "./block/probe-facts.ts";
 import { describeSignatures } from "../../policy/block-policy.ts";
-import { devOfDiskNumber, diskNumberOf } from "./disk-numbers.ts";
-import { deviceUse, tableMismatch } from "./device-use.ts";
-import { findVolume, findVolumeFocused, takeSnapshot, type BlockSnapshot } from "./block-snapshot.ts";
-import { isDiskOnline } from "./disk-online.ts";
-import { isVolumePartition } from "./partition-types.ts";
-import { mountAt, mountHoldingPath, mountsOf } from "./snapshot-mounts.ts";
-import { rootRequirement } from "./root-requirement.ts";
-import { volumeOfPartition, volumeOfWholeDisk, type VolumeRef } from "./volume-ids.ts";
+import { devOfDiskNumber, diskNumberOf } from "./block/disk-numbers.ts";
+import { tableMismatch } from "./block/device-use.ts";
+import { volumeLocation } from "./block/volume-location.ts";
+import { findVolume, findVolumeFocused, takeSnapshot, type BlockSnapshot } from "./block/block-snapshot.ts";
+import { isVolumePartition } from "./block/partition-types.ts";
+import { mountAt, mountHoldingPath, mountsOf } from "./block/snapshot-mounts.ts";
+import { rootRequirement } from "./kernel/root-requirement.ts";
+import { volumeOfPartition, volumeOfWholeDisk, type VolumeRef } from "./block/volume-ids.ts";
 
 export interface LinuxVolumeHostOptions {
   /** What FormatVolume creates (flag -default-fs-type). */
@@ -44,10 +44,6 @@ export interface LinuxVolumeHostOptions {
   /** Where background cleanups (a temporary mount that could not be unmounted) log; default stderr. */
   log?: UndoLog;
 }
-
-/** What must not change between looking a volume up and writing to it: device, medium, extent. */
-const identityOf = (vol: VolumeRef) =>
-  `${vol.dev.major}:${vol.dev.minor} diskseq ${vol.disk.diskSeq ?? "-"} ${vol.partition ? `sectors ${vol.partition.startSectors}+${vol.partition.sizeSectors}` : `size ${vol.disk.sizeBytes}`}`;
 
 /**
  * Between two steps of a write: stops (the call's DeadlineExceeded/Cancelled, saying where and
@@ -118,22 +114,7 @@ export class LinuxVolumeHost implements VolumeHostApi {
 
   async locateVolume(volumeId: string): Promise<VolumeLocation> {
     const { snap, vol } = await this.#volume(volumeId);
-    return this.#location(snap, vol);
-  }
-
-  #location(snap: BlockSnapshot, vol: VolumeRef): VolumeLocation {
-    const p = vol.partition;
-    return {
-      id: vol.id,
-      diskNumber: diskNumberOf(vol.disk),
-      partitionNumber: p ? p.number : null,
-      sizeBytes: p ? p.sizeSectors * 512n : vol.disk.sizeBytes,
-      name: vol.devPath,
-      diskOnline: isDiskOnline(snap, vol.disk),
-      // The volume and its disk (holders stacked on the whole disk, e.g. multipath, block it too).
-      devices: (p ? [p, vol.disk] : [vol.disk]).map((d) => ({ name: d.devPath, use: deviceUse(snap, d, vol.disk, p ?? undefined) })),
-      identity: identityOf(vol),
-    };
+    return volumeLocation(snap, vol);
   }
 
   /**
@@ -152,7 +133,7 @@ export class LinuxVolumeHost implements VolumeHostApi {
       options.format ? Promise.all([this.#tools.mountsInAnyNamespace(vol.dev), this.#tools.listSignatures(vol.devPath)]) : undefined,
     ]);
     if (openers) snap.openers = openers;
-    const facts: VolumeFacts = { location: this.#location(snap, vol) };
+    const facts: VolumeFacts = { location: volumeLocation(snap, vol) };
     if (extra) {
       const [elsewhere, signatures] = extra;
       facts.namespaceMounts = elsewhere.map(({ mountPoint, pid }) => ({ mountPoint, pid }));

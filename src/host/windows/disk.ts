@@ -14,12 +14,12 @@
 import type { DiskHostApi, DiskLayout, DiskWriteCheck, HostDisk, HostPartition } from "../../groups/disk/host-api.ts";
 import type { DeviceUse } from "../../policy/host-device.ts";
 import type { DiskIds, DiskLocation } from "../../groups/disk/types.ts";
-import type { PowerShellPool } from "./powershell-pool.ts";
-import { WindowsDiskCim, type DiskIoctls } from "./disk-cim.ts";
-import { GPT_BASIC_DATA, GPT_MICROSOFT_RESERVED, PartitionStyle, type CimDisk, type CimPartition } from "./cim-types.ts";
-import { expectedDiskFacts, type ExpectedDiskFacts } from "./expected-facts.ts";
+import type { PowerShellPool } from "./powershell/powershell-pool.ts";
+import { WindowsDiskCim, type DiskIoctls } from "./powershell/disk-cim.ts";
+import { GPT_BASIC_DATA, GPT_MICROSOFT_RESERVED, PartitionStyle, type CimDisk, type CimPartition } from "./powershell/cim-types.ts";
+import { expectedDiskFacts, type ExpectedDiskFacts } from "./powershell/expected-facts.ts";
 import { callSignal } from "../../util/call-scope.ts";
-import { NOTHING_CHANGED, stopIfAborted } from "../stop-if-aborted.ts";
+import { NOTHING_CHANGED, stopIfAborted } from "../../util/stop-if-aborted.ts";
 
 /** Between a write's checks (worker calls that read) and the write: an aborted call stops there, nothing changed (the pool would refuse the write's call anyway, without saying so). */
 const beforeWrite = (before: string) => stopIfAborted(callSignal(), { before, done: NOTHING_CHANGED });

@@ -1,7 +1,7 @@
 import * as fs from "node:fs/promises";
 import * as path from "node:path";
 import type { EntryKind, FilesystemHostApi, RemoveOptions } from "../../groups/filesystem/host-api.ts";
-import { stopIfAborted } from "../stop-if-aborted.ts";
+import { stopIfAborted } from "../../util/stop-if-aborted.ts";
 import { CsiProxyError, Code } from "../../errors.ts";
 import { windowsFsError } from "./windows-fs-error.ts";
 import { FILE_ATTRIBUTE_REPARSE_POINT, IO_REPARSE_TAG_MOUNT_POINT } from "../../win32/win32-constants.ts";

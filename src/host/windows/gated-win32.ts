@@ -30,7 +30,7 @@ export function gateWalkWin32(win32: ReparseProbe, gate: MountGate): ReparseProb
     readDirectoryBatch: (h, restart, p) => gate.run(opened.get(h) ?? p, async () => win32.readDirectoryBatch(h, restart, p)),
     deleteByHandle: (h, p) => gate.run(opened.get(h) ?? p, async () => win32.deleteByHandle(h, p)),
     // Never refused: a handle the gate would not let close would stay open for the life of the
-    // process. Bounded instead by the filesystem host's own Win32 limiter (compose-windows.ts).
+    // process. Bounded instead by the filesystem host's own Win32 limiter (src/compose/windows.ts).
     closeHandle(h) {
       opened.delete(h);
       return win32.closeHandle(h);

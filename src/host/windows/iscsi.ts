@@ -1,7 +1,7 @@
 /**
  * iSCSI on Windows: the Microsoft iSCSI initiator's CIM classes (namespace
  * root/Microsoft/Windows/Storage) through the SMB/iSCSI/System PowerShell worker pool
- * (scripts/worker-ops-smb-iscsi-system.ts), as upstream master uses them
+ * (powershell/scripts/worker-ops-smb-iscsi-system.ts), as upstream master uses them
  * (docs/upstream-behaviour.md, iSCSI):
  *
  * - listTargetPortals: MSFT_iSCSITargetPortal instances (TargetPortalAddress, TargetPortalPortNumber);
@@ -25,10 +25,10 @@
 import type { IscsiHostApi } from "../../groups/iscsi/host-api.ts";
 import type { AuthenticationType, TargetPortal } from "../../groups/iscsi/types.ts";
 import { Code, internal } from "../../errors.ts";
-import type { PowerShellPool } from "./powershell-pool.ts";
-import type { Json } from "./powershell-worker.ts";
-import { list } from "./cim-output.ts";
-import { recode } from "./worker-errors.ts";
+import type { PowerShellPool } from "./powershell/powershell-pool.ts";
+import type { Json } from "./powershell/powershell-worker.ts";
+import { list } from "./powershell/cim-output.ts";
+import { recode } from "./powershell/worker-errors.ts";
 
 /** The initiator's AuthenticationType strings (upstream: the enum name upper-cased without `_`). */
 export const AUTH_TYPE: Record<AuthenticationType, string> = { NONE: "NONE", ONE_WAY_CHAP: "ONEWAYCHAP", MUTUAL_CHAP: "MUTUALCHAP" };

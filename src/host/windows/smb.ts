@@ -1,6 +1,6 @@
 /**
  * SMB on Windows: global mappings through the SMB/iSCSI/System PowerShell worker pool
- * (scripts/worker-ops-smb-iscsi-system.ts), the local link through CreateSymbolicLinkW (koffi).
+ * (powershell/scripts/worker-ops-smb-iscsi-system.ts), the local link through CreateSymbolicLinkW (koffi).
  * Pass-through per src/groups/smb/host-api.ts; every decision is smb-service.ts's.
  *
  * - getMapping: `Get-SmbGlobalMapping` (no -RemotePath: that parameter is a CDXML query that may
@@ -33,9 +33,9 @@ import { Code, internal } from "../../errors.ts";
 import { windowsFsError } from "./windows-fs-error.ts";
 import { SYMBOLIC_LINK_FLAG_DIRECTORY } from "../../win32/win32-constants.ts";
 import { type Awaitable, type Win32 } from "../../win32/win32.ts";
-import type { PowerShellPool } from "./powershell-pool.ts";
-import { list } from "./cim-output.ts";
-import { recode } from "./worker-errors.ts";
+import type { PowerShellPool } from "./powershell/powershell-pool.ts";
+import { list } from "./powershell/cim-output.ts";
+import { recode } from "./powershell/worker-errors.ts";
 
 /** The Win32 call the SMB host needs (a {@link Win32}, or a fake in tests). */
 export type SmbWin32 = Awaitable<Pick<Win32, "createSymbolicLink">>;

@@ -4,7 +4,7 @@
  * - BIOS serial number: `CIM_BIOSElement.SerialNumber` (root/cimv2, the first instance — on
  *   Windows the Win32_BIOS row), exactly upstream master's source, through the SMB/iSCSI/System
  *   PowerShell worker pool. No instance → null.
- * - Services: the Service Control Manager in process through koffi (src/win32/scm.ts), no
+ * - Services: the Service Control Manager in process through koffi (src/win32-service/scm.ts), no
  *   process and no WMI. Windows' numbering is the wire's: dwStartType 0–4 = StartType
  *   BOOT/SYSTEM/AUTOMATIC/MANUAL/DISABLED, dwCurrentState 1–7 = ServiceStatus
  *   STOPPED…PAUSED (a delayed auto-start service is AUTOMATIC, as Win32_Service's StartMode
@@ -22,9 +22,9 @@ import type { SystemHostApi } from "../../groups/system/host-api.ts";
 import { ServiceStatus, StartType } from "../../groups/system/types.ts";
 import { CsiProxyError, Code, internal } from "../../errors.ts";
 import { Win32Error, WinError } from "../../win32/win32-errors.ts";
-import type { ServiceControlManager } from "../../win32/scm.ts";
-import type { PowerShellPool } from "./powershell-pool.ts";
-import { recode } from "./worker-errors.ts";
+import type { ServiceControlManager } from "../../win32-service/scm.ts";
+import type { PowerShellPool } from "./powershell/powershell-pool.ts";
+import { recode } from "./powershell/worker-errors.ts";
 
 /** dwStartType → the wire's StartType (the numbering is the same; anything else → BOOT, upstream's fallback). */
 export function startTypeOf(n: number): StartType {

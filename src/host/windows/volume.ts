@@ -12,14 +12,14 @@ import type { FilesystemGrowth, MountedVolume, VolumeContent, VolumeFacts, Volum
 import { failedPrecondition } from "../../errors.ts";
 import { IO_REPARSE_TAG_MOUNT_POINT, IO_REPARSE_TAG_SYMLINK } from "../../win32/win32-constants.ts";
 import { Win32Error } from "../../win32/win32-errors.ts";
-import type { PowerShellPool } from "./powershell-pool.ts";
+import type { PowerShellPool } from "./powershell/powershell-pool.ts";
 import { inspectDirectory } from "../inspect-directory.ts";
-import { WindowsVolumeCim, type VolumeWin32 } from "./volume-cim.ts";
-import { FileSystemType, type CimPartition, type CimVolume } from "./cim-types.ts";
-import { expectedVolumeFacts, type ExpectedVolumeFacts } from "./expected-facts.ts";
+import { WindowsVolumeCim, type VolumeWin32 } from "./powershell/volume-cim.ts";
+import { FileSystemType, type CimPartition, type CimVolume } from "./powershell/cim-types.ts";
+import { expectedVolumeFacts, type ExpectedVolumeFacts } from "./powershell/expected-facts.ts";
 import { partitionName, partitionUse, systemDriveLetter } from "./disk.ts";
 import { callSignal } from "../../util/call-scope.ts";
-import { NOTHING_CHANGED, stopIfAborted } from "../stop-if-aborted.ts";
+import { NOTHING_CHANGED, stopIfAborted } from "../../util/stop-if-aborted.ts";
 
 /** Between a write's checks (worker calls that read) and the write: an aborted call stops there, nothing changed (the pool would refuse the write's call anyway, without saying so). */
 const beforeWrite = (before: string) => stopIfAborted(callSignal(), { before, done: NOTHING_CHANGED });

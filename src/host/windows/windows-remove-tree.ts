@@ -8,7 +8,7 @@
  * through that handle once it is empty.
  */
 import { Code, CsiProxyError } from "../../errors.ts";
-import { abortError } from "../stop-if-aborted.ts";
+import { abortError } from "../../util/stop-if-aborted.ts";
 import { emptyTree } from "../tree-walker.ts";
 import { openEntry, win32DirOps, type RemoveTreeWin32 } from "./win32-dir-ops.ts";
 

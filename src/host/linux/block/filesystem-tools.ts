@@ -1,0 +1,83 @@
+/**
+ * The filesystems csi-proxy creates, checks, grows and measures (e2fsprogs, xfsprogs, statfs(2)).
+ * Only the tools' own refusals apply here: no force flag overrides a mounted or busy device. mkfs,
+ * fsck and resize are bounded by {@link LONG_TOOL_RUN} (30 minutes), the superblock reads by
+ * runCommand's default.
+ */
+import { statfs } from "node:fs/promises";
+import type { ManagedFsType } from "./block-types.ts";
+import { numberField } from "./block-parsers.ts";
+import { LONG_TOOL_RUN, tool } from "./block-tool-runner.ts";
+import { fsError } from "../../fs-error.ts";
+import { internal } from "../../../errors.ts";
+
+/** Filesystem size as the filesystem itself reports it, in bytes. */
+export interface FilesystemUsage {
+  totalBytes: bigint;
+  /** Free blocks (including those reserved for root), as `df` counts "used" = total − free. */
+  freeBytes: bigint;
+}
+
+export interface FilesystemTools {
+  /**
+   * Creates a filesystem, quick (mkfs.ext4 / mkfs.xfs defaults: no full write of the device). `replace`:
+   * the device holds a filesystem of `fsType` the caller verified as unused, to be replaced (mkfs.xfs
+   * refuses an existing filesystem without -f; mke2fs asks only on a terminal). Without it no force flag
+   * is passed. Neither ever overrides the tools' own refusal of a mounted or busy device.
+   */
+  makeFilesystem(devPath: string, fsType: ManagedFsType, replace?: boolean): Promise<void>;
+  /** Forced check of an unmounted filesystem, fixing only what is safe to fix automatically (e2fsck -f -p; xfs_repair -n, which only checks). */
+  checkFilesystem(devPath: string, fsType: ManagedFsType): Promise<void>;
+  /** Grows a filesystem to fill its device: resize2fs on the device (online or offline), xfs_growfs on the mount point. */
+  growFilesystem(devPath: string, fsType: ManagedFsType, mountPoint: string | null): Promise<void>;
+  /** statfs of a mounted filesystem (no process). */
+  statfs(mountPoint: string): Promise<FilesystemUsage>;
+  /** Size of an unmounted filesystem from its superblock (dumpe2fs -h / xfs_db -r). */
+  readFilesystemUsage(devPath: string, fsType: ManagedFsType): Promise<FilesystemUsage>;
+}
+
+/** The filesystem tools of this host (stateless). */
+export function createFilesystemTools(): FilesystemTools {
+  return {
+    async makeFilesystem(devPath, fsType, replace = false) {
+      // mke2fs (stdin not a terminal) checks only that the device is not mounted or busy; mkfs.xfs also
+      // refuses an existing filesystem unless -f, which never overrides its mounted-device refusal.
+      if (fsType === "ext4") await tool("mkfs.ext4", ["-q", devPath], LONG_TOOL_RUN);
+      else await tool("mkfs.xfs", replace ? ["-q", "-f", devPath] : ["-q", devPath], LONG_TOOL_RUN);
+    },
+
+    async checkFilesystem(devPath, fsType) {
+      if (fsType === "ext4") await tool("e2fsck", ["-f", "-p", devPath], { ...LONG_TOOL_RUN, okExitCodes: [0, 1] });
+      else await tool("xfs_repair", ["-n", devPath], LONG_TOOL_RUN);
+    },
+
+    async growFilesystem(devPath, fsType, mountPoint) {
+      if (fsType === "ext4") await tool("resize2fs", [devPath], LONG_TOOL_RUN);
+      else {
+        if (!mountPoint) throw internal("xfs_growfs needs a mount point");
+        await tool("xfs_growfs", ["-d", mountPoint], LONG_TOOL_RUN);
+      }
+    },
+
+    async statfs(mountPoint) {
+      const s = await statfs(mountPoint, { bigint: true }).catch((e) => {
+        throw fsError(e, "statfs", mountPoint);
+      });
+      return { totalBytes: s.blocks * s.bsize, freeBytes: s.bfree * s.bsize };
+    },
+
+    async readFilesystemUsage(devPath, fsType) {
+      if (fsType === "ext4") {
+        const { stdout } = await tool("dumpe2fs", ["-h", devPath]);
+        const blockSize = numberField(stdout, /^Block size:\s+(\d+)/m, "Block size");
+        return {
+          totalBytes: numberField(stdout, /^Block count:\s+(\d+)/m, "Block count") * blockSize,
+          freeBytes: numberField(stdout, /^Free blocks:\s+(\d+)/m, "Free blocks") * blockSize,
+        };
+      }
+      const { stdout } = await tool("xfs_db", ["-r", "-c", "sb 0", "-c", "print dblocks fdblocks blocksize", devPath]);
+      const blockSize = numberField(stdout, /^blocksize = (\d+)/m, "blocksize");
+      return { totalBytes: numberField(stdout, /^dblocks = (\d+)/m, "dblocks") * blockSize, freeBytes: numberField(stdout, /^fdblocks = (\d+)/m, "fdblocks") * blockSize };
+    },
+  };
+}

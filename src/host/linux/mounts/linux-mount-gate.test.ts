@@ -1,0 +1,21 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mountLookup } from "./linux-mount-gate.ts";
+import type { MountEntry } from "../kernel/mountinfo.ts";
+
+const m = (mountId: number, mountPoint: string): MountEntry => ({ mountId, parentId: 1, device: "8:1", root: "/", mountPoint, fsType: "ext4", source: "/dev/x" });
+
+test("mountLookup: the longest mount point at or above the path, lexically; a new table is used as soon as the cache gives it", async () => {
+  let table: MountEntry[] = [m(1, "/"), m(2, "/var/lib/kubelet"), m(3, "/var/lib/kubelet/pods/a/volumes/v")];
+  const lookup = mountLookup({ table: async () => table });
+  assert.equal(await lookup("/var/lib/kubelet/pods/a/volumes/v/data"), "/var/lib/kubelet/pods/a/volumes/v");
+  assert.equal(await lookup("/var/lib/kubelet/pods/a/volumes/vv"), "/var/lib/kubelet");
+  assert.equal(await lookup("/var/lib/kubelet"), "/var/lib/kubelet");
+  assert.equal(await lookup("/etc/passwd"), "/");
+  // A link or ".." on the way is not resolved: the path is taken as written.
+  assert.equal(await lookup("/var/lib/kubelet/../x"), "/var/lib/kubelet");
+  table = [m(1, "/"), m(4, "/etc")];
+  assert.equal(await lookup("/var/lib/kubelet/pods"), "/");
+  assert.equal(await lookup("/etc/passwd"), "/etc");
+  assert.equal(await mountLookup({ table: async () => [m(5, "/a")] })("/b"), "/", "a table without / still answers /");
+});
