@@ -1,5 +1,5 @@
 /**
- * The storage worker script (scripts/worker-script.ts), byte-identical, on a real PowerShell engine
+ * The storage worker script (src/host/windows/powershell/scripts/worker-script.ts), byte-identical, on a real PowerShell engine
  * (pwsh 7.6.9): started by the real PowerShellPool with powershell.exe's arguments, driven by the
  * real disk and volume services (createWindowsBlockServices) over the CIM stand-ins (standins/).
  */
