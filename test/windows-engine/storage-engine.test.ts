@@ -59,4 +59,13 @@ describe("storage worker script on pwsh", { skip }, () => {
     engine.setWorld({ instances: [], errors: { "Get-CimInstance MSFT_Disk": { message: "Access denied", native: "AccessDenied", status: 2, hresult: -2147217405, category: "PermissionDenied", fqid: "HRESULT 0x80041003", terminating: false } } });
     await rejectsWithCode(diskService.listDiskLocations(), Code.PermissionDenied);
   });
+
+  it("a request line the worker cannot read (a lone surrogate) fails its call at once, not at its timeout", async () => {
+    const started = Date.now();
+    const err = await pool.call("ping", { echo: "\ud800" }, { timeoutMs: 60_000 }).catch((e: unknown) => e as Error & { code?: number });
+    assert.ok(err instanceof Error, "the call failed");
+    assert.notEqual(err.code, Code.DeadlineExceeded, err.message);
+    assert.ok(Date.now() - started < 20_000, `answered after ${Date.now() - started} ms`);
+    assert.deepEqual(await pool.call("ping", { echo: "after" }), { pong: true, psVersion: "7.6.9", echo: "after" });
+  });
 });

@@ -141,6 +141,14 @@ export class PowerShellWorker {
         continue;
       }
       const call = this.current;
+      // An answer without an id (the worker could not read the request line, so it never learnt its
+      // id) is for the one call this worker is running: fail it now rather than at its timeout.
+      if (call && (msg.id === null || msg.id === undefined) && msg.ok === false) {
+        this.#finish();
+        call.reject(new WorkerError(call.op, msg.error ?? {}));
+        this.#pool.dispatch();
+        continue;
+      }
       if (!call || msg.id !== call.id) {
         this.#pool.log(`PowerShell worker ${this.child.pid}: response for unknown call ${msg.id}`);
         continue;
