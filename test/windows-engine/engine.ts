@@ -17,7 +17,25 @@ import { CIM_ASSOCIATIONS, CIM_CLASSES } from "../windows/cim-signatures.ts";
 import { POWERSHELL_QUIET_ENV } from "../../src/host/windows/powershell/powershell-env.ts";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
-export const PWSH = path.join(root, ".cache", "pwsh", "pwsh");
+/** The .NET tool's own shim (scripts/install-pwsh.sh installs it); it starts pwsh as a child process. */
+const TOOL_SHIM = path.join(root, ".cache", "pwsh", "pwsh");
+
+/**
+ * pwsh itself: the tool's apphost inside its store, which runs PowerShell in its own process (the
+ * shim would start it as a child, so killing the shim would not kill the engine, unlike
+ * powershell.exe). Falls back to the shim's path when the store is not there (the suites then fail
+ * or skip, see engineSkipReason).
+ */
+function resolvePwsh(): string {
+  const tools = path.join(root, ".cache", "pwsh", ".store", "powershell", "7.6.9", "powershell", "7.6.9", "tools");
+  for (const tfm of fs.existsSync(tools) ? fs.readdirSync(tools) : []) {
+    const exe = path.join(tools, tfm, "any", "unix", "pwsh");
+    if (fs.existsSync(exe)) return exe;
+  }
+  return TOOL_SHIM;
+}
+
+export const PWSH = resolvePwsh();
 export const STANDINS = fileURLToPath(new URL("./standins", import.meta.url));
 
 /** Telemetry and update checks off, for every pwsh and dotnet a test starts. */

@@ -14,6 +14,12 @@
  *   leaves the queue (never started); a running one kills its worker — a running cmdlet cannot be
  *   interrupted otherwise — and rejects with the signal's code once the process has exited (bounded:
  *   powershell-worker.ts abortCall); a fresh worker replaces it on demand.
+ * - Held calls (`hold`: volume.format / volume.resize, handed to the Windows storage service) are
+ *   never cut short: their deadline, cancel, timeout or close() answers the caller "still running"
+ *   (WorkerHeldError, the signal's or DeadlineExceeded's code) and leaves the worker to finish; the
+ *   work is recorded as outliving the call until the worker answers or exits, so the disk lock is
+ *   released only then. Extra workers start for the calls they hold up, at most
+ *   {@link MAX_HELD_EXTRA_WORKERS}.
  * - Per-call timeout: the worker is killed (a hung cmdlet cannot be interrupted otherwise), the call
  *   fails DeadlineExceeded, and a fresh worker replaces it on demand. A worker that dies fails its
  *   call with Unavailable and is replaced; start-up failures back off, and while no worker is alive
@@ -42,6 +48,13 @@ export function powershellExe(env: NodeJS.ProcessEnv = process.env): string {
   const systemRoot = env.SystemRoot ?? env.SYSTEMROOT ?? "C:\\Windows";
   return path.win32.join(systemRoot, "System32", "WindowsPowerShell", "v1.0", "powershell.exe");
 }
+
+/**
+ * Workers the pool may start beyond `size` while held calls (a Format or Resize whose caller was
+ * already answered, left to finish: powershell-worker.ts WorkerHeldError) occupy workers: one per
+ * held call, at most this many.
+ */
+export const MAX_HELD_EXTRA_WORKERS = 4;
 
 export interface PowerShellPoolOptions {
   /** Program and arguments of one worker (powershell.exe + powershellArgs(); a fake worker in tests). */
@@ -108,7 +121,7 @@ export class PowerShellPool implements WorkerOwner {
   }
 
   /** Runs `op` with `args` (JSON data only) on a worker; resolves with the op's JSON result. */
-  call<T = Json>(op: string, args: { [key: string]: Json } = {}, options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<T> {
+  call<T = Json>(op: string, args: { [key: string]: Json } = {}, options: { timeoutMs?: number; signal?: AbortSignal; hold?: boolean } = {}): Promise<T> {
     if (this.#closed) return Promise.reject(new CsiProxyError(Code.Unavailable, "PowerShell worker pool is closed"));
     if (!this.#ops.has(op)) return Promise.reject(new CsiProxyError(Code.Internal, `unknown PowerShell worker op ${JSON.stringify(op)}`));
     if (this.#fatal) return Promise.reject(new CsiProxyError(this.#fatal.code, `${op}: ${this.#fatal.message}`));
@@ -133,6 +146,7 @@ export class PowerShellPool implements WorkerOwner {
         resolve: resolve as (v: Json) => void,
         reject,
         signal,
+        hold: options.hold === true,
         noteOutliving: outlivingRecorder(),
       };
       if (signal) {
@@ -173,7 +187,8 @@ export class PowerShellPool implements WorkerOwner {
     }
     const busy = [...this.#workers].filter((w) => w.current).length;
     const idle = this.#workers.size - busy;
-    if (this.#queue.length > idle && this.#workers.size < this.#size) this.#startWorker();
+    const held = [...this.#workers].filter((w) => w.held).length;
+    if (this.#queue.length > idle && this.#workers.size < this.#size + Math.min(held, MAX_HELD_EXTRA_WORKERS)) this.#startWorker();
   }
 
   #startWorker() {
@@ -226,7 +241,9 @@ export class PowerShellPool implements WorkerOwner {
    * Kills every worker and fails queued calls (Unavailable). Idempotent. Resolves once every worker
    * has exited, or {@link CANCEL_GRACE_MS} + {@link CANCEL_EXIT_WAIT_MS} after the kill at most: a
    * worker that does not end when killed (stuck in the kernel) is logged by pid and left, never
-   * waited for without bound. Resolves with the pids of the workers still alive then.
+   * waited for without bound. Resolves with the pids of the workers still alive then. A worker
+   * running a held call (Format/Resize) is not killed: its caller is answered, its stdin closed, and
+   * it exits by itself once the op is done (never counted here).
    */
   async close(): Promise<number[]> {
     if (this.#closed) return [];
@@ -234,8 +251,12 @@ export class PowerShellPool implements WorkerOwner {
     clearTimeout(this.#retryTimer);
     const err = new CsiProxyError(Code.Unavailable, "PowerShell worker pool is closed");
     for (const call of this.#queue.splice(0)) call.reject(err);
-    const workers = [...this.#workers];
-    for (const w of workers) w.kill(err);
+    // a worker running a held call (Format/Resize) is not killed: it ends by itself after the op
+    const workers = [...this.#workers].filter((w) => {
+      if (!w.kill(err)) return true;
+      this.log(`PowerShell worker ${w.child.pid} is finishing a held call (Format/Resize): not killed; it exits after answering`);
+      return false;
+    });
     let timer: NodeJS.Timeout | undefined;
     const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, CANCEL_GRACE_MS + CANCEL_EXIT_WAIT_MS)));
     await Promise.race([Promise.all(workers.map((w) => w.exited)), bound]);

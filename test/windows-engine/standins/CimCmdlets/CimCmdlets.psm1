@@ -161,11 +161,20 @@ function Invoke-CimMethod {
   [System.IO.File]::AppendAllText($env:CSI_STANDIN_CALLS, [System.Text.Json.JsonSerializer]::Serialize($call, $call.GetType(), [System.Text.Json.JsonSerializerOptions]$null) + [char]10)
   if ($null -ne $violation) { throw ('stand-in: CIM signature violation: ' + $violation) }
   MaybeFail $PSCmdlet ('Invoke-CimMethod ' + $ClassName + '.' + $MethodName)
+  $res0 = Member (Member $w 'results') ($ClassName + '.' + $MethodName)
+  # a slow method (a Format, a Resize): `__sleepMs` in its result, then a second record once it is done
+  $sleep = Member $res0 '__sleepMs'
+  if ($null -ne $sleep) {
+    Start-Sleep -Milliseconds ([int]$sleep.GetRawText())
+    $doneRecord = Dict @{ cmdlet = 'Invoke-CimMethod'; class = $ClassName; method = $MethodName; done = $true; pid = $PID }
+    [System.IO.File]::AppendAllText($env:CSI_STANDIN_CALLS, [System.Text.Json.JsonSerializer]::Serialize($doneRecord, $doneRecord.GetType(), [System.Text.Json.JsonSerializerOptions]$null) + [char]10)
+  }
   $r = [pscustomobject]@{ ReturnValue = [uint32]0 }
   $res = Member (Member $w 'results') ($ClassName + '.' + $MethodName)
   if ($null -ne $res) {
     $outTypes = Member $m 'out'
     foreach ($p in $res.EnumerateObject()) {
+      if ($p.Name -eq '__sleepMs') { continue }
       $type = 'UInt32'; $te = Member $outTypes $p.Name
       if ($null -ne $te) { $type = $te.GetString() }
       $r.PSObject.Properties.Remove($p.Name)
