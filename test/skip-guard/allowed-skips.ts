@@ -58,4 +58,19 @@ export const allowedSkips: AllowedSkip[] = [
     name: "a Format handed to Windows is never cut short",
     why: "needs dotnet (the .NET SDK) to install PowerShell 7.6.9 as a .NET tool (scripts/install-pwsh.sh); skips only where dotnet is absent",
   },
+  {
+    file: "test/windows-engine/storage-ops.test.ts",
+    name: "storage worker ops on pwsh, culture de-DE",
+    why: "needs dotnet (the .NET SDK) to install PowerShell 7.6.9 as a .NET tool (scripts/install-pwsh.sh); skips only where dotnet is absent",
+  },
+  {
+    file: "test/windows-engine/storage-ops.test.ts",
+    name: "storage worker ops on pwsh, culture tr-TR",
+    why: "needs dotnet (the .NET SDK) to install PowerShell 7.6.9 as a .NET tool (scripts/install-pwsh.sh); skips only where dotnet is absent",
+  },
+  {
+    file: "test/windows-engine/storage-ops.test.ts",
+    name: "a worker's crash, timeout and restart on pwsh",
+    why: "needs dotnet (the .NET SDK) to install PowerShell 7.6.9 as a .NET tool (scripts/install-pwsh.sh); skips only where dotnet is absent",
+  },
 ];

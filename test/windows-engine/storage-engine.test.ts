@@ -66,6 +66,6 @@ describe("storage worker script on pwsh", { skip }, () => {
     assert.ok(err instanceof Error, "the call failed");
     assert.notEqual(err.code, Code.DeadlineExceeded, err.message);
     assert.ok(Date.now() - started < 20_000, `answered after ${Date.now() - started} ms`);
-    assert.deepEqual(await pool.call("ping", { echo: "after" }), { pong: true, psVersion: "7.6.9", echo: "after" });
+    assert.equal((await pool.call<{ echo: string }>("ping", { echo: "after" })).echo, "after");
   });
 });

@@ -100,7 +100,9 @@ export class WindowsVolumeCim {
   }
 
   /**
-   * MSFT_Volume.Format(FileSystem="NTFS", FileSystemLabel="", Full=false, Force=true): a quick format.
+   * MSFT_Volume.Format(FileSystem="NTFS", FileSystemLabel="", Full=false, Force=false): a quick format
+   * that the provider refuses, rather than dismounting it, for a volume with open handles (its
+   * failure is answered with the provider's code, mapped by worker-error-codes.ts).
    * Refused first, in the same worker call (FailedPrecondition, nothing written), when the volume's
    * facts differ from `expect` (expected-facts.ts).
    */

@@ -156,7 +156,7 @@ function Invoke-CimMethod {
       }
     }
   }
-  $call = Dict @{ cmdlet = 'Invoke-CimMethod'; class = $ClassName; method = $MethodName; static = $static; instance = $id; arguments = $seen; violation = $violation }
+  $call = Dict @{ cmdlet = 'Invoke-CimMethod'; pid = $PID; class = $ClassName; method = $MethodName; static = $static; instance = $id; arguments = $seen; violation = $violation }
   # .NET calls only: a module function's parameters are logged (module logging), and the arguments may hold a secret
   [System.IO.File]::AppendAllText($env:CSI_STANDIN_CALLS, [System.Text.Json.JsonSerializer]::Serialize($call, $call.GetType(), [System.Text.Json.JsonSerializerOptions]$null) + [char]10)
   if ($null -ne $violation) { throw ('stand-in: CIM signature violation: ' + $violation) }

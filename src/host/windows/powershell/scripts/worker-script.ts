@@ -167,7 +167,7 @@ function Unchanged([string]$what, $expected, $now) {
   if ($changed.Count -gt 0) { Fail 'FailedPrecondition' ('refusing to ' + $what + ': it changed since it was looked up (' + ($changed -join '; ') + ')') }
 }
 $ops = @{
-  'ping' = { param($a) @{ pong = $true; psVersion = $PSVersionTable.PSVersion.ToString(); echo = $a.echo } }
+  'ping' = { param($a) @{ pong = $true; psVersion = $PSVersionTable.PSVersion.ToString(); culture = [cultureinfo]::CurrentCulture.Name; echo = $a.echo } }
   'disk.list' = { param($a) @(Get-CimInstance -Namespace $ns -ClassName MSFT_Disk | ForEach-Object { DiskInfo $_ }) }
   'disk.get' = { param($a) DiskInfo (Disk $a) }
   'disk.initialize' = { param($a) $d = Disk $a; Unchanged ('initialize disk ' + [string]$d.Number) $a.expect (DiskFacts $d)
@@ -195,7 +195,7 @@ $ops = @{
     @{ uniqueId = [string]$v.UniqueId; fileSystemType = [int]$v.FileSystemType; fileSystem = [string]$v.FileSystem; size = [string]$v.Size; sizeRemaining = [string]$v.SizeRemaining } }
   'volume.format' = { param($a) $v = Volume $a; $p = VolumePartition $v
     Unchanged ('format volume ' + [string]$v.UniqueId) $a.expect (VolumeFacts $v $p)
-    $null = Call $v 'Format' @{ FileSystem = 'NTFS'; FileSystemLabel = ''; Full = $false; Force = $true }; $null }
+    $null = Call $v 'Format' @{ FileSystem = 'NTFS'; FileSystemLabel = ''; Full = $false; Force = $false }; $null }
   'volume.flush' = { param($a) $null = Call (Volume $a) 'Flush'; $null }
   'volume.partition' = { param($a) PartitionInfo (VolumePartition (Volume $a)) }
   'volume.supportedSize' = { param($a) $r = Call (VolumePartition (Volume $a)) 'GetSupportedSize'; @{ sizeMin = [string]$r.SizeMin; sizeMax = [string]$r.SizeMax } }
