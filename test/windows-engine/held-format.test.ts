@@ -80,7 +80,7 @@ describe("a Format handed to Windows is never cut short", { skip }, () => {
     assert.equal(pool.started, 2, "one extra worker for the held call");
   });
 
-  it("pool.close() answers Unavailable 'still running' and leaves the worker to finish and exit by itself", async () => {
+  it("pool.close() answers Unavailable 'still running', leaves the worker to finish, and returns once it exited by itself", async () => {
     const pool = engine.pool();
     await pool.call("ping");
     let closed: Promise<number[]> | undefined;
@@ -89,5 +89,6 @@ describe("a Format handed to Windows is never cut short", { skip }, () => {
     });
     assert.equal(err.code, Code.Unavailable);
     assert.deepEqual(await closed, []);
+    assert.equal(processAlive(Number(/pid (\d+)/.exec(err.message)![1])), false, "close() returned once the worker had finished and exited");
   });
 });

@@ -69,8 +69,8 @@ for (const [op, run] of [
   });
 }
 
-test("pool.close() during a held Format: answered at once, the worker is not killed (its stdin is closed) and not waited for", async () => {
-  const f = createFakePool({ "volume.format": { hang: true } }, { size: 1 });
+test("pool.close() during a held Format: the caller is answered at once, the worker is not killed (its stdin is closed) and close() waits for it to end", async () => {
+  const f = createFakePool({ "volume.format": { delayMs: 1500, result: null } }, { size: 1 });
   const cim = new WindowsVolumeCim(f.pool, {} as never, { idlePollMs: 50 });
   let pid = 0;
   try {
@@ -78,12 +78,16 @@ test("pool.close() during a held Format: answered at once, the worker is not kil
     while (requestsSeen(f) === 0) await new Promise((r) => setTimeout(r, 10));
     pid = f.recorded().starts[0].pid;
     const c0 = Date.now();
+    let answeredMs = -1;
+    void pending.then(() => (answeredMs = Date.now() - c0));
     assert.deepEqual(await f.pool.close(), []);
-    assert.ok(Date.now() - c0 < 2000, `close() returned in ${Date.now() - c0} ms`);
+    const closedMs = Date.now() - c0;
     const err = await pending;
     assert.equal(err.code, Code.Unavailable);
     assert.match(err.message, /still running in its PowerShell worker/);
-    assert.ok(alive(pid), "left to finish");
+    assert.ok(answeredMs >= 0 && answeredMs < 500, `the caller was answered at once (${answeredMs} ms)`);
+    assert.ok(closedMs >= 1000, `close() waited for the held Format (${closedMs} ms)`);
+    assert.equal(alive(pid), false, "the worker ended by itself after answering");
   } finally {
     if (pid && alive(pid)) process.kill(pid, "SIGKILL");
     await f.close();

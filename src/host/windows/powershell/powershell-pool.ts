@@ -56,6 +56,9 @@ export function powershellExe(env: NodeJS.ProcessEnv = process.env): string {
  */
 export const MAX_HELD_EXTRA_WORKERS = 4;
 
+/** How long close() waits for workers finishing held calls to exit: a Format's or Resize's own timeout (15 min). */
+export const HELD_CLOSE_WAIT_MS = 15 * 60_000;
+
 export interface PowerShellPoolOptions {
   /** Program and arguments of one worker (powershell.exe + powershellArgs(); a fake worker in tests). */
   command: WorkerCommand;
@@ -242,8 +245,9 @@ export class PowerShellPool implements WorkerOwner {
    * has exited, or {@link CANCEL_GRACE_MS} + {@link CANCEL_EXIT_WAIT_MS} after the kill at most: a
    * worker that does not end when killed (stuck in the kernel) is logged by pid and left, never
    * waited for without bound. Resolves with the pids of the workers still alive then. A worker
-   * running a held call (Format/Resize) is not killed: its caller is answered, its stdin closed, and
-   * it exits by itself once the op is done (never counted here).
+   * running a held call (Format/Resize) is not killed: its caller is answered at once, its stdin is
+   * closed, and close() waits for it to exit by itself once the op is done, at most
+   * {@link HELD_CLOSE_WAIT_MS} (never counted in the result).
    */
   async close(): Promise<number[]> {
     if (this.#closed) return [];
@@ -252,15 +256,21 @@ export class PowerShellPool implements WorkerOwner {
     const err = new CsiProxyError(Code.Unavailable, "PowerShell worker pool is closed");
     for (const call of this.#queue.splice(0)) call.reject(err);
     // a worker running a held call (Format/Resize) is not killed: it ends by itself after the op
+    const held: PowerShellWorker[] = [];
     const workers = [...this.#workers].filter((w) => {
       if (!w.kill(err)) return true;
-      this.log(`PowerShell worker ${w.child.pid} is finishing a held call (Format/Resize): not killed; it exits after answering`);
+      this.log(`PowerShell worker ${w.child.pid} is finishing a held call (Format/Resize): not killed; waiting for it to answer and exit`);
+      held.push(w);
       return false;
     });
+    let heldTimer: NodeJS.Timeout | undefined;
+    const heldBound = new Promise<void>((resolve) => (heldTimer = setTimeout(resolve, HELD_CLOSE_WAIT_MS)));
+    const heldDone = Promise.race([Promise.all(held.map((w) => w.exited)), heldBound]).then(() => clearTimeout(heldTimer));
     let timer: NodeJS.Timeout | undefined;
     const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, CANCEL_GRACE_MS + CANCEL_EXIT_WAIT_MS)));
     await Promise.race([Promise.all(workers.map((w) => w.exited)), bound]);
     clearTimeout(timer);
+    await heldDone;
     const left = workers.filter((w) => w.child.exitCode === null && w.child.signalCode === null && w.child.pid !== undefined).map((w) => w.child.pid!);
     for (const pid of left) this.log(`PowerShell worker ${pid} was killed but had not exited ${CANCEL_GRACE_MS + CANCEL_EXIT_WAIT_MS} ms later; left running`);
     return left;
