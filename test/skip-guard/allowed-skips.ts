@@ -73,4 +73,9 @@ export const allowedSkips: AllowedSkip[] = [
     name: "a worker's crash, timeout and restart on pwsh",
     why: "needs dotnet (the .NET SDK) to install PowerShell 7.6.9 as a .NET tool (scripts/install-pwsh.sh); skips only where dotnet is absent",
   },
+  {
+    file: "test/windows-engine/smb-iscsi-system-ops.test.ts",
+    name: "SMB/iSCSI/System worker script on pwsh",
+    why: "needs dotnet (the .NET SDK) to install PowerShell 7.6.9 as a .NET tool (scripts/install-pwsh.sh); skips only where dotnet is absent",
+  },
 ];

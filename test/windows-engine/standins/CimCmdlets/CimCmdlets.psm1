@@ -184,4 +184,5 @@ function Invoke-CimMethod {
   $r
 }
 
-Export-ModuleMember -Function Get-CimInstance, Get-CimAssociatedInstance, Invoke-CimMethod
+# MaybeFail is exported for the SmbShare stand-in (it raises the world's errors for its cmdlets too).
+Export-ModuleMember -Function Get-CimInstance, Get-CimAssociatedInstance, Invoke-CimMethod, MaybeFail

@@ -15,6 +15,7 @@ function Get-SmbGlobalMapping {
 function New-SmbGlobalMapping {
   [CmdletBinding()]
   param([Parameter(Mandatory)][string]$RemotePath, [pscredential]$Credential, [bool]$RequirePrivacy, [string]$LocalPath)
+  MaybeFail $PSCmdlet 'New-SmbGlobalMapping'
   $call = [System.Collections.Generic.Dictionary[string, object]]::new()
   $call['cmdlet'] = 'New-SmbGlobalMapping'; $call['remotePath'] = $RemotePath; $call['requirePrivacy'] = $RequirePrivacy
   $call['user'] = $Credential.UserName; $call['password'] = $Credential.GetNetworkCredential().Password
