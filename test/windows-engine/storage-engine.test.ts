@@ -68,4 +68,11 @@ describe("storage worker script on pwsh", { skip }, () => {
     assert.ok(Date.now() - started < 20_000, `answered after ${Date.now() - started} ms`);
     assert.equal((await pool.call<{ echo: string }>("ping", { echo: "after" })).echo, "after");
   });
+
+  it("a worker that fails at start reports its error as plain text (-OutputFormat Text, no CLIXML, no colour)", async () => {
+    const broken = engine.pool({ script: "throw 'worker start-up failed here'", ops: ["ping"] });
+    const err = await rejectsWithCode(broken.call("ping"), Code.Unavailable, /worker start-up failed here/);
+    assert.doesNotMatch(err.message, /CLIXML|<Objs|\u001b/);
+    await broken.close();
+  });
 });
