@@ -70,7 +70,7 @@ export const allowedSkips: AllowedSkip[] = [
   },
   {
     file: "test/windows-engine/storage-ops.test.ts",
-    name: "a worker's crash, timeout and restart on pwsh",
+    name: "a worker's crash and restart on pwsh",
     why: "needs dotnet (the .NET SDK) to install PowerShell 7.6.9 as a .NET tool (scripts/install-pwsh.sh); skips only where dotnet is absent",
   },
   {
