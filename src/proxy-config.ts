@@ -13,6 +13,11 @@ export interface ProxyConfig {
   pipeSddl?: string;
   /** Persistent state (-state-dir): SMB reference counts; Linux also SMB mounts and the iSCSI mutual CHAP secret. */
   stateDir: string;
+  /**
+   * Linux: the node-wide directory of intent records of destructive steps (-intent-dir; default
+   * /var/lib/csi-proxy/intents, state/intent-records.ts): persistent, root-owned, writable by nobody else.
+   */
+  intentDir?: string;
   /** Services System StartService/StopService may act on (-allowed-service); "*" allows any. */
   allowedServices: string[];
   /** Where services report what they do on their own (SMB start-up reconciliation, sweeps). */

@@ -6,7 +6,8 @@
  *   csi-proxyctl [-socket-dir DIR] status
  *
  * Calls one RPC through the typed client (newest served version unless -version is given) and
- * prints the response as proto3 JSON. `status` lists which endpoints answer.
+ * prints the response as proto3 JSON. `status` lists which endpoints answer, then the host steps that
+ * outlived their call (running or lately ended, per device; host/exec/late-steps-file.ts).
  * Exit codes: 0 success, 1 the RPC failed (its gRPC code and message on stderr) or an unsupported
  * Node.js, 2 usage errors.
  */
@@ -18,6 +19,7 @@ import { catalog, groups, versionsOf, type Group } from "../api/catalog.ts";
 import { connectGroup } from "../client/connect-group.ts";
 import { defaultSocketDir, endpointPath } from "../api/endpoint.ts";
 import { codeName } from "../errors.ts";
+import { describeLateSteps } from "../host/exec/late-steps-file.ts";
 
 const specs: FlagSpec[] = [
   { name: "socket-dir", kind: "string", default: defaultSocketDir(), usage: "Linux: the server's -socket-dir" },
@@ -87,6 +89,8 @@ async function status(socketDir: string): Promise<number> {
       process.stdout.write(`${ok ? "serving" : "absent "}  ${group.padEnd(10)} ${version.padEnd(9)} ${endpointPath(group, version, { socketDir })}\n`);
     }
   }
+  // Host steps that outlived their call (a must-finish step past its deadline), per device.
+  for (const line of await describeLateSteps(socketDir)) process.stdout.write(`${line}\n`);
   return served ? 0 : 1;
 }
 

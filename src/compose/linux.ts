@@ -6,6 +6,7 @@
  * systemd. The state dir is secured first, before any state is read (src/state/state-dir.ts); a
  * refusal makes SMB (and iSCSI mutual CHAP) answer FailedPrecondition, other groups are unaffected.
  */
+import { DEFAULT_INTENT_DIR, IntentRecords } from "../state/intent-records.ts";
 import * as fsPromises from "node:fs/promises";
 import * as path from "node:path";
 import type { ProxyConfig } from "../proxy-config.ts";
@@ -80,7 +81,7 @@ export async function createLinuxServices(config: ProxyConfig): Promise<Services
   smb.reconciler.start(); // the stale-use sweep, every 5 minutes (src/groups/smb/smb-reconciler.ts)
   return {
     filesystem: createFilesystemService({ host: gateFilesystemHost(new LinuxFilesystemHost(), gate), policy, platform: "linux" }),
-    disk: createDiskService({ host: new LinuxDiskHost(blockTools), policy, locks }),
+    disk: createDiskService({ host: new LinuxDiskHost(blockTools, { intents: new IntentRecords(config.intentDir ?? DEFAULT_INTENT_DIR), log: config.logger }), policy, locks }),
     volume: createVolumeService({ host: new LinuxVolumeHost(blockTools, { defaultFileSystem: config.defaultFsType, log: config.logger }), policy, locks }),
     smb: smb.service,
     iscsi: createIscsiService({ host: iscsiHost, locks }),

@@ -43,6 +43,8 @@ export interface Outliving {
 interface Scope {
   readonly signal: AbortSignal | undefined;
   readonly outliving: Outliving[];
+  /** Descriptors of the device locks the call holds (node-locks.ts), handed to the tools that write the device. */
+  readonly lockFds?: readonly number[];
 }
 
 const scopes = new AsyncLocalStorage<Scope>();
@@ -71,9 +73,17 @@ export function outlivingRecorder(): (work: Outliving) => void {
   return (work) => scope?.outliving.push(work);
 }
 
-/** Runs `fn` in a scope of its own with the current signal; resolves with its outcome and the work it left running. */
-export async function runCollectingOutliving<T>(fn: () => Promise<T>): Promise<{ outcome: PromiseSettledResult<T>; outliving: Outliving[] }> {
-  const scope: Scope = { signal: callSignal(), outliving: [] };
+/** The device lock descriptors the current call holds (none outside a call or without node-wide locks). */
+export function deviceLockFds(): readonly number[] {
+  return scopes.getStore()?.lockFds ?? [];
+}
+
+/**
+ * Runs `fn` in a scope of its own with the current signal; resolves with its outcome and the work it
+ * left running. `lockFds`: device lock descriptors `fn` holds, added to those of the current scope.
+ */
+export async function runCollectingOutliving<T>(fn: () => Promise<T>, lockFds: readonly number[] = []): Promise<{ outcome: PromiseSettledResult<T>; outliving: Outliving[] }> {
+  const scope: Scope = { signal: callSignal(), outliving: [], lockFds: [...deviceLockFds(), ...lockFds] };
   const outcome = await scopes.run(scope, () => fn().then((value) => ({ status: "fulfilled" as const, value }), (reason: unknown) => ({ status: "rejected" as const, reason })));
   return { outcome, outliving: scope.outliving };
 }

@@ -114,8 +114,12 @@ export interface BlockDisk {
 /** What `blkid -p` finds on a device (superblock / partition-table probing, no cache). */
 export type ProbeResult =
   | { kind: "empty" }
-  /** Exactly one recognised signature. usage: "filesystem", "raid", "crypto", "other"… */
-  | { kind: "found"; type: string | null; usage: string | null; ptType: string | null }
+  /**
+   * Exactly one recognised signature. usage: "filesystem", "raid", "crypto", "other"…; `unfinished`: a
+   * filesystem whose mkfs never finished (xfs's sb_inprogress still set: a stopped mkfs.xfs), which
+   * IsVolumeFormatted does not count as formatted.
+   */
+  | { kind: "found"; type: string | null; usage: string | null; ptType: string | null; unfinished?: true }
   /** Several conflicting signatures (blkid "ambivalent result"). */
   | { kind: "ambivalent"; detail: string };
 

@@ -8,6 +8,23 @@ import type { ProbeResult, Signature } from "./block-types.ts";
 import { parseBlkidExport } from "./block-parsers.ts";
 import { tool } from "./block-tool-runner.ts";
 import { loadBlkid, type Blkid } from "./libblkid.ts";
+import { open } from "node:fs/promises";
+
+/** Offset of sb_inprogress in the primary xfs superblock (xfs_format.h): mkfs.xfs sets it first and clears it last. */
+const XFS_SB_INPROGRESS = 126;
+
+/** An xfs probe marked unfinished when its superblock says mkfs never finished (one 1-byte read of the device). */
+async function withMkfsState(devPath: string, p: ProbeResult): Promise<ProbeResult> {
+  if (p.kind !== "found" || p.type !== "xfs") return p;
+  const h = await open(devPath, "r");
+  try {
+    const b = Buffer.alloc(1);
+    await h.read(b, 0, 1, XFS_SB_INPROGRESS);
+    return b[0] !== 0 ? { ...p, unfinished: true } : p;
+  } finally {
+    await h.close();
+  }
+}
 
 export interface SignatureProbe {
   /** Signature probe of a device node (blkid -p). */
@@ -46,7 +63,7 @@ export function createSignatureProbe(): SignatureProbe {
   return {
     async probe(devPath) {
       const blkid = await blkidOrNull();
-      return blkid ? blkid.probe(devPath) : probeWithBlkidProgram(devPath);
+      return withMkfsState(devPath, await (blkid ? blkid.probe(devPath) : probeWithBlkidProgram(devPath)));
     },
     async listSignatures(devPath) {
       const blkid = await blkidOrNull();
