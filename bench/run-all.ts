@@ -2,7 +2,9 @@
 // ratio against a baseline measured in the same invocation: path-exists.ts (our server against a
 // grpc-go server, loaded by a grpc-go client; RSS and start time), stage-flow.ts (PartitionDisk and
 // the driver stage flow on loop devices against the raw tools), node-scale.ts (the per-sync RPCs as the
-// node grows: mounts, namespaces, disks, SMB state, processes, churn; `--quick` for smaller sizes).
+// node grows: mounts, namespaces, disks, SMB state, processes, churn; `--quick` for smaller sizes),
+// windows-engine.ts (the Windows disk/volume calls over our PowerShell worker pool against one pwsh
+// per call with upstream v1.1.3's cmdlet command lines, on pwsh 7.6.9; skipped without the engine).
 // Arguments are passed to each script.
 //
 // What the run printed is also written to bench/results/<UTC time>-<commit>.txt, headed by the date,
@@ -13,7 +15,7 @@ import { createWriteStream, existsSync, mkdirSync } from "node:fs";
 import { loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
 
-const scripts = ["path-exists.ts", "stage-flow.ts", "node-scale.ts"];
+const scripts = ["path-exists.ts", "stage-flow.ts", "node-scale.ts", "windows-engine.ts"];
 const root = fileURLToPath(new URL("..", import.meta.url));
 const git = (...args: string[]) => spawnSync("git", ["-C", root, ...args], { encoding: "utf8" }).stdout?.trim() ?? "";
 const commit = git("rev-parse", "--short", "HEAD") || "unknown";

@@ -10,5 +10,8 @@ if [ "${1:-}" = "--test" ]; then
   bash scripts/install-test-tools.sh
   # Wine and its private prefix for the Windows suites; they skip, saying why, when it cannot be had.
   bash scripts/install-wine.sh >/dev/null || echo "install-host-tools: Wine unavailable, the Windows suites will skip" >&2
+  # PowerShell 7.6.9 (a .NET tool) for the real-engine suites (test/windows-engine/); they skip,
+  # saying why, where dotnet is absent.
+  bash scripts/install-pwsh.sh || echo "install-host-tools: PowerShell unavailable, the real-engine suites will skip" >&2
 fi
 exit 0

@@ -36,3 +36,7 @@ test("a system call's failure reaching the boundary uncoded gets its errno's cod
   assert.equal(CsiProxyError.from(new TypeError("x is undefined")).code, Code.Internal);
   assert.equal(errnoCode("ENXIO"), Code.FailedPrecondition);
 });
+
+it("a mount whose server is gone answers Unavailable, whichever errno says so", () => {
+  for (const e of ["ENOTCONN", "ECONNABORTED", "ESTALE", "EHOSTDOWN"]) assert.equal(errnoCode(e), Code.Unavailable, e);
+});

@@ -53,15 +53,24 @@ export class CsiProxyError extends Error {
 }
 
 /**
+ * What a system call on a mount whose filesystem server is gone or unreachable fails with: a FUSE
+ * daemon killed (ENOTCONN, ECONNABORTED for requests in flight), an NFS handle gone (ESTALE), an SMB
+ * or NFS server down (EHOSTDOWN, EHOSTUNREACH). Unavailable: the mount may answer again.
+ */
+export const DEAD_MOUNT_ERRNOS: ReadonlySet<string> = new Set(["ENOTCONN", "ECONNABORTED", "ESTALE", "EHOSTDOWN", "EHOSTUNREACH"]);
+
+/**
  * The gRPC code of a failed system call, by errno name; undefined for names that are not errnos
  * (Node's own ERR_* codes) or that usually mean a bug of csi-proxy (EINVAL, EBADF, EFAULT).
  * The daemon's own descriptors or memory exhausted → ResourceExhausted (transient); a missing file →
- * NotFound; access → PermissionDenied; the rest (disk full or over quota — a final answer until someone
- * frees space, and kubelet reads ResourceExhausted as "still in progress" —, busy, read-only, I/O error,
- * device gone…) → FailedPrecondition.
+ * NotFound; access → PermissionDenied; a filesystem whose server is gone ({@link DEAD_MOUNT_ERRNOS}) →
+ * Unavailable, as a mount the gate finds not responding (host/mount-gate.ts); the rest (disk full or
+ * over quota — a final answer until someone frees space, and kubelet reads ResourceExhausted as "still
+ * in progress" —, busy, read-only, I/O error, device gone…) → FailedPrecondition.
  */
 export function errnoCode(errno: string): Code | undefined {
   if (!/^E[A-Z0-9]+$/.test(errno) || errno === "EINVAL" || errno === "EBADF" || errno === "EFAULT") return undefined;
+  if (DEAD_MOUNT_ERRNOS.has(errno)) return Code.Unavailable;
   switch (errno) {
     case "EMFILE":
     case "ENFILE":
@@ -92,4 +101,5 @@ export const alreadyExists = (message: string) => new CsiProxyError(Code.Already
 export const failedPrecondition = (message: string) => new CsiProxyError(Code.FailedPrecondition, message);
 export const permissionDenied = (message: string) => new CsiProxyError(Code.PermissionDenied, message);
 export const unimplemented = (message: string) => new CsiProxyError(Code.Unimplemented, message);
+export const unavailable = (message: string) => new CsiProxyError(Code.Unavailable, message);
 export const internal = (message: string, cause?: unknown) => new CsiProxyError(Code.Internal, message, { cause });

@@ -7,15 +7,18 @@
  * returns the six version-agnostic group services with this platform's host layer (arguments
  * checked at run time); their request and response types are in `src/groups/<group>/types.ts`, and
  * errors are `CsiProxyError`s with a gRPC code. `createInProcessApi` gives the versioned RPCs typed
- * by the generated messages (strict); `createInProcessClient` (also `csi-proxy-ts/in-process`) the
- * same shaped as a grpc-js + proto-loader client, for Node.js drivers replacing their pipe client.
+ * by the generated messages (strict); `InProcessCsiProxyClient` (also `csi-proxy-ts/in-process`;
+ * `createInProcessClient` is its async form) the same shaped as a grpc-js + proto-loader client,
+ * constructed synchronously, for Node.js drivers replacing their pipe client (docs/in-process.md).
  * For embedding the daemon: `startDaemon`.
  */
 export { connectGroup, type ConnectOptions, type GroupClient } from "./client/connect-group.ts";
 export { createCheckedServices as createServices } from "./compose/compose.ts";
 export { createInProcessApi, type InProcessApi, type TypedClient } from "./in-process/typed-api.ts";
 export type { CallOptions } from "./util/call-scope.ts";
-export { createInProcessClient, type InProcessCsiProxyClient, type InProcessClientOptions, type GrpcStyleClient, type ServiceError } from "./in-process/grpc-style-client.ts";
+export { InProcessCsiProxyClient, createInProcessClient, type InProcessClientOptions } from "./in-process/in-process-client.ts";
+export type { GrpcStyleClient, ServiceError } from "./in-process/grpc-style-client.ts";
+export type { InProcessConfig } from "./in-process/in-process-config.ts";
 export type { ProxyConfig } from "./proxy-config.ts";
 export type { Services } from "./groups/services.ts";
 export { startDaemon, type Daemon } from "./daemon.ts";

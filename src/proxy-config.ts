@@ -15,6 +15,11 @@ export interface ProxyConfig {
   stateDir: string;
   /** Linux `-iscsi-node-db`: open-iscsi's node database; unset, found from the installed open-iscsi. */
   iscsiNodeDb?: string;
+  /**
+   * Linux: the node-wide directory of intent records of destructive steps (-intent-dir; default
+   * /var/lib/csi-proxy/intents, state/intent-records.ts): persistent, root-owned, writable by nobody else.
+   */
+  intentDir?: string;
   /** Services System StartService/StopService may act on (-allowed-service); "*" allows any. */
   allowedServices: string[];
   /** Where services report what they do on their own (SMB start-up reconciliation, sweeps). */

@@ -17,6 +17,8 @@ import { createLogger } from "./log/klog.ts";
 import { defaultSocketDir } from "./api/endpoint.ts";
 import { startDaemon } from "./daemon.ts";
 import { setHostCommandTimeoutCap, stopHostCommands, KILL_GRACE_MS } from "./host/exec/run-command.ts";
+import { MUST_FINISH_STOP_WAIT_MS } from "./host/exec/host-steps.ts";
+import { keepLateStepsFile } from "./host/exec/late-steps-file.ts";
 import { commit, version } from "./version.ts";
 import { blockedHostOperations, runningHostOperations } from "./host/mount-gate.ts";
 import { exitWithoutHandlers } from "./host/linux/kernel/libc.ts";
@@ -93,6 +95,7 @@ export async function runServer(argv: string[], hooks: RunHooks = {}): Promise<n
       defaultFsType: flags["default-fs-type"] as "ext4" | "xfs",
       pipeSddl: (flags["pipe-sddl"] as string) || undefined,
       stateDir: flags["state-dir"] as string,
+      intentDir: flags["intent-dir"] as string,
       allowedServices: flags["allowed-service"] as string[],
       ...(flags["iscsi-node-db"] ? { iscsiNodeDb: flags["iscsi-node-db"] as string } : {}),
       logger,
@@ -107,11 +110,14 @@ export async function runServer(argv: string[], hooks: RunHooks = {}): Promise<n
         return 2;
       }
     }
-    // A graceful stop ends the host commands still running (SIGTERM, SIGKILL after the grace) once
-    // the endpoints are closed; a daemon killed outright leaves them to finish on their own.
+    // A graceful stop ends the stoppable host commands still running (SIGTERM, SIGKILL after the
+    // grace) once the endpoints are closed, and waits for the must-finish ones (never signalled,
+    // host/exec/host-steps.ts) up to MUST_FINISH_STOP_WAIT_MS; those still running then go on, holding
+    // their devices' locks. A daemon killed outright leaves every child to finish on its own.
     const endHostCommands = async () => {
       const t0 = Date.now();
-      await stopHostCommands();
+      const left = await stopHostCommands({ onWait: (what) => logger.warning(`Waiting for ${what}: a step that must finish is never stopped (at most ${MUST_FINISH_STOP_WAIT_MS / 1000} s)`) });
+      for (const what of left) logger.warning(`Exiting while ${what} still runs: it keeps its device locked until it ends`);
       if (Date.now() - t0 > 50) logger.info(`Ended the running host commands (SIGTERM, SIGKILL after ${KILL_GRACE_MS} ms) in ${Date.now() - t0} ms`);
     };
     const start = async () => {
@@ -119,6 +125,7 @@ export async function runServer(argv: string[], hooks: RunHooks = {}): Promise<n
       logger.info(`Version: ${version}`);
       logger.info(`Working directories: [${[...config.workingDirs, config.kubeletPath].join(" ")}]`);
       logger.info(`Require privacy: ${config.requirePrivacy}`);
+      if (config.platform === "linux") keepLateStepsFile(config.socketDir, (m) => logger.warning(m));
       const daemon = await startDaemon(config, { logger, metricsBindAddress: (flags["metrics-bind-address"] as string) || undefined });
       if (daemon.metricsAddress) logger.info(`Serving metrics on http://${daemon.metricsAddress}/metrics`);
       logger.info(`Serving ${daemon.addresses.length} endpoints${config.platform === "linux" ? ` in ${config.socketDir}` : ""}`);
@@ -167,7 +174,7 @@ export async function runServer(argv: string[], hooks: RunHooks = {}): Promise<n
     const left = runningHostOperations();
     if (left > 0 && process.platform === "linux") {
       // A normal exit would join libuv's pool, whose threads wait in the kernel for a dead mount.
-      const stuck = [...blockedHostOperations()].map(([m, n]) => `${n} under ${m}`).join(", ");
+      const stuck = [...blockedHostOperations(), ...blockedHostOperations({ devices: true })].map(([m, n]) => `${n} under ${m}`).join(", ");
       logger.warning(`Stopped with ${left} host operation(s) still in the kernel${stuck ? ` (blocked: ${stuck})` : ""}; exiting without waiting for them`);
       await logger.close();
       await exitWithoutHandlers(0);

@@ -9,7 +9,8 @@
  * Calls one RPC through the typed client (the group's stable version — v1, or the newest that is not
  * an alpha — unless -version is given) and prints the response as proto3 JSON, every field included
  * (`"exists": false`, not `{}`). `status` lists which endpoints answer; `help` (also -h, -help,
- * --help) prints the usage on stdout; `version` prints this tool's version, commit and Node.js.
+ * --help) prints the usage on stdout; `version` prints this tool's version, commit and Node.js. After the endpoints, `status` lists
+ * the host steps that outlived their call (running or lately ended, per device; host/exec/late-steps-file.ts).
  * Exit codes: 0 success, 1 the RPC failed (its gRPC code and message on stderr) or an unsupported
  * Node.js, 2 usage errors.
  */
@@ -22,6 +23,7 @@ import { connectGroup } from "../client/connect-group.ts";
 import { defaultSocketDir, endpointPath } from "../api/endpoint.ts";
 import { codeName } from "../errors.ts";
 import { commit, version as toolVersion } from "../version.ts";
+import { describeLateSteps } from "../host/exec/late-steps-file.ts";
 
 const specs: FlagSpec[] = [
   { name: "socket-dir", kind: "string", default: defaultSocketDir(), usage: "Linux: the server's -socket-dir" },
@@ -124,6 +126,8 @@ async function status(socketDir: string): Promise<number> {
       process.stdout.write(`${ok ? "serving" : "absent "}  ${group.padEnd(10)} ${version.padEnd(9)} ${endpointPath(group, version, { socketDir })}\n`);
     }
   }
+  // Host steps that outlived their call (a must-finish step past its deadline), per device.
+  for (const line of await describeLateSteps(socketDir)) process.stdout.write(`${line}\n`);
   return served ? 0 : 1;
 }
 

@@ -6,6 +6,7 @@
  * systemd. The state dir is secured first, before any state is read (src/state/state-dir.ts); a
  * refusal makes SMB (and iSCSI mutual CHAP) answer FailedPrecondition, other groups are unaffected.
  */
+import { DEFAULT_INTENT_DIR, IntentRecords } from "../state/intent-records.ts";
 import * as fsPromises from "node:fs/promises";
 import * as path from "node:path";
 import type { ProxyConfig } from "../proxy-config.ts";
@@ -24,6 +25,7 @@ import { createSystemService } from "../groups/system/system-service.ts";
 import { nodeLocks } from "../state/node-locks-for.ts";
 import { LinuxFilesystemHost } from "../host/linux/filesystem.ts";
 import { createLinuxMountGate } from "../host/linux/mounts/linux-mount-gate.ts";
+import { createDeviceGate } from "../host/linux/block/device-gate.ts";
 import { gateFilesystemHost, gateResolver } from "../host/gated-filesystem-host.ts";
 import { cachedBindSources } from "../host/linux/mounts/bind-mount-source.ts";
 import { processMountTable, setProcessStartUpPhase } from "../host/linux/mounts/mount-index.ts";
@@ -68,7 +70,8 @@ export async function createLinuxServices(config: ProxyConfig): Promise<Services
   });
   if (copies.removed.length) config.logger?.warning(`removed ${copies.removed.length} temporary cop${copies.removed.length === 1 ? "y" : "ies"} of iSCSI node records a stopped daemon left: ${copies.removed.join(", ")}`);
   if (copies.failed.length) config.logger?.warning(`could not remove temporary iSCSI node record copies ${copies.failed.join(", ")} (not regular files): remove them`);
-  const blockTools = createLinuxBlockTools({ stateFile: path.join(config.socketDir, "csi-proxy-disk-state.json"), log: config.logger });
+  // Block reads (tables, libblkid probes) are admitted per whole disk in the same gate (device-gate.ts): a disk whose reads hang holds a few threads, never the pool.
+  const blockTools = createLinuxBlockTools({ stateFile: path.join(config.socketDir, "csi-proxy-disk-state.json"), log: config.logger, deviceGate: createDeviceGate(gate) });
   const smb = await createSmbGroup({
     host: smbHost,
     policy,
@@ -81,7 +84,7 @@ export async function createLinuxServices(config: ProxyConfig): Promise<Services
   smb.reconciler.start(); // the stale-use sweep, every 5 minutes (src/groups/smb/smb-reconciler.ts)
   return {
     filesystem: createFilesystemService({ host: gateFilesystemHost(new LinuxFilesystemHost(), gate), policy, platform: "linux" }),
-    disk: createDiskService({ host: new LinuxDiskHost(blockTools), policy, locks }),
+    disk: createDiskService({ host: new LinuxDiskHost(blockTools, { intents: new IntentRecords(config.intentDir ?? DEFAULT_INTENT_DIR), log: config.logger }), policy, locks }),
     volume: createVolumeService({ host: new LinuxVolumeHost(blockTools, { defaultFileSystem: config.defaultFsType, log: config.logger }), policy, locks }),
     smb: smb.service,
     iscsi: createIscsiService({ host: iscsiHost, locks }),

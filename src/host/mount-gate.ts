@@ -27,10 +27,20 @@
  * bounded by `perMount` per mount and `total` overall.
  */
 import { Code, CsiProxyError } from "../errors.ts";
+import { reachedMount } from "./reached-mount.ts";
 
 export interface MountGateOptions {
   /** The mount point of the mount `path` lies on (lexically: the longest mount point prefix). */
   mountOf(path: string): Promise<string>;
+  /**
+   * When given, a path's symbolic links are followed component by component (reached-mount.ts) and
+   * the call counts against the mount it reaches, each component's look-up against the mount it lies
+   * on; without it, `mountOf(path)` is the call's mount. A link's target when `path` is a link, null
+   * when not.
+   */
+  readLink?(path: string): Promise<string | null>;
+  /** A kept answer of `readLink` for `path` (undefined when none): taken without a look-up or a slot. */
+  knownLink?(path: string): string | null | undefined;
   /** Asks the filesystem mounted at `mountPoint` something it must answer itself (statfs). */
   probe(mountPoint: string): Promise<unknown>;
   /** Operations running at once under one mount (probe included). Default {@link DEFAULT_PER_MOUNT}. */
@@ -75,14 +85,25 @@ interface MountState {
 }
 
 export interface MountGate {
-  /** Runs `op` (host work on `path`) once admitted; rejects Unavailable when the mount is not responding. */
-  run<T>(path: string, op: () => Promise<T>, signal?: AbortSignal): Promise<T>;
+  /**
+   * Runs `op` (host work on `path`) once admitted; rejects Unavailable when the mount is not
+   * responding. `followLast: false`: `op` does not follow the path's last component (lstat, symlink),
+   * so a link there counts against the mount it lies on, not the one it points into.
+   */
+  run<T>(path: string, op: () => Promise<T>, signal?: AbortSignal, options?: { followLast?: boolean }): Promise<T>;
+  /**
+   * Runs `op` under the key `key` itself (no path resolution): a whole disk's key (linux/block/device-gate.ts,
+   * {@link DEVICE_KEY_PREFIX}), so device I/O shares this gate's slots, watchdog and `total` budget.
+   */
+  runKey<T>(key: string, op: () => Promise<T>, signal?: AbortSignal): Promise<T>;
   /** Per mount point: operations running longer than the watchdog's threshold. */
   blocked(): Map<string, number>;
   /** Mount points marked not responding now, with since when (ms). */
   notResponding(): Map<string, number>;
   /** Operations admitted and not yet returned, on every mount. */
   running(): number;
+  /** How long (ms) the oldest operation running under `key` has gone without anything under `key` answering; 0 when none is waiting for an answer. */
+  stalledMs(key: string): number;
 }
 
 export function createMountGate(options: MountGateOptions): MountGate {
@@ -104,10 +125,13 @@ export function createMountGate(options: MountGateOptions): MountGate {
 
   const seconds = (ms: number) => (ms / 1000).toFixed(1);
 
+  /** How a key is named in answers: a mount's filesystem, or a whole disk (linux/block/device-gate.ts). */
+  const named = (key: string) => (key.startsWith(DEVICE_KEY_PREFIX) ? `disk ${key.slice(DEVICE_KEY_PREFIX.length)}` : `the filesystem mounted at ${key}`);
+
   const silentError = (s: MountState) =>
     new CsiProxyError(
       Code.Unavailable,
-      `the filesystem mounted at ${s.mountPoint} is not responding: it has not answered for ${seconds(Date.now() - s.silentSince!)} s ` +
+      `${named(s.mountPoint)} is not responding: it has not answered for ${seconds(Date.now() - s.silentSince!)} s ` +
         `(${s.running.size} host operation(s) on it have not returned); calls under it fail until it answers again`,
     );
 
@@ -182,52 +206,78 @@ export function createMountGate(options: MountGateOptions): MountGate {
     return out;
   };
 
+  /** The mount a call on `path` reaches: its links followed when the gate has `readLink`, else {@link MountGateOptions.mountOf}. */
+  const mountOfCall = (path: string, signal?: AbortSignal, followLast = true): Promise<string> => {
+    if (!options.readLink) return options.mountOf(path);
+    return reachedMount(path, {
+      mountOf: (p) => options.mountOf(p),
+      readLink: (p) => options.readLink!(p),
+      known: (p) => options.knownLink?.(p),
+      isSilent: (m) => mounts.get(m)?.silentSince !== undefined,
+      lookAt: (m, op) => admit(stateOf(m), op, signal),
+    }, { followLast });
+  };
+
+  /** Runs `op` in a slot of `s` once one is free (in arrival order); Unavailable when `s` is not responding. */
+  const admit = <T>(s: MountState, op: () => Promise<T>, signal?: AbortSignal): Promise<T> => {
+    if (s.silentSince !== undefined) {
+      startProbe(s);
+      throw silentError(s);
+    }
+    if (s.waiting.length === 0 && hasSlot(s)) return occupy(s, op);
+    if (s.waiting.length >= maxWaiting) {
+      throw new CsiProxyError(Code.Unavailable, `${s.waiting.length} calls are already waiting for host operations under ${s.mountPoint}`);
+    }
+    return new Promise<T>((resolve, reject) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", onAbort);
+        const i = s.waiting.indexOf(w);
+        if (i >= 0) s.waiting.splice(i, 1);
+      };
+      const w: Waiter = {
+        start() {
+          done();
+          occupy(s, op).then(resolve, reject);
+        },
+        fail(err) {
+          done();
+          reject(err);
+          forget(s);
+        },
+      };
+      const onAbort = () => w.fail(signal!.reason instanceof Error ? signal!.reason : new CsiProxyError(Code.Canceled, "the call was cancelled"));
+      const timer = setTimeout(() => {
+        const oldest = Math.min(...[...s.running].map((r) => r.started));
+        const why =
+          s.running.size > 0
+            ? `${s.running.size} running there, the oldest for ${seconds(Date.now() - oldest)} s`
+            : `all ${total} threads for host path operations are held under other mounts (${[...blockedNow().keys()].join(", ") || "none blocked"})`;
+        w.fail(new CsiProxyError(Code.Unavailable, `no host operation could start ${s.mountPoint.startsWith(DEVICE_KEY_PREFIX) ? `on ${named(s.mountPoint)}` : `under ${s.mountPoint}`} for ${seconds(thresholdMs)} s: ${why}`));
+      }, thresholdMs);
+      timer.unref();
+      signal?.addEventListener("abort", onAbort, { once: true });
+      s.waiting.push(w);
+    });
+  };
+
   return {
-    async run<T>(path: string, op: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    async run<T>(path: string, op: () => Promise<T>, signal?: AbortSignal, runOptions: { followLast?: boolean } = {}): Promise<T> {
       signal?.throwIfAborted();
-      const s = stateOf(await options.mountOf(path));
-      if (s.silentSince !== undefined) {
-        startProbe(s);
-        throw silentError(s);
-      }
-      if (s.waiting.length === 0 && hasSlot(s)) return occupy(s, op);
-      if (s.waiting.length >= maxWaiting) {
-        throw new CsiProxyError(Code.Unavailable, `${s.waiting.length} calls are already waiting for host operations under ${s.mountPoint}`);
-      }
-      return new Promise<T>((resolve, reject) => {
-        const done = () => {
-          clearTimeout(timer);
-          signal?.removeEventListener("abort", onAbort);
-          const i = s.waiting.indexOf(w);
-          if (i >= 0) s.waiting.splice(i, 1);
-        };
-        const w: Waiter = {
-          start() {
-            done();
-            occupy(s, op).then(resolve, reject);
-          },
-          fail(err) {
-            done();
-            reject(err);
-            forget(s);
-          },
-        };
-        const onAbort = () => w.fail(signal!.reason instanceof Error ? signal!.reason : new CsiProxyError(Code.Canceled, "the call was cancelled"));
-        const timer = setTimeout(() => {
-          const oldest = Math.min(...[...s.running].map((r) => r.started));
-          const why =
-            s.running.size > 0
-              ? `${s.running.size} running there, the oldest for ${seconds(Date.now() - oldest)} s`
-              : `all ${total} threads for host path operations are held under other mounts (${[...blockedNow().keys()].join(", ") || "none blocked"})`;
-          w.fail(new CsiProxyError(Code.Unavailable, `no host operation could start under ${s.mountPoint} for ${seconds(thresholdMs)} s: ${why}`));
-        }, thresholdMs);
-        timer.unref();
-        signal?.addEventListener("abort", onAbort, { once: true });
-        s.waiting.push(w);
-      });
+      return admit(stateOf(await mountOfCall(path, signal, runOptions.followLast !== false)), op, signal);
+    },
+    async runKey<T>(key: string, op: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+      signal?.throwIfAborted();
+      return admit(stateOf(key), op, signal);
     },
     blocked: () => blockedNow(),
     running: () => runningTotal,
+    stalledMs(key) {
+      const s = mounts.get(key);
+      if (!s || s.running.size === 0) return 0;
+      const oldest = Math.min(...[...s.running].map((r) => r.started));
+      return s.lastAnswer >= oldest ? 0 : Date.now() - oldest;
+    },
     notResponding() {
       const out = new Map<string, number>();
       for (const s of mounts.values()) if (s.silentSince !== undefined) out.set(s.mountPoint, s.silentSince);
@@ -261,9 +311,18 @@ export function runningHostOperations(): number {
   return n;
 }
 
-/** Blocked operations per mount point, summed over every registered gate. */
-export function blockedHostOperations(): Map<string, number> {
+/** Gate keys of whole disks (linux/block/device-gate.ts) start with this; every other key is a mount point or root. */
+export const DEVICE_KEY_PREFIX = "device:";
+
+/** Blocked operations per mount point (`devices`: per whole disk's device node instead), summed over every registered gate. */
+export function blockedHostOperations(options: { devices?: boolean } = {}): Map<string, number> {
   const out = new Map<string, number>();
-  for (const g of gates) for (const [m, n] of g.blocked()) out.set(m, (out.get(m) ?? 0) + n);
+  for (const g of gates) {
+    for (const [m, n] of g.blocked()) {
+      if (m.startsWith(DEVICE_KEY_PREFIX) !== (options.devices === true)) continue;
+      const key = options.devices ? m.slice(DEVICE_KEY_PREFIX.length) : m;
+      out.set(key, (out.get(key) ?? 0) + n);
+    }
+  }
   return out;
 }

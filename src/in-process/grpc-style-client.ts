@@ -1,34 +1,38 @@
 /**
  * csi-proxy in-process, shaped like a grpc-js client built by @grpc/proto-loader with the options
  * Node.js drivers use (`keepCase: true, longs: String, enums: String, defaults: true, oneofs: true`),
- * so that a driver swaps its pipe client for this one by changing the constructor call:
+ * so that a driver swaps its pipe client for this one by replacing the client construction
+ * (in-process-client.ts builds these per group):
  *
  *   clients.filesystem.PathExists({ path }, (err, res) => …)     // grpc-js style, per group
  *   await proxy.executeRPC("filesystem", "PathExists", { path })  // promise on top
  *
- * Requests are read as proto-loader's serializer reads them (loader-shape.ts), encoded, and handed
- * to the daemon's own method boundary (in-process-engine.ts); answers are decoded the way
- * proto-loader decodes the daemon's bytes. Errors are shaped as grpc-js's ServiceError: an Error
- * with `code`, `details`, `metadata` and the message `<code> <NAME>: <details>`.
+ * A request is encoded into the bytes proto-loader's serializer would send (loader-wire.ts), held
+ * to the daemon's 4 MiB message limit (RESOURCE_EXHAUSTED, the transport's text), and handed to the
+ * daemon's own method boundary (in-process-engine.ts), whose decode refuses invalid UTF-8 as over
+ * the socket; answers are decoded the way proto-loader decodes the daemon's bytes. Errors are
+ * shaped as grpc-js's ServiceError: an Error with `code`, `details`, `metadata` and the message
+ * `<code> <NAME>: <details>`; a status message is bounded as the transport bounds it.
  *
- * Where it differs from grpc-js over a pipe (documented in README "In-process library"):
+ * Where it differs from grpc-js over a pipe (docs/in-process.md, "Deliberate differences"):
+ *  - call options of null/undefined (`Method(request, null, callback)`): grpc-js throws a
+ *    TypeError; here the callback gets INVALID_ARGUMENT;
  *  - `metadata` of an error is an {@link InProcessMetadata}, not grpc-js's class (same `get`,
  *    `getMap`, `toJSON`, `clone`; the same content), and call metadata passed in is ignored
  *    (csi-proxy reads none);
  *  - a deadline (`options.deadline`, Date or ms since the epoch) or `call.cancel()` aborts the
  *    call's work; the callback gets DEADLINE_EXCEEDED "Deadline exceeded" / CANCELLED "Cancelled
- *    on client" once that work stopped (grpc-js answers at once, while the server still stops);
- *  - a method that does not exist: grpc-js has no such property (TypeError when called); here too,
- *    and `executeRPC` rejects with UNIMPLEMENTED naming the method.
+ *    on client" once that work stopped (grpc-js answers at once, while the server still stops).
  */
-import { fromBinary, toBinary, type DescMessage } from "@bufbuild/protobuf";
+import { fromBinary, type DescMessage, type DescMethod, type DescService } from "@bufbuild/protobuf";
 import { Code, CsiProxyError } from "../errors.ts";
 import { statusMessage } from "../rpc/grpc-service.ts";
-import type { ProxyConfig } from "../proxy-config.ts";
-import type { Services } from "../groups/services.ts";
-import { createInProcessEngine, type InProcessEngine, type InProcessMethod } from "./in-process-engine.ts";
-import { fromLoaderShape, toLoaderShape } from "./loader-shape.ts";
-import { groups, versionsOf, type Group } from "../api/catalog.ts";
+import type { InProcessEngine } from "./in-process-engine.ts";
+import { toLoaderShape } from "./loader-shape.ts";
+import { loaderWireBytes } from "./loader-wire.ts";
+import { DEFAULT_LIMITS, messageTooLarge } from "../rpc/transport-limits.ts";
+import { catalog } from "../api/catalog.ts";
+import { shownName } from "./shown-name.ts";
 
 /** grpc-js's `Status` names, by code. */
 const STATUS_NAMES = [
@@ -85,19 +89,26 @@ export type GrpcStyleClient = Record<string, (request: unknown, ...rest: unknown
 
 const errorMessage = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
+/** The daemon's largest request message, bytes (its transport's limit); above it RESOURCE_EXHAUSTED. */
+const MAX_MESSAGE_BYTES = DEFAULT_LIMITS.maxMessageBytes;
+
 const shortName = (desc: DescMessage) => desc.typeName.slice(desc.typeName.lastIndexOf(".") + 1);
 
-/** proto-loader's serializer: an array is refused by name; the rest as protobufjs fromObject (loader-shape.ts). */
+/** proto-loader's serializer: an array is refused by name; the rest as protobufjs encodes it (loader-wire.ts). */
 function serialize(desc: DescMessage, request: unknown): Uint8Array {
   if (Array.isArray(request)) throw new Error(`Failed to serialize message: expected object with ${shortName(desc)} structure, got array instead`);
-  return toBinary(desc, fromLoaderShape(desc, request) as never);
+  return loaderWireBytes(desc, request);
 }
 
 /** grpc-js's argument rule: the callback is the last of (metadata?, options?, callback). */
-function callArguments(rest: unknown[]): { options: { deadline?: unknown }; callback: UnaryCallback } {
+function callArguments(rest: unknown[]): { options: { deadline?: unknown }; callback: UnaryCallback; refused?: ServiceError } {
   const [a, b, c] = rest;
   if (typeof a === "function") return { options: {}, callback: a as UnaryCallback };
-  if (typeof b === "function") return { options: a instanceof InProcessMetadata || !(a instanceof Object) ? {} : (a as object), callback: b as UnaryCallback };
+  if (typeof b === "function") {
+    // grpc-js throws a TypeError for null/undefined options here; a deliberate difference: INVALID_ARGUMENT.
+    if (a === null || a === undefined) return { options: {}, callback: b as UnaryCallback, refused: serviceError(Code.InvalidArgument, `call options: expected an object (or Metadata), got ${a === null ? "null" : "undefined"}`) };
+    return { options: a instanceof InProcessMetadata || !(a instanceof Object) ? {} : (a as object), callback: b as UnaryCallback };
+  }
   if (!(a instanceof Object && b instanceof Object && typeof c === "function")) throw new Error("Incorrect arguments passed");
   return { options: b as object, callback: c as UnaryCallback };
 }
@@ -108,8 +119,18 @@ function deadlineOf(value: unknown): number | undefined {
   return ms === undefined || !Number.isFinite(ms) ? undefined : ms;
 }
 
-function invoke(method: InProcessMethod, request: unknown, rest: unknown[]): InProcessUnaryCall {
-  const { options, callback } = callArguments(rest);
+/**
+ * The engine a client's calls run on, once set up. Set-up is started by the client's factory and
+ * may still be running when a call comes (the call waits for it); if it failed, `failure` is the
+ * error every call answers (nothing was done).
+ */
+export interface EngineSlot {
+  readonly ready: Promise<InProcessEngine | undefined>;
+  failure(): ServiceError | undefined;
+}
+
+function invoke(slot: EngineSlot, group: string, version: string, method: DescMethod, request: unknown, rest: unknown[]): InProcessUnaryCall {
+  const { options, callback, refused } = callArguments(rest);
   const controller = new AbortController();
   let why: ServiceError | undefined;
   const stop = (error: ServiceError) => {
@@ -128,17 +149,24 @@ function invoke(method: InProcessMethod, request: unknown, rest: unknown[]): InP
   };
   void (async () => {
     await Promise.resolve(); // answer asynchronously, as grpc-js does, even for the synchronous checks
+    if (refused) return answer(refused);
     let bytes: Uint8Array;
     try {
-      bytes = serialize(method.descriptor.input, request);
+      bytes = serialize(method.input, request);
     } catch (e) {
       return answer(serviceError(Code.Internal, `Request message serialization failure: ${errorMessage(e)}`));
     }
     if (why) return answer(why);
+    // The daemon's transport limit, with its text, on the bytes the wire would carry.
+    if (bytes.length > MAX_MESSAGE_BYTES) return answer(serviceError(Code.ResourceExhausted, messageTooLarge(bytes.length, MAX_MESSAGE_BYTES), true));
+    const engine = await slot.ready;
+    if (why) return answer(why);
+    const served = engine?.method(group, version, method.name);
+    if (!served) return answer(slot.failure() ?? serviceError(Code.Unimplemented, `csi-proxy serves no ${group} ${version} ${method.name}`));
     try {
-      const out = await method.call(bytes, { signal: controller.signal });
+      const out = await served.call(bytes, { signal: controller.signal });
       if (why) return answer(why);
-      answer(null, toLoaderShape(method.descriptor.output, fromBinary(method.descriptor.output, out) as unknown as Record<string, unknown>));
+      answer(null, toLoaderShape(method.output, fromBinary(method.output, out) as unknown as Record<string, unknown>));
     } catch (e) {
       if (why) return answer(why);
       const err = CsiProxyError.from(e);
@@ -153,62 +181,20 @@ function invoke(method: InProcessMethod, request: unknown, rest: unknown[]): InP
 
 const camel = (name: string) => name.charAt(0).toLowerCase() + name.slice(1);
 
-/** The grpc-js-style client of one group/version of `engine`. */
-export function grpcStyleClient(engine: InProcessEngine, group: string, version: string): GrpcStyleClient {
-  const service = engine.service(group, version);
-  if (!service) throw serviceError(Code.Unimplemented, `csi-proxy serves no ${group} ${version}`);
+/**
+ * The grpc-js-style client of one group/version, usable at once: its methods come from the
+ * catalog; each call waits for the engine's set-up (see EngineSlot). An unserved group/version
+ * throws UNIMPLEMENTED synchronously.
+ */
+export function grpcStyleClient(slot: EngineSlot, group: string, version: string): GrpcStyleClient {
+  const service = typeof group === "string" && typeof version === "string" && Object.hasOwn(catalog, group) ? (catalog as unknown as Record<string, Record<string, DescService>>)[group] : undefined;
+  const desc = service && Object.hasOwn(service, version) ? service[version] : undefined;
+  if (!desc) throw serviceError(Code.Unimplemented, `csi-proxy serves no ${shownName(group)} ${shownName(version)}`);
   const client: GrpcStyleClient = Object.create(null);
-  for (const m of service.methods) {
-    const method = engine.method(group, version, m.name)!;
-    const fn = (request: unknown, ...rest: unknown[]) => invoke(method, request, rest);
+  for (const m of desc.methods) {
+    const fn = (request: unknown, ...rest: unknown[]) => invoke(slot, group, version, m, request, rest);
     client[m.name] = fn;
     client[camel(m.name)] = fn;
   }
   return Object.freeze(client);
-}
-
-/** democratic-csi's defaults: the group versions its pipe client dials. */
-export const DEFAULT_VERSIONS: Record<Group, string> = { filesystem: "v1", disk: "v1", volume: "v1", smb: "v1", system: "v1alpha1", iscsi: "v1alpha2" };
-
-export interface InProcessClientOptions {
-  /** Per group, the version to use (as the pipe client's `services` option; `connection` is ignored). */
-  services?: Partial<Record<Group, { version?: string }>>;
-  /** Tests: the group services to use instead of this platform's. */
-  groupServices?: Services;
-}
-
-/** The pipe client's counterpart: `clients[group]` at the chosen versions, `client(group, version)` for any, `executeRPC` on top. */
-export interface InProcessCsiProxyClient {
-  readonly clients: Readonly<Record<Group, GrpcStyleClient>>;
-  client(group: string, version: string): GrpcStyleClient;
-  /** Calls `clients[serviceName.toLowerCase()][methodName](request)`; resolves with the response, rejects with the ServiceError. */
-  executeRPC(serviceName: string, methodName: string, request?: unknown): Promise<Record<string, unknown>>;
-}
-
-export async function createInProcessClient(config: ProxyConfig, options: InProcessClientOptions = {}): Promise<InProcessCsiProxyClient> {
-  const engine = await createInProcessEngine(config, options.groupServices);
-  const clients = {} as Record<Group, GrpcStyleClient>;
-  for (const group of groups) {
-    const version = options.services?.[group]?.version ?? DEFAULT_VERSIONS[group];
-    if (!(versionsOf(group) as string[]).includes(version)) throw new CsiProxyError(Code.InvalidArgument, `csi-proxy serves no ${group} ${version}; versions: ${versionsOf(group).join(", ")}`);
-    clients[group] = grpcStyleClient(engine, group, version);
-  }
-  const byVersion = new Map<string, GrpcStyleClient>();
-  return {
-    clients: Object.freeze(clients),
-    client(group, version) {
-      const key = `${group}/${version}`;
-      let c = byVersion.get(key);
-      if (!c) byVersion.set(key, (c = grpcStyleClient(engine, group, version)));
-      return c;
-    },
-    executeRPC(serviceName, methodName, request = {}) {
-      return new Promise((resolve, reject) => {
-        const client = typeof serviceName === "string" ? (clients as Record<string, GrpcStyleClient>)[serviceName.toLowerCase()] : undefined;
-        const fn = client && typeof methodName === "string" && Object.prototype.hasOwnProperty.call(client, methodName) ? client[methodName] : undefined;
-        if (!fn) return reject(serviceError(Code.Unimplemented, `csi-proxy has no method ${String(methodName)} in service ${String(serviceName)}`));
-        fn(request, (error: ServiceError | null, response?: Record<string, unknown>) => (error ? reject(error) : resolve(response!)));
-      });
-    },
-  };
 }

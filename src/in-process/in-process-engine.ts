@@ -26,9 +26,9 @@ export interface InProcessEngine {
 
 const silent = { start: () => () => {} };
 
-/** Builds the engine over `services` (tests) or over this platform's services for `config`. */
-export async function createInProcessEngine(config: ProxyConfig, services?: Services): Promise<InProcessEngine> {
-  const svc = services ?? (await createServices(config));
+/** Builds the engine over `services` (tests: given, or a set-up that settles later) or over this platform's services for `config`. */
+export async function createInProcessEngine(config: ProxyConfig, services?: Services | Promise<Services>): Promise<InProcessEngine> {
+  const svc = services ? await services : await createServices(config);
   const byKey = new Map<string, { service: DescService; methods: Map<string, InProcessMethod> }>();
   for (const endpoint of buildEndpoints(svc, config)) {
     const unary = unaryMethods(endpoint.service, endpoint.handlers, silent);

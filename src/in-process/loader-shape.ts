@@ -70,7 +70,7 @@ function longFromValue(value: unknown, unsigned: boolean): bigint {
   return wrap64((high << 32n) | low, unsigned);
 }
 
-function scalarFrom(type: ScalarType, value: unknown): unknown {
+export function scalarFrom(type: ScalarType, value: unknown): unknown {
   switch (type) {
     case ScalarType.DOUBLE:
     case ScalarType.FLOAT:
@@ -95,14 +95,14 @@ function scalarFrom(type: ScalarType, value: unknown): unknown {
 }
 
 /** The enum conversion of protobufjs: a name or number it knows; another number as is; else unset (lists: the default). */
-function enumFrom(desc: DescEnum, value: unknown, inList: boolean): number | undefined {
+export function enumFrom(desc: DescEnum, value: unknown, inList: boolean): number | undefined {
   for (const v of desc.values) if (value === v.name || value === v.number) return v.number;
   if (typeof value === "number") return value | 0;
   return inList ? desc.values[0]?.number ?? 0 : undefined;
 }
 
 /** A map key as protobuf-es keeps it (protobufjs writes the string key with the key type's writer). */
-function mapKeyFrom(type: ScalarType, key: string): string | number {
+export function mapKeyFrom(type: ScalarType, key: string): string | number {
   if (type === ScalarType.STRING) return key;
   if (is64(type)) return String(longFromValue(key, isUnsigned64(type)));
   if (type === ScalarType.BOOL) return key ? 1 : 0;

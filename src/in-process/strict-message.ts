@@ -3,9 +3,9 @@
  * in-process API: what TypeScript's types promise, checked at run time for callers without them.
  * Accepted: a plain object (or a protobuf-es message of that type) whose own properties are fields
  * of the message by their TypeScript name (`$typeName` may be present and must match); per field,
- * `undefined` = unset; strings must be strings, bools booleans, 32-bit integers integral numbers in
- * range, 64-bit integers bigints (or safe-integer numbers) in range, floats numbers, enums one of
- * the enum's numbers, messages checked the same way, lists arrays, maps plain objects whose keys
+ * `undefined` = unset; strings must be well-formed strings (no lone surrogate), bools booleans,
+ * 32-bit integers integral numbers in range, 64-bit integers bigints (or safe-integer numbers) in
+ * range, floats numbers, enums one of the enum's numbers, messages checked the same way, lists arrays, maps plain objects whose keys
  * parse as the key type. Anything else: InvalidArgument naming the field path and what was given.
  */
 import { ScalarType, type DescEnum, type DescField, type DescMessage } from "@bufbuild/protobuf";
@@ -37,10 +37,15 @@ const RANGES: Partial<Record<ScalarType, [bigint, bigint]>> = {
 };
 const is64 = (t: ScalarType) => [ScalarType.INT64, ScalarType.SINT64, ScalarType.SFIXED64, ScalarType.UINT64, ScalarType.FIXED64].includes(t);
 
+/** A UTF-16 surrogate without its pair (String.prototype.isWellFormed's negation). */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
 function checkScalar(type: ScalarType, value: unknown, where: string): void {
   switch (type) {
     case ScalarType.STRING:
       if (typeof value !== "string") throw invalid(where, `expected a string, got ${describe(value)}`);
+      // A lone surrogate has no UTF-8 form: the daemon refuses such bytes ("not valid" UTF-8).
+      if (LONE_SURROGATE.test(value)) throw invalid(where, "expected a well-formed string, got one with a lone surrogate (no UTF-8 form)");
       return;
     case ScalarType.BOOL:
       if (typeof value !== "boolean") throw invalid(where, `expected a boolean, got ${describe(value)}`);

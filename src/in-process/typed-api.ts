@@ -12,12 +12,14 @@
  */
 import { create, fromBinary, toBinary, type DescMessage, type DescService, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
 import { CsiProxyError, Code } from "../errors.ts";
-import type { ProxyConfig } from "../proxy-config.ts";
+import { checkInProcessConfig, type InProcessConfig } from "./in-process-config.ts";
 import type { Services } from "../groups/services.ts";
 import { groups, versionsOf, type Group, type ServiceOf, type VersionOf } from "../api/catalog.ts";
 import { createInProcessEngine, type InProcessEngine } from "./in-process-engine.ts";
 import { checkMessage } from "./strict-message.ts";
 import { checkCallOptions, type CallOptions } from "../util/call-scope.ts";
+import { shownName } from "./shown-name.ts";
+import { statusMessage } from "../rpc/grpc-service.ts";
 
 type Method<I extends DescMessage, O extends DescMessage> = (request?: MessageInitShape<I>, options?: CallOptions) => Promise<MessageShape<O>>;
 
@@ -35,18 +37,31 @@ export type InProcessApi = {
 
 async function callTyped(engine: InProcessEngine, group: string, version: string, name: string, request: unknown, options: unknown): Promise<unknown> {
   const method = engine.method(group, version, name);
-  if (!method) throw new CsiProxyError(Code.Unimplemented, `csi-proxy has no method ${String(name)} in ${String(group)} ${String(version)}`);
+  if (!method) throw new CsiProxyError(Code.Unimplemented, `csi-proxy has no method ${shownName(name)} in ${shownName(group)} ${shownName(version)}`);
   const signal = checkCallOptions(options) ?? new AbortController().signal;
   const input = method.descriptor.input;
   const init = request === undefined ? {} : request;
   checkMessage(input, init);
   if (signal.aborted) throw new CsiProxyError(Code.Canceled, `${group} ${version} ${method.descriptor.name}: cancelled before it started; nothing was done`);
   const bytes = toBinary(input, create(input, init as never));
-  return fromBinary(method.descriptor.output, await method.call(bytes, { signal }));
+  let out: Uint8Array;
+  try {
+    out = await method.call(bytes, { signal });
+  } catch (e) {
+    throw bounded(CsiProxyError.from(e));
+  }
+  return fromBinary(method.descriptor.output, out);
 }
 
-export async function createInProcessApi(config: ProxyConfig, options: { groupServices?: Services } = {}): Promise<InProcessApi> {
-  const engine = await createInProcessEngine(config, options.groupServices);
+/** `error` with its message bounded as the transport bounds a status message (statusMessage); the same error when short enough. */
+function bounded(error: CsiProxyError): CsiProxyError {
+  const message = statusMessage(error.message);
+  return message === error.message ? error : new CsiProxyError(error.code, message);
+}
+
+/** Builds the typed API; a bad config (in-process-config.ts) rejects with InvalidArgument naming the option, before anything is set up. */
+export async function createInProcessApi(config?: InProcessConfig, options: { groupServices?: Services } = {}): Promise<InProcessApi> {
+  const engine = await createInProcessEngine(checkInProcessConfig(config), options?.groupServices);
   const api: Record<string, unknown> = {};
   for (const group of groups) {
     const versions: Record<string, unknown> = {};
@@ -61,7 +76,7 @@ export async function createInProcessApi(config: ProxyConfig, options: { groupSe
   api.call = (group: string, version: string, method: string, request?: unknown, opts?: unknown) => {
     const service = typeof group === "string" && typeof version === "string" ? engine.service(group, version) : undefined;
     const m = service?.methods.find((d) => d.name === method || d.localName === method);
-    return callTyped(engine, String(group), String(version), m?.name ?? String(method), request, opts);
+    return callTyped(engine, shownName(group), shownName(version), m?.name ?? shownName(method), request, opts);
   };
   return Object.freeze(api) as InProcessApi;
 }

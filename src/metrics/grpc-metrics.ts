@@ -1,6 +1,8 @@
 import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import { codeName } from "../errors.ts";
 import { registerBlockedHostOperations } from "./blocked-host-operations.ts";
+import { registerLateHostSteps } from "./late-host-steps.ts";
+import { registerBlockedDeviceOperations } from "./blocked-device-operations.ts";
 
 /** Labels of go-grpc-middleware's Prometheus server metrics, declared alphabetically as Go prints them. */
 const labels = ["grpc_method", "grpc_service", "grpc_type"] as const;
@@ -17,6 +19,8 @@ export function createGrpcMetrics() {
   // their per-type series (nodejs_active_handles{type} …) remain, and sum() gives the totals.
   for (const name of ["nodejs_active_handles_total", "nodejs_active_requests_total", "nodejs_active_resources_total"]) registry.removeSingleMetric(name);
   registerBlockedHostOperations(registry);
+  registerLateHostSteps(registry);
+  registerBlockedDeviceOperations(registry);
   const started = new Counter({
     name: "grpc_server_started_total",
     help: "Total number of RPCs started on the server.",

@@ -7,10 +7,30 @@
 export interface MetricsLimits {
   /** The exposition is rendered at most once per this many ms; every scrape in between gets that snapshot. */
   renderIntervalMs: number;
-  /** Open connections at most. At the cap a new connection evicts the connection stalled longest (see evictAfterMs), else it is closed at once. */
+  /**
+   * Open connections at most. At the cap a new connection is admitted and another closed: the
+   * connection idle longest among those already answered (keep-alive, or held back by
+   * minRequestIntervalMs); else the one whose request head has been arriving longest (slowloris);
+   * else the one whose answer (waiting for maxAnswersPerSecond, rendering or being written) has been
+   * pending longest, if at least evictAfterMs. Only when every connection holds a request younger than
+   * that is the new one closed. A scraper that sends its request at once is thus never the first to go.
+   */
   maxConnections: number;
-  /** Only a connection whose current request head or answer has been pending this long may be evicted by a new connection. */
+  /** A connection in the middle of an answer may be evicted by a new connection only after its answer has been pending this long. */
   evictAfterMs: number;
+  /**
+   * A keep-alive connection's next request is read no sooner than this many ms after its previous
+   * request was read (the socket stays paused meanwhile; pipelined bytes wait): each connection gets
+   * at most 1000 / minRequestIntervalMs answers per second, so a flood of keep-alive scrapers costs
+   * at most maxConnections × that many answers per second.
+   */
+  minRequestIntervalMs: number;
+  /**
+   * Answers per second of all connections together (a token bucket with a burst of maxConnections):
+   * a request beyond it waits, its connection paused, in arrival order (at most maxConnections
+   * wait, one per connection), so churning connections cannot multiply the per-connection pace.
+   */
+  maxAnswersPerSecond: number;
   /** A request head (request line + headers) larger than this is answered 431 and the connection closed. */
   maxHeadBytes: number;
   /**
@@ -42,6 +62,8 @@ export const metricsLimits: MetricsLimits = {
   renderIntervalMs: 1000,
   maxConnections: 32,
   evictAfterMs: 1000,
+  minRequestIntervalMs: 100,
+  maxAnswersPerSecond: 320,
   maxHeadBytes: 8 * 1024,
   headTimeoutMs: 5000,
   answerTimeoutMs: 10_000,

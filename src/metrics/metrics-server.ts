@@ -12,8 +12,12 @@ export interface MetricsServer {
 
 interface Connection {
   socket: net.Socket;
-  /** head: reading a request head; answer: rendering or writing one answer (the socket is not read); closing: ending after the last answer. */
+  /** head: reading a request head; answer: waiting for the answer pace, rendering or writing one answer (the socket is not read); closing: ending after the last answer. */
   phase: "head" | "answer" | "closing";
+  /** Answers flushed on it so far. */
+  served: number;
+  /** Its request waits for the answer pace. */
+  queued: boolean;
   /** performance.now() when the current phase began: its timeout runs from here, and eviction picks the oldest. */
   since: number;
   /** Request bytes read and not yet parsed (≤ maxHeadBytes + one read while a head is incomplete, ≤ maxReadAheadBytes after). */
@@ -22,6 +26,10 @@ interface Connection {
   unsent: number;
   /** Close once the current answer is flushed (HTTP/1.0, `Connection: close`, a body we do not read, too much read ahead). */
   closeAfter: boolean;
+  /** performance.now() when its last request head was read (limits.minRequestIntervalMs runs from here). */
+  requestAt: number;
+  /** Holds the next request back until minRequestIntervalMs has passed. */
+  pacer?: NodeJS.Timeout;
 }
 
 interface RequestHead { method: string; path: string; close: boolean }
@@ -45,6 +53,16 @@ export async function serveMetrics(bindAddress: string, registry: Registry, limi
   const snapshot = createExpositionSnapshot(registry, limits.renderIntervalMs);
   const connections = new Set<Connection>();
   let unsentTotal = 0;
+  /**
+   * Requests waiting for the process-wide answer pace (one per connection at most): a connection's
+   * first request before the repeated requests of keep-alive connections, each in arrival order.
+   */
+  const firsts: [Connection, RequestHead][] = [];
+  const repeats: [Connection, RequestHead][] = [];
+  const pace = new AnswerPace(limits.maxAnswersPerSecond, limits.maxConnections, () => {
+    while ((firsts.length || repeats.length) && pace.take()) answer(...(firsts.length ? firsts : repeats).shift()!);
+    return firsts.length + repeats.length > 0;
+  });
   let sweeper: NodeJS.Timeout | undefined;
   let closed = false;
 
@@ -58,6 +76,15 @@ export async function serveMetrics(bindAddress: string, registry: Registry, limi
     }
   };
   const drop = (c: Connection) => {
+    clearTimeout(c.pacer);
+    if (c.queued) {
+      // Out of the pace queues, so they hold live connections only (at most maxConnections entries).
+      for (const q of [firsts, repeats]) {
+        const i = q.findIndex(([o]) => o === c);
+        if (i >= 0) q.splice(i, 1);
+      }
+      c.queued = false;
+    }
     c.socket.destroy();
     release(c);
   };
@@ -79,12 +106,15 @@ export async function serveMetrics(bindAddress: string, registry: Registry, limi
     socket.on("error", () => {}); // a reset by the client; "close" follows and releases the connection
     if (closed) return void socket.destroy();
     if (connections.size >= limits.maxConnections) {
-      const victim = oldest(() => true);
-      if (!victim || performance.now() - victim.since < limits.evictAfterMs) return void socket.destroy();
+      // The newcomer stays; the one that goes: an idle keep-alive connection already served (longest idle first),
+      // else a head arriving slowly (longest first), else an answer pending at least evictAfterMs (longest first).
+      const victim = oldest((o) => o.served > 0 && (o.phase === "head" || o.queued)) ?? oldest((o) => o.phase === "head") ??
+        oldest((o) => o.phase !== "head" && performance.now() - o.since >= limits.evictAfterMs);
+      if (!victim) return void socket.destroy();
       drop(victim);
     }
     socket.setNoDelay(true);
-    const c: Connection = { socket, phase: "head", since: performance.now(), pending: Buffer.alloc(0), unsent: 0, closeAfter: false };
+    const c: Connection = { socket, phase: "head", since: performance.now(), pending: Buffer.alloc(0), unsent: 0, closeAfter: false, requestAt: -Infinity, served: 0, queued: false };
     connections.add(c);
     sweeper ??= setInterval(sweep, SWEEP_MS).unref();
     socket.on("data", (chunk: Buffer) => {
@@ -119,8 +149,21 @@ export async function serveMetrics(bindAddress: string, registry: Registry, limi
     if (!head) return fail(c, 400, "Bad Request");
     if (head.close) c.closeAfter = true;
     c.phase = "answer";
-    c.since = performance.now();
+    c.since = c.requestAt = performance.now();
     c.socket.pause();
+    if (!pace.take()) {
+      c.queued = true;
+      (c.served ? repeats : firsts).push([c, head]);
+      pace.schedule();
+      return;
+    }
+    answer(c, head);
+  };
+
+  /** Answers one request head. */
+  const answer = (c: Connection, head: RequestHead) => {
+    c.queued = false;
+    if (!connections.has(c)) return;
     if (head.method !== "GET" || head.path !== "/metrics") return send(c, "404 Not Found", "text/plain; charset=utf-8", NOT_FOUND);
     snapshot.get().then(
       (body) => send(c, "200 OK", snapshot.contentType, body),
@@ -166,6 +209,7 @@ export async function serveMetrics(bindAddress: string, registry: Registry, limi
     unsentTotal -= c.unsent;
     c.unsent = 0;
     if (err) return drop(c);
+    c.served++;
     c.since = performance.now();
     if (c.closeAfter) {
       c.phase = "closing";
@@ -173,6 +217,15 @@ export async function serveMetrics(bindAddress: string, registry: Registry, limi
       return;
     }
     c.phase = "head";
+    const wait = c.requestAt + limits.minRequestIntervalMs - c.since;
+    if (wait > 0) c.pacer = setTimeout(() => nextRequest(c), wait);
+    else nextRequest(c);
+  };
+
+  /** Reads the connection's next request (its previous answer is flushed and its pacing interval over). */
+  const nextRequest = (c: Connection) => {
+    c.pacer = undefined;
+    if (!connections.has(c)) return;
     c.socket.resume();
     if (c.pending.length) readHead(c);
   };
@@ -194,6 +247,7 @@ export async function serveMetrics(bindAddress: string, registry: Registry, limi
     close: () =>
       (closing ??= new Promise<void>((resolve) => {
         closed = true;
+        pace.stop();
         server.close(() => resolve());
         for (const c of [...connections]) drop(c);
       })),
@@ -225,4 +279,44 @@ function parseHead(text: string): RequestHead | undefined {
     if (name === "transfer-encoding" || (name === "content-length" && value !== "0")) close = true;
   }
   return { method: parts[0], path: parts[1].split("?")[0], close };
+}
+
+/** A token bucket of answers per second, with one timer that serves waiting requests as tokens come. */
+class AnswerPace {
+  private tokens: number;
+  private last = performance.now();
+  private timer?: NodeJS.Timeout;
+  private readonly perMs: number;
+  private readonly burst: number;
+  /** Serves waiting requests; true while some still wait. */
+  private readonly serve: () => boolean;
+
+  constructor(perSecond: number, burst: number, serve: () => boolean) {
+    this.perMs = perSecond / 1000;
+    this.tokens = this.burst = burst;
+    this.serve = serve;
+  }
+
+  take(): boolean {
+    const now = performance.now();
+    this.tokens = Math.min(this.burst, this.tokens + (now - this.last) * this.perMs);
+    this.last = now;
+    if (this.tokens < 1) return false;
+    this.tokens -= 1;
+    return true;
+  }
+
+  /** Serves the waiting requests once a token is due (one timer at a time). */
+  schedule(): void {
+    if (this.timer) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      if (this.serve()) this.schedule();
+    }, Math.max(1, Math.ceil(1 / this.perMs)));
+    this.timer.unref();
+  }
+
+  stop(): void {
+    clearTimeout(this.timer);
+  }
 }

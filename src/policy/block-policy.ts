@@ -183,6 +183,8 @@ export interface DiskWriteFacts {
   partitions: readonly HostDevice[];
   /** Every signature on the whole disk (hosts that list them: Linux), read right before writing. */
   signatures?: readonly SignatureFact[];
+  /** An intent record on the disk whose tool is gone: its step and the signature types it can leave. */
+  unfinished?: { intent: string; writes: readonly string[] };
 }
 
 /** What a disk write may not meet. */
@@ -195,11 +197,12 @@ export interface DiskWriteRule {
   /** Going online: how the disk is used does not matter (only that it is the disk looked up). */
   ignoreUses?: boolean;
   /**
-   * A partition-table write (the disk must be online): `empty` (writing a new table: any signature refuses) or `table` (adding a
+   * A partition-table write (the disk must be online): `empty` (writing a new table: any signature refuses, but —
+   * with `redo`, the intent record of a step whose end nobody saw — those that step can leave) or `table` (adding a
    * partition: any signature but a partition table refuses), named in the message as `to` (`write a
    * partition table to`, `add a partition to`).
    */
-  table?: { kind: "empty" | "table"; to: string };
+  table?: { kind: "empty" | "table"; to: string; redo?: string };
 }
 
 /**
@@ -212,7 +215,10 @@ export async function refuseDiskWrite(facts: DiskWriteFacts, rule: DiskWriteRule
   if (!rule.table) return;
   requireOnline(facts.disk.online, facts.disk.number, facts.disk.name, rule.what);
   if (!facts.signatures) return;
-  const found = rule.table.kind === "empty" ? facts.signatures : contentSignatures(facts.signatures);
+  // Redoing a step whose end nobody saw (`redo` names its intent record): what that step can leave is
+  // ours to overwrite, if the record read now is still that one.
+  const ours = rule.table.redo !== undefined && facts.unfinished?.intent === rule.table.redo ? facts.unfinished.writes : [];
+  const found = (rule.table.kind === "empty" ? facts.signatures : contentSignatures(facts.signatures)).filter((s) => !ours.includes(s.type));
   if (found.length) throw failedPrecondition(`refusing to ${rule.table.to} ${facts.disk.name}: it holds ${describeSignatures(found)}`);
 }
 

@@ -203,6 +203,8 @@ describe("createPathPolicy() resolver failures", () => {
     { name: "ELOOP is the client's fault", resolve: async () => { throw errno("ELOOP"); }, want: invalid(/^failed to resolve \/var\/lib\/kubelet.*: ELOOP: boom$/) },
     { name: "ENAMETOOLONG is the client's fault", resolve: async () => { throw errno("ENAMETOOLONG"); }, want: invalid(/ENAMETOOLONG: boom$/) },
     { name: "other errors are internal", resolve: async () => { throw errno("EIO"); }, want: { code: Code.Internal, message: /EIO: boom$/ } },
+    { name: "a killed FUSE server (ENOTCONN) is a dead mount: Unavailable", resolve: async () => { throw errno("ENOTCONN"); }, want: { code: Code.Unavailable, message: /ENOTCONN: boom$/ } },
+    { name: "a request in flight when it was killed (ECONNABORTED): Unavailable", resolve: async () => { throw errno("ECONNABORTED"); }, want: { code: Code.Unavailable, message: /ECONNABORTED: boom$/ } },
     { name: "coded errors pass through", resolve: async () => { throw new CsiProxyError(Code.Unavailable, "host gone"); }, want: { code: Code.Unavailable, message: "host gone" } },
     { name: "a relative result is internal", resolve: async () => "relative/path", want: { code: Code.Internal, message: /resolver returned a non-absolute path$/ } },
   ];

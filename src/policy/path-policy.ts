@@ -11,7 +11,9 @@
  *   path itself with `followFinal`) to, a location outside every allowed directory →
  *   `Code.PermissionDenied`;
  * - a resolver failure other than "does not exist": `Code.InvalidArgument` for ELOOP /
- *   ENAMETOOLONG (the client's path is unusable), `Code.Internal` otherwise (cause kept).
+ *   ENAMETOOLONG (the client's path is unusable), `Code.Unavailable` for a mount whose server is gone
+ *   (errors.ts `DEAD_MOUNT_ERRNOS`: ENOTCONN, ECONNABORTED… as every host operation answers them),
+ *   `Code.Internal` otherwise (cause kept).
  *
  * Upstream (kubernetes-csi/csi-proxy `validatePathWindows`, docs/upstream-behaviour.md, Path validation) only has
  * the Windows string checks plus a plain, case-insensitive string-prefix test. Deliberate
@@ -37,7 +39,7 @@
  * makes the call fail, never act elsewhere. A bind mount is not a link: with `bindSources` (Linux)
  * a path inside a bind mount of an outside directory is refused as if it were a link there.
  */
-import { Code, CsiProxyError } from "../errors.ts";
+import { Code, CsiProxyError, DEAD_MOUNT_ERRNOS } from "../errors.ts";
 import { isSamePath, isWithinNormalised, normalisePath, pathApi } from "./path-arithmetic.ts";
 import type { PathResolver } from "./path-resolver.ts";
 import { validateLinuxPathSyntax, validateWindowsPathSyntax, type Platform } from "./path-syntax.ts";
@@ -144,7 +146,7 @@ export function createPathPolicy(options: PathPolicyOptions): PathPolicy {
       if (e instanceof CsiProxyError) throw e;
       const code = (e as { code?: unknown } | null)?.code;
       const message = `failed to resolve ${p}: ${e instanceof Error ? e.message : String(e)}`;
-      const grpc = code === "ELOOP" || code === "ENAMETOOLONG" ? Code.InvalidArgument : Code.Internal;
+      const grpc = code === "ELOOP" || code === "ENAMETOOLONG" ? Code.InvalidArgument : typeof code === "string" && DEAD_MOUNT_ERRNOS.has(code) ? Code.Unavailable : Code.Internal;
       throw new CsiProxyError(grpc, message, { cause: e });
     }
     if (r === null) return null;

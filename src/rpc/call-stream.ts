@@ -16,6 +16,8 @@ export class CallStream implements CallContext {
   body: Buffer | null = null;
   bodyBytes = 0;
   bodyCharged = 0;
+  bodyMark = 0;
+  bodyMarkAt = 0;
   /** The client ended its side (END_STREAM), or we stopped listening to it. */
   remoteClosed = false;
   /** Answered, failed, timed out or cancelled: nothing more is sent on it. */

@@ -15,8 +15,9 @@ function admitted(admission: ConnectionAdmission, endpoint: number, name: string
 describe("ConnectionAdmission (src/rpc/connection-admission.ts)", () => {
   afterEach(() => mock.timers.reset());
 
-  it("at the process bound: handshake first, then never called, then longest without a call; oldest first in each", () => {
-    const admission = new ConnectionAdmission({ limit: 4, perEndpoint: 100 });
+  it("at the process bound: handshake (past its grace) first, then never called, then longest without a call; oldest first in each", () => {
+    let t = 0;
+    const admission = new ConnectionAdmission({ limit: 4, perEndpoint: 100, now: () => t });
     const log: string[] = [];
     const used1 = admitted(admission, 0, "used1", log), used2 = admitted(admission, 1, "used2", log);
     const fresh = admitted(admission, 2, "fresh", log), hand = admitted(admission, 3, "hand", log);
@@ -25,6 +26,7 @@ describe("ConnectionAdmission (src/rpc/connection-admission.ts)", () => {
     used2.called();
     used1.called(); // used1 called again: used2 is now the longest without a call
     void hand;
+    t = 5000; // "hand" has been in its handshake beyond the grace
     for (let i = 0; i < 4; i++) {
       const e = admitted(admission, 5, `new${i}`, log);
       e.handshakeDone();
@@ -74,5 +76,23 @@ describe("ConnectionAdmission (src/rpc/connection-admission.ts)", () => {
     assert.equal(log.length, 0);
     mock.timers.tick(2000);
     assert.deepEqual([...log].sort((a, b) => a.localeCompare(b)), ["fresh", "hand"]);
+  });
+
+  it("a client that has just connected (handshake within its grace) is evicted only after every idle connection", () => {
+    let t = 0;
+    const admission = new ConnectionAdmission({ limit: 3, perEndpoint: 100, handshakeGraceMs: 1000, now: () => t });
+    const log: string[] = [];
+    admitted(admission, 0, "idleA", log).handshakeDone();
+    admitted(admission, 0, "idleB", log).handshakeDone();
+    t = 5000;
+    const legit = admitted(admission, 0, "legit", log);
+    for (let i = 0; i < 3; i++) {
+      t += 10; // a reconnect flood: each newcomer completes its handshake at once and stays idle
+      admitted(admission, 0, `attacker${i}`, log).handshakeDone();
+    }
+    assert.deepEqual(log, ["idleA", "idleB", "attacker0"]);
+    legit.handshakeDone();
+    legit.called();
+    assert.equal(admission.connections, 3);
   });
 });

@@ -35,8 +35,9 @@ export class AdmissionEntry {
  * Admission of connections, for all endpoints of the process together: at most `limit`
  * connections in all (from RLIMIT_NOFILE: connections share the process's descriptors) and at most
  * `perEndpoint` on one endpoint. A connection arriving at either bound is admitted in place of the
- * one that has gone longest without a call — first those still in the handshake, then those that
- * never made a call, then the others; within each class the oldest first — which is ended with
+ * one that has gone longest without a call — first those in the handshake for at least
+ * `handshakeGraceMs` (1 s), then those that never made a call, then the others, and last those
+ * still within their handshake grace (a client that has just connected); within each class the oldest first — which is ended with
  * GOAWAY(NO_ERROR) (a connection still in its handshake is closed); a connection with a call in
  * flight is never chosen; when there is none to choose, the new one is closed. Under pressure (at
  * least 3/4 of a bound in use), connections in the handshake or that never made a call are closed
@@ -47,6 +48,8 @@ export class ConnectionAdmission {
   readonly limit: number;
   readonly perEndpoint: number;
   readonly pressureIdleMs: number;
+  /** A connection in its handshake for less than this many ms is evicted only after every idle one. */
+  readonly handshakeGraceMs: number;
   private readonly classes = { handshake: new Map<AdmissionEntry, true>(), fresh: new Map<AdmissionEntry, true>(), used: new Map<AdmissionEntry, true>() };
   private readonly counts: number[] = [];
   private total = 0;
@@ -55,7 +58,8 @@ export class ConnectionAdmission {
   /** The clock, ms (monotonic by default). */
   readonly now: () => number;
 
-  constructor(options: { limit: number; perEndpoint: number; pressureIdleMs?: number; now?: () => number }) {
+  constructor(options: { limit: number; perEndpoint: number; pressureIdleMs?: number; handshakeGraceMs?: number; now?: () => number }) {
+    this.handshakeGraceMs = options.handshakeGraceMs ?? 1000;
     this.now = options.now ?? (() => performance.now());
     this.limit = options.limit;
     this.perEndpoint = options.perEndpoint;
@@ -99,17 +103,30 @@ export class ConnectionAdmission {
     this.total--;
   }
 
-  /** Evicts the first candidate (on `endpoint` when given); false when there is none. */
+  /**
+   * Evicts the first candidate (on `endpoint` when given); false when there is none. Order: in the
+   * handshake for at least handshakeGraceMs (half-open), never called, longest without a call, and
+   * last those still within their handshake grace — so a client that has just connected is not the
+   * first to make room for the next newcomer while older idle connections exist.
+   */
   private evictOne(endpoint: number | undefined): boolean {
-    for (const cls of [this.classes.handshake, this.classes.fresh, this.classes.used]) {
-      for (const entry of cls.keys()) {
-        if (entry.busy() || (endpoint !== undefined && entry.endpoint !== endpoint)) continue;
-        this.remove(entry);
-        entry.evict();
-        return true;
+    const graceStart = this.now() - this.handshakeGraceMs;
+    const candidate = (entry: AdmissionEntry) => !entry.busy() && (endpoint === undefined || entry.endpoint === endpoint);
+    const pick = (): AdmissionEntry | undefined => {
+      for (const entry of this.classes.handshake.keys()) {
+        if (entry.since > graceStart) break; // in age order: the rest are younger
+        if (candidate(entry)) return entry;
       }
-    }
-    return false;
+      for (const cls of [this.classes.fresh, this.classes.used, this.classes.handshake]) {
+        for (const entry of cls.keys()) if (candidate(entry)) return entry;
+      }
+      return undefined;
+    };
+    const entry = pick();
+    if (!entry) return false;
+    this.remove(entry);
+    entry.evict();
+    return true;
   }
 
   private underPressure(): boolean {

@@ -18,7 +18,7 @@ import {
 import type { AdmissionEntry } from "./connection-admission.ts";
 import { ConnectionLifetime } from "./connection-lifetime.ts";
 import { OutboundAccount, OutboundBudget } from "./outbound-budget.ts";
-import { RequestBodies } from "./request-body.ts";
+import { REQUEST_BODY_MIN_PROGRESS_BYTES, RequestBodies } from "./request-body.ts";
 import { SendScheduler } from "./send-scheduler.ts";
 import { runUnaryCall, type CallOutcome } from "./unary-call.ts";
 import { DEFAULT_LIMITS, PROCESS_BUFFERED_BYTES, PROCESS_OUTBOUND_BYTES, type TransportLimits } from "./transport-limits.ts";
@@ -47,6 +47,10 @@ export class GrpcConnection implements FrameHandler {
   private readonly sender: SendScheduler<CallStream>;
   private readonly outbound: OutboundAccount;
   private readonly streams = new Map<number, CallStream>();
+  /** Calls whose request is complete, waiting for the outbound budget (at most maxConcurrentStreams), in arrival order. */
+  private waiting: CallStream[] = [];
+  /** Calls whose handler (or decompression) runs: at most limits.maxCallsInFlight. */
+  private running = 0;
   /** Streams that count against maxConcurrentStreams: open, or closed while their handler runs. */
   private active = 0;
   private lastStreamId = 0;
@@ -67,12 +71,17 @@ export class GrpcConnection implements FrameHandler {
     }, {
       socketUnsent: () => this.sender.socketUnsent, pendingUnsent: () => this.sender.pendingBytes, pauseSocket: () => socket.pause(),
       resumeSocket: () => socket.resume(), resumeFrames: () => this.read(() => this.reader.resume()), evict: () => socket.destroy(),
+      startWaiting: () => this.startWaiting(),
     });
     this.reader = new FrameReader(this, this.policy, { mayRead: () => this.outbound.mayRead(), paused: () => this.outbound.pause() });
     const processBudget = options.processBudget ?? new ByteBudget(PROCESS_BUFFERED_BYTES);
-    this.bodies = new RequestBodies({ maxMessageBytes: this.limits.maxMessageBytes, maxConnectionBytes: this.limits.maxConnectionBufferedBytes, processBudget });
+    this.bodies = new RequestBodies({
+      maxMessageBytes: this.limits.maxMessageBytes, maxConnectionBytes: this.limits.maxConnectionBufferedBytes, processBudget,
+      stallMs: this.limits.requestBodyStallMs, onStalled: (stream) => this.bodyStalled(stream as CallStream),
+    });
     this.sender = new SendScheduler<CallStream>(socket, this.flow, {
       onSent: () => this.policy.sent(), onAnswered: (stream) => this.release(stream), onFlushed: () => this.outbound.sync(),
+      stallMs: this.limits.answerStallMs, onStalled: () => this.fail(ENHANCE_YOUR_CALM, "answers_stalled"),
     });
     socket.on("data", (chunk: Buffer) => this.onData(chunk));
     socket.on("close", () => this.onClose());
@@ -116,6 +125,15 @@ export class GrpcConnection implements FrameHandler {
     if (endStream) this.endOfRequest(stream);
   }
 
+  /** A partial request body gained too little for requestBodyStallMs: its call ends, its budget is returned. */
+  private bodyStalled(stream: CallStream): void {
+    const held = stream.bodyBytes;
+    this.finish(stream, {
+      code: Code.ResourceExhausted,
+      message: `request body stalled: ${held} bytes received, less than ${REQUEST_BODY_MIN_PROGRESS_BYTES} more in ${this.limits.requestBodyStallMs} ms; its buffer was released`,
+    });
+  }
+
   /** A frame on a stream above the last one opened: ignored (true) after the final GOAWAY, else PROTOCOL_ERROR. */
   private idle(id: number, frame: string): boolean {
     if (id <= this.lastStreamId) return false;
@@ -134,27 +152,31 @@ export class GrpcConnection implements FrameHandler {
     if (initialWindow !== undefined) this.flow.setInitialWindow(initialWindow, this.streams.values());
     if (maxFrameSize !== undefined) this.flow.maxFrame = maxFrameSize;
     this.sender.write(SETTINGS_ACK);
-    if (this.sender.hasBlocked) this.sender.flushBlocked();
+    if (this.sender.hasBlocked) this.sender.windowsReset();
   }
 
   ping(buf: Buffer, start: number, end: number): void {
-    this.policy.ping();
+    this.policy.ping(performance.now(), this.active > 0);
     this.sender.write(ping(true, buf.subarray(start, end)));
   }
 
   pingAck = (buf: Buffer, start: number, end: number) => this.lifetime.pingAck(buf, start, end);
   handshakeDone = () => this.lifetime.handshakeDone();
 
+  /** O(1) plus the frames it lets out (send-scheduler.ts); beyond the credit the policy gives a reading client, a glitch. */
   windowUpdate(id: number, increment: number): void {
-    if (id === 0) this.flow.connectionUpdate(increment);
-    else {
-      if (this.idle(id, "WINDOW_UPDATE")) return;
-      const stream = this.streams.get(id);
-      if (!stream) return;
-      const error = this.flow.streamUpdate(stream, increment);
-      if (error) return this.reset(stream, error);
+    this.policy.windowUpdate();
+    if (id === 0) {
+      this.flow.connectionUpdate(increment);
+      if (this.sender.hasBlocked) this.sender.flushBlocked();
+      return;
     }
-    if (this.sender.hasBlocked) this.sender.flushBlocked();
+    if (this.idle(id, "WINDOW_UPDATE")) return;
+    const stream = this.streams.get(id);
+    if (!stream) return;
+    const error = this.flow.streamUpdate(stream, increment);
+    if (error) return this.reset(stream, error);
+    if (stream.pending) this.sender.streamWindowOpened(stream);
   }
 
   priority = (id: number, wellFormed: boolean) => void (wellFormed || this.sender.write(rstStream(id, FRAME_SIZE_ERROR)));
@@ -172,8 +194,8 @@ export class GrpcConnection implements FrameHandler {
     if (this.lifetime.finalGoaway) return; // above the GOAWAY's last stream id: ignored, the client retries elsewhere
     this.lastStreamId = id;
     if (headers.malformed) return this.sender.write(rstStream(id, PROTOCOL_ERROR));
-    if (this.active >= this.limits.maxConcurrentStreams || !this.outbound.mayStart()) {
-      this.policy.glitch();
+    if (this.active >= this.limits.maxConcurrentStreams) {
+      this.policy.glitch(); // above the limit we advertised: the client's fault
       return this.sender.write(rstStream(id, REFUSED_STREAM));
     }
     const stream = new CallStream(id, this.flow.initialStreamWindow);
@@ -189,19 +211,53 @@ export class GrpcConnection implements FrameHandler {
     if (stream.remoteClosed) this.endOfRequest(stream);
   }
 
-  /** The client finished its request: the call runs (unless already answered). */
+  /** The client finished its request: the call runs (unless already answered), or waits for the outbound budget. */
   private endOfRequest(stream: CallStream): void {
     stream.remoteClosed = true;
     if (stream.answered) return this.release(stream);
     if (!stream.method) return;
+    if (this.waiting.length || !this.mayStart()) {
+      this.bodies.settle(stream);
+      this.waiting.push(stream);
+      return this.outbound.awaitStart();
+    }
+    this.run(stream);
+  }
+
+  /** One more call may start: under maxCallsInFlight on this connection and within the outbound budgets. */
+  private mayStart(): boolean {
+    return this.running < this.limits.maxCallsInFlight && this.outbound.mayStart();
+  }
+
+  private run(stream: CallStream): void {
     runUnaryCall(stream, this.bodies.take(stream), this.limits.maxMessageBytes, this.outcome);
-    if (stream.running) this.outbound.reserve(); // held until the handler ends
+    if (!stream.running) return;
+    this.running++;
+    this.outbound.reserve(); // held until the handler ends
+  }
+
+  /** Starts the calls waiting for the outbound budget, in arrival order, while it has room (those answered meanwhile — deadline, reset — are skipped). */
+  private startWaiting(): void {
+    let started = 0;
+    while (started < this.waiting.length && !this.closed) {
+      const stream = this.waiting[started];
+      if (stream.answered) {
+        started++;
+        continue;
+      }
+      if (!this.mayStart()) break;
+      started++;
+      this.run(stream);
+    }
+    this.waiting.splice(0, started);
+    if (this.waiting.length && !this.closed) this.outbound.awaitStart();
   }
 
   private readonly outcome: CallOutcome = {
     respond: (stream, response) => this.respond(stream, response),
     refuse: (stream, status) => this.finish(stream, status),
     ended: (stream) => {
+      this.running--;
       this.outbound.release();
       if (!stream.open) this.retire();
     },
@@ -293,8 +349,10 @@ export class GrpcConnection implements FrameHandler {
     this.closed = true;
     this.reader.clear();
     this.lifetime.stop();
+    this.bodies.stop();
     const reason = new CsiProxyError(Code.Canceled, "connection closed");
     for (const stream of [...this.streams.values()]) this.cancel(stream, reason);
+    this.waiting = [];
     this.sender.close();
     this.outbound.close();
   }

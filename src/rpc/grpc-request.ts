@@ -4,6 +4,7 @@ import { parseGrpcTimeout } from "./grpc-timeout.ts";
 import { HpackError, type HpackDecoder } from "./hpack-decoder.ts";
 import { Http2ConnectionError } from "./http2-connection-error.ts";
 import { COMPRESSION_ERROR } from "./http2-frames.ts";
+import { messageTooLarge } from "./transport-limits.ts";
 
 /** The request header fields gRPC needs, from one header block (grpc-go's http_util.go, server side). */
 export interface RequestHeaders {
@@ -97,7 +98,7 @@ export const isRefusal = <T extends object>(r: T | Refusal): r is Refusal => "co
 export function unframeRequest(body: Buffer, maxMessageBytes: number, encoding: string | undefined): { message: Buffer; compressed: boolean } | Refusal {
   if (body.length < 5) return { code: Code.Internal, message: "request message missing" };
   const length = body.readUInt32BE(1);
-  if (length > maxMessageBytes) return { code: Code.ResourceExhausted, message: `Received message larger than max (${length} vs. ${maxMessageBytes})` };
+  if (length > maxMessageBytes) return { code: Code.ResourceExhausted, message: messageTooLarge(length, maxMessageBytes) };
   if (body.length !== 5 + length) return { code: Code.Internal, message: body.length < 5 + length ? "request message truncated" : "more than one request message for a unary method" };
   const message = body.subarray(5);
   if (body[0] === 0) return { message, compressed: false };

@@ -2,6 +2,7 @@ import * as fs from "node:fs";
 import * as net from "node:net";
 import * as path from "node:path";
 import { CsiProxyError, Code } from "../errors.ts";
+import { LISTEN_BACKLOG } from "./transport-limits.ts";
 
 /**
  * Listens on a Unix socket or Windows named pipe for one endpoint.
@@ -9,7 +10,8 @@ import { CsiProxyError, Code } from "../errors.ts";
  * Unix sockets: the directory is created (0700 when new), a socket left by a dead process is removed,
  * a socket answered by a live process makes this fail with AlreadyExists (never steal an endpoint),
  * and anything that is not a socket at that path is left alone (FailedPrecondition). The socket is
- * created mode 0600: only the server's user can connect.
+ * created mode 0600: only the server's user can connect. Its accept queue holds LISTEN_BACKLOG
+ * connections not yet accepted (a client beyond it gets EAGAIN at connect).
  * Named pipes: libuv creates the first instance with FILE_FLAG_FIRST_PIPE_INSTANCE, so a pipe that
  * another process owns fails with EADDRINUSE, reported as AlreadyExists.
  * `secure` (Windows `-pipe-sddl`) runs once the endpoint listens; connections arriving before it
@@ -32,7 +34,7 @@ export async function listenEndpoint(
   try {
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
-      server.listen(address, () => {
+      server.listen({ path: address, backlog: LISTEN_BACKLOG }, () => {
         server.off("error", reject);
         resolve();
       });

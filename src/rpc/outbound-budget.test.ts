@@ -1,16 +1,16 @@
-// src/rpc/outbound-budget.ts on its own, with scripted connections: reading stops over budget and
-// resumes when room comes back; the process budget admits a connection's fair share and closes the
+// src/rpc/outbound-budget.ts on its own, with scripted connections: reading stops while the client
+// leaves answers unread and resumes on drain; calls wait over budget and start when room comes back; the process budget admits a connection's fair share and closes the
 // largest holders of unsent bytes.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { OutboundAccount, OutboundBudget } from "./outbound-budget.ts";
 
 function connection(budget: OutboundBudget, options = { connectionLimit: 100_000, highWaterBytes: 1000, reserveBytes: 10_000 }) {
-  const state = { socket: 0, pending: 0, paused: false, resumed: 0, evicted: false };
+  const state = { socket: 0, pending: 0, paused: false, resumed: 0, evicted: false, started: 0 };
   const account = new OutboundAccount(budget, options, {
     socketUnsent: () => state.socket, pendingUnsent: () => state.pending,
     pauseSocket: () => (state.paused = true), resumeSocket: () => (state.paused = false),
-    resumeFrames: () => state.resumed++, evict: () => (state.evicted = true),
+    resumeFrames: () => state.resumed++, evict: () => (state.evicted = true), startWaiting: () => state.started++,
   });
   return { state, account };
 }
@@ -28,13 +28,15 @@ describe("OutboundBudget (src/rpc/outbound-budget.ts)", () => {
     assert.deepEqual([state.paused, state.resumed], [false, 1]);
   });
 
-  it("calls in flight fill the connection's budget; a call that ends lets reading go on", () => {
+  it("calls in flight fill the connection's budget: reading goes on, no call starts; a call that ends starts the waiting ones", () => {
     const { state, account } = connection(new OutboundBudget(1e9));
     for (let i = 0; i < 10; i++) account.reserve();
-    assert.equal(account.mayRead(), false);
-    account.pause();
+    assert.deepEqual([account.mayRead(), account.mayStart()], [true, false]);
+    account.awaitStart();
     account.release();
-    assert.deepEqual([state.paused, state.resumed], [false, 1]);
+    assert.deepEqual([state.paused, state.started], [false, 1]);
+    account.release();
+    assert.equal(state.started, 1, "started once per awaitStart");
   });
 
   it("answers waiting for WINDOW_UPDATE: reading goes on (the update is among the frames) but no call starts", () => {
@@ -52,10 +54,10 @@ describe("OutboundBudget (src/rpc/outbound-budget.ts)", () => {
     // b holds 10 000, under its share (40 000 / 2): admitted; a holds 30 000: not.
     assert.equal(b.account.mayStart(), true);
     assert.equal(a.account.mayStart(), false);
-    a.account.pause();
+    a.account.awaitStart();
     b.account.release();
     await turn();
-    assert.deepEqual([a.state.paused, a.state.resumed], [false, 1]);
+    assert.equal(a.state.started, 1);
   });
 
   it("over the process budget, the connection holding the most unsent bytes is closed first", () => {

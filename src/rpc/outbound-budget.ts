@@ -7,11 +7,11 @@
  * - its unsent bytes: answers queued in this turn, the socket's unwritten bytes (the client does not
  *   read), and answers waiting for the client's flow-control window.
  * Before each frame is read the connection asks `mayRead()`: no when its socket holds more than
- * `highWaterBytes` unread by the client, or when one more call would not fit its own budget or the
- * process's; it then stops reading (the frames already read wait, the socket is paused) and starts
- * no call until its client reads, its calls end or the process budget frees. A connection whose
- * answers wait for WINDOW_UPDATE keeps reading (the update is among the frames) but refuses new
- * streams while over budget. When the process budget is over its limit, the connection holding the
+ * `highWaterBytes` unread by the client; it then stops reading (the frames already read wait, the
+ * socket is paused) until its client reads. Before a call starts it asks `mayStart()`: no when one
+ * more call would not fit its own budget or the process's; the call then waits, read and queued
+ * (its deadline runs and is answered on time), and `awaitStart()` has the connection's
+ * `startWaiting()` called when its calls end or the process budget frees. When the process budget is over its limit, the connection holding the
  * most unsent bytes (at least `highWaterBytes`) is closed first, then the next, until it is not.
  */
 export class OutboundBudget {
@@ -113,6 +113,8 @@ export interface OutboundConnection {
   resumeFrames(): void;
   /** Close the connection: the process budget needs its bytes. */
   evict(): void;
+  /** Start the calls waiting for the budget (each asks mayStart; awaitStart again if some still wait). */
+  startWaiting(): void;
 }
 
 /** One connection's share of the outbound budget; see OutboundBudget. */
@@ -127,6 +129,8 @@ export class OutboundAccount {
   unsent = 0;
   private paused = false;
   private closed = false;
+  /** Calls wait for room (awaitStart). */
+  private startWanted = false;
 
   constructor(budget: OutboundBudget, options: { connectionLimit: number; highWaterBytes: number; reserveBytes: number }, conn: OutboundConnection) {
     this.budget = budget;
@@ -137,10 +141,16 @@ export class OutboundAccount {
     budget.register(this);
   }
 
-  /** Asked before each frame is read. */
+  /** Asked before each frame is read: false while the client leaves more than highWaterBytes unread. */
   mayRead(): boolean {
-    if (this.conn.socketUnsent() > this.highWaterBytes) return false;
-    return this.conn.pendingUnsent() > 0 || this.mayStart();
+    return this.conn.socketUnsent() <= this.highWaterBytes;
+  }
+
+  /** Calls wait for room: startWaiting() is called once a call's handler ends or the process budget frees. */
+  awaitStart(): void {
+    if (this.closed) return;
+    this.startWanted = true;
+    this.budget.wait(this);
   }
 
   /** True when one more call fits the connection's budget and the process's (OutboundBudget.admit). */
@@ -162,7 +172,7 @@ export class OutboundAccount {
   /** A call's handler ended. */
   release(): void {
     this.add(-this.reserveBytes, 0);
-    if (this.paused) this.check();
+    this.check();
   }
 
   /** Measures the unsent bytes again (no other effect on this connection). */
@@ -199,7 +209,12 @@ export class OutboundAccount {
 
   /** Resumes reading if it may go on; otherwise keeps waiting. */
   check(): void {
-    if (!this.paused || this.closed) return;
+    if (this.closed) return;
+    if (this.startWanted) {
+      this.startWanted = false;
+      this.conn.startWaiting();
+    }
+    if (!this.paused) return;
     if (!this.mayRead()) return this.waitForBudget();
     this.paused = false;
     this.conn.resumeSocket();

@@ -18,15 +18,19 @@ describe("RequestBodies (src/rpc/request-body.ts)", () => {
     assert.deepEqual(bodies.take(s), frame);
   });
 
-  it("a body in pieces: one buffer of the declared size, charged in full to both budgets, returned when dropped", () => {
+  it("a body in pieces: one buffer grown as bytes arrive (at most the declared size), its capacity charged to both budgets, returned when dropped", () => {
     const process = new ByteBudget(1000);
     const bodies = new RequestBodies({ maxMessageBytes: 100, maxConnectionBytes: 1000, processBudget: process });
     const s = holder(), whole = prefixed(50, "b");
     bodies.append(s, whole, 0, 3, false);
     assert.equal(s.bodyCharged, 5); // the prefix is not known yet
     bodies.append(s, whole, 3, 20, false);
-    assert.deepEqual([s.bodyCharged, process.used, bodies.bufferedBytes, s.body!.length], [55, 55, 55, 55]);
-    bodies.append(s, whole, 20, whole.length, true);
+    assert.deepEqual([s.bodyCharged, process.used, bodies.bufferedBytes, s.body!.length], [20, 20, 20, 20]);
+    bodies.append(s, whole, 20, 30, false);
+    assert.deepEqual([s.bodyCharged, s.body!.length], [40, 40]); // doubled
+    bodies.append(s, whole, 30, 45, false);
+    assert.deepEqual([s.bodyCharged, s.body!.length], [55, 55]); // the declared size caps it
+    bodies.append(s, whole, 45, whole.length, true);
     assert.deepEqual(bodies.take(s), whole);
     assert.deepEqual([process.used, bodies.bufferedBytes, s.bodyCharged], [0, 0, 0]);
   });
@@ -45,9 +49,39 @@ describe("RequestBodies (src/rpc/request-body.ts)", () => {
     const a = new RequestBodies({ maxMessageBytes: 100, maxConnectionBytes: 120, processBudget: process });
     const b = new RequestBodies({ maxMessageBytes: 100, maxConnectionBytes: 120, processBudget: process });
     const m = prefixed(95);
-    assert.equal(a.append(holder(), m, 0, 10, false), undefined); // 100 charged
-    assert.match(a.append(holder(), m, 0, 10, false)!, /exceeds its limit \(120 bytes per connection, 150 per process\)/);
-    assert.match(b.append(holder(), m, 0, 10, false)!, /exceeds its limit/); // 100 + 100 > 150 process-wide
+    assert.equal(a.append(holder(), m, 0, 100, false), undefined); // 100 charged
+    assert.match(a.append(holder(), m, 0, 100, false)!, /exceeds its limit \(120 bytes per connection, 150 per process\)/);
+    assert.match(b.append(holder(), m, 0, 100, false)!, /exceeds its limit/); // 100 + 100 > 150 process-wide
     assert.equal(process.used, 100);
+  });
+
+  it("a declared size alone holds nothing: 10 bytes of a declared 4 MiB message charge 10", () => {
+    const process = new ByteBudget(16 * 1024 * 1024);
+    const bodies = new RequestBodies({ maxMessageBytes: 4 * 1024 * 1024, maxConnectionBytes: 8 * 1024 * 1024, processBudget: process });
+    const s = holder(), head = prefixed(4 * 1024 * 1024).subarray(0, 10);
+    assert.equal(bodies.append(s, head, 0, 10, false), undefined);
+    assert.deepEqual([s.bodyCharged, process.used], [10, 10]);
+  });
+
+  it("a partial body that gains too little within stallMs is reported and its charge returned; one that progresses is kept", async () => {
+    const process = new ByteBudget(1 << 24);
+    const stalled: BodyHolder[] = [];
+    const bodies = new RequestBodies({ maxMessageBytes: 1 << 23, maxConnectionBytes: 1 << 24, processBudget: process, stallMs: 100, onStalled: (s) => stalled.push(s) });
+    const whole = prefixed(1 << 22);
+    const idle = holder(), moving = holder();
+    bodies.append(idle, whole, 0, 10, false);
+    bodies.append(moving, whole, 0, 10, false);
+    let sent = 10;
+    const started = performance.now();
+    while (performance.now() - started < 400) {
+      await new Promise((r) => setTimeout(r, 20));
+      bodies.append(moving, whole, sent, sent + 65536, false); // 64 KiB each time: the minimum per period at least
+      sent += 65536;
+    }
+    assert.deepEqual(stalled, [idle]);
+    assert.deepEqual([idle.bodyCharged, idle.body], [0, null]);
+    assert.equal(process.used, moving.bodyCharged);
+    bodies.drop(moving);
+    assert.equal(process.used, 0);
   });
 });

@@ -77,10 +77,10 @@ describe("SendScheduler (src/rpc/send-scheduler.ts)", () => {
     s.flushBlocked(); // big: its stream window (70 000) is spent; small waits for its own window
     assert.deepEqual(answered, []);
     small.sendWindow = 100;
-    s.flushBlocked();
+    s.streamWindowOpened(small);
     assert.deepEqual(answered, [3]);
     big.sendWindow += 50_000;
-    s.flushBlocked();
+    s.streamWindowOpened(big);
     assert.deepEqual(answered, [3, 1]);
     assert.ok(!s.hasBlocked);
     await turn();
@@ -97,7 +97,7 @@ describe("SendScheduler (src/rpc/send-scheduler.ts)", () => {
     assert.ok(!s.hasBlocked);
     flow.connectionUpdate(1000);
     st.sendWindow = 1000;
-    s.flushBlocked();
+    s.streamWindowOpened(st);
     assert.deepEqual(answered, []);
     await turn();
     s.close();
@@ -116,7 +116,7 @@ describe("SendScheduler (src/rpc/send-scheduler.ts)", () => {
     assert.equal(s.pendingBytes, 100);
     flow.connectionUpdate(1000);
     st.sendWindow = 40;
-    s.flushBlocked();
+    s.streamWindowOpened(st);
     assert.equal(s.pendingBytes, 60);
     s.drop(st);
     assert.equal(s.pendingBytes, 0);

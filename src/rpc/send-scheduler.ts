@@ -14,8 +14,10 @@ export interface ScheduledStream extends WindowedStream {
 /**
  * The write side of one connection (grpc-go's loopyWriter, golang/net's write scheduler, for unary
  * answers): every frame queued in one event-loop turn goes out in one socket write; an answer that
- * fits the client's windows goes out as one buffer (HEADERS, DATA, trailers), a larger one waits in
- * round-robin order for WINDOW_UPDATE and goes out in frames of the client's size. What it holds
+ * fits the client's windows goes out as one buffer (HEADERS, DATA, trailers), a larger one waits for
+ * WINDOW_UPDATE and goes out in frames of the client's size, round robin (one frame per stream per
+ * round) over the answers whose stream window is open; answers whose stream window is spent wait
+ * apart, so no frame costs a walk over every waiting answer. What it holds
  * unsent (`socketUnsent`, `pendingBytes`) is what the connection's outbound budget counts;
  * `onFlushed` runs after each socket write so the budget can measure it.
  */
@@ -28,14 +30,24 @@ export class SendScheduler<S extends ScheduledStream = ScheduledStream> {
   private readonly onSent: () => void;
   /** Called once a stream's whole answer (trailers included) is queued. */
   private readonly onAnswered: (stream: S) => void;
-  private readonly blocked: S[] = [];
+  /** Waiting answers whose stream window is open, in round-robin order (a Set keeps insertion order; re-adding moves to the back). */
+  private readonly ready = new Set<S>();
+  /** Waiting answers whose stream window is spent: untouched until a WINDOW_UPDATE on their stream. */
+  private readonly stalled = new Set<S>();
   private out: Buffer[] = [];
   private outBytes = 0;
   private pending = 0;
   private flushScheduled = false;
   private closed = false;
+  /** Stall watch: answers wait for window and no DATA went out for `stallMs` → onStalled (0: never). */
+  private readonly stallMs: number;
+  private readonly onStalled: () => void;
+  private lastProgressAt = 0;
+  private stallTimer?: NodeJS.Timeout;
 
-  constructor(socket: Duplex, flow: FlowControl, options: { onSent: () => void; onAnswered: (stream: S) => void; onFlushed?: () => void }) {
+  constructor(socket: Duplex, flow: FlowControl, options: { onSent: () => void; onAnswered: (stream: S) => void; onFlushed?: () => void; stallMs?: number; onStalled?: () => void }) {
+    this.stallMs = options.stallMs ?? 0;
+    this.onStalled = options.onStalled ?? (() => {});
     this.socket = socket;
     this.flow = flow;
     this.onSent = options.onSent;
@@ -108,45 +120,95 @@ export class SendScheduler<S extends ScheduledStream = ScheduledStream> {
     body.set(response, 5);
     stream.pending = body;
     this.pending += payload;
-    this.blocked.push(stream);
+    if (!this.hasBlocked) this.watchStall();
+    (stream.sendWindow > 0 ? this.ready : this.stalled).add(stream);
     this.flushBlocked();
   }
 
   /** True when some answer waits for window. */
   get hasBlocked(): boolean {
-    return this.blocked.length > 0;
+    return this.ready.size > 0 || this.stalled.size > 0;
   }
 
-  /** Sends what the windows allow of blocked answers, then their trailers (round robin over streams without window). */
-  flushBlocked(): void {
-    while (this.blocked.length && this.flow.connection > 0) {
-      const stream = this.blocked[0];
-      const pending = stream.pending!;
-      for (let size; stream.sent < pending.length && (size = this.flow.take(stream, pending.length - stream.sent)) > 0; ) {
-        this.write(frame(TYPE_DATA, 0, stream.id, pending.subarray(stream.sent, stream.sent + size)));
-        this.onSent();
-        stream.sent += size;
-        this.pending -= size;
+  /** Answers waiting for window: those whose stream window is open (only the connection's is missing), those whose stream window is spent. */
+  get blockedCounts(): { ready: number; stalled: number } {
+    return { ready: this.ready.size, stalled: this.stalled.size };
+  }
+
+  /**
+   * The stream's own window grew (WINDOW_UPDATE on it): it moves from the stalled set to the back of
+   * the round robin, then what the windows allow goes out. O(1) plus the frames sent.
+   */
+  streamWindowOpened(stream: S): void {
+    if (stream.sendWindow > 0 && this.stalled.delete(stream)) this.ready.add(stream);
+    this.flushBlocked();
+  }
+
+  /** Every stream window moved (the client's SETTINGS_INITIAL_WINDOW_SIZE): stalled streams with window again rejoin the round robin. O(stalled). */
+  windowsReset(): void {
+    for (const stream of this.stalled) {
+      if (stream.sendWindow > 0) {
+        this.stalled.delete(stream);
+        this.ready.add(stream);
       }
-      if (stream.sent < pending.length) {
-        if (this.flow.connection <= 0) return;
-        // This stream waits for its own window; serve the others meanwhile.
-        this.blocked.push(this.blocked.shift()!);
-        if (this.blocked.every((s) => s.sendWindow <= 0)) return;
+    }
+    this.flushBlocked();
+  }
+
+  /**
+   * Sends what the windows allow of waiting answers, one frame per stream per round (round robin
+   * over the streams whose own window is open), then their trailers. A stream whose window is spent
+   * leaves the round robin until a WINDOW_UPDATE on it (streamWindowOpened), so the work is O(1)
+   * per frame sent plus one step per stream that runs out of window: never a walk over every waiting answer.
+   */
+  flushBlocked(): void {
+    while (this.flow.connection > 0) {
+      const next = this.ready.values().next();
+      if (next.done) return;
+      const stream = next.value;
+      const pending = stream.pending!;
+      const size = this.flow.take(stream, pending.length - stream.sent);
+      if (size === 0) {
+        // Its own window is spent (the connection's is not): it waits apart.
+        this.ready.delete(stream);
+        this.stalled.add(stream);
         continue;
       }
-      this.blocked.shift();
+      this.write(frame(TYPE_DATA, 0, stream.id, pending.subarray(stream.sent, stream.sent + size)));
+      this.onSent();
+      stream.sent += size;
+      this.pending -= size;
+      this.lastProgressAt = performance.now();
+      this.ready.delete(stream);
+      if (stream.sent < pending.length) {
+        this.ready.add(stream); // to the back: the others get their frame first
+        continue;
+      }
       stream.pending = undefined;
       this.write(headersFrames(stream.id, TRAILERS_OK, true));
       this.onAnswered(stream);
     }
   }
 
-  /** Forgets a stream's waiting answer (the stream was reset or the connection closed). */
+  /**
+   * Answers started waiting for window: from now, some DATA must go out at least every stallMs
+   * while any waits (checked every stallMs / 2 by one unref'd interval, stopped once none waits).
+   */
+  private watchStall(): void {
+    this.lastProgressAt = performance.now();
+    if (!this.stallMs || this.stallTimer) return;
+    this.stallTimer = setInterval(() => {
+      if (!this.hasBlocked) {
+        clearInterval(this.stallTimer);
+        this.stallTimer = undefined;
+      } else if (performance.now() - this.lastProgressAt >= this.stallMs) this.onStalled();
+    }, this.stallMs / 2);
+    this.stallTimer.unref();
+  }
+
+  /** Forgets a stream's waiting answer (the stream was reset or the connection closed). O(1). */
   drop(stream: S): void {
-    const i = this.blocked.indexOf(stream);
-    if (i < 0) return;
-    this.blocked.splice(i, 1);
+    if (!this.ready.delete(stream) && !this.stalled.delete(stream)) return;
     this.pending -= stream.pending!.length - stream.sent;
     stream.pending = undefined;
   }
@@ -154,7 +216,9 @@ export class SendScheduler<S extends ScheduledStream = ScheduledStream> {
   /** The connection closed: nothing more is queued or sent. */
   close(): void {
     this.closed = true;
-    this.blocked.length = 0;
+    clearInterval(this.stallTimer);
+    this.ready.clear();
+    this.stalled.clear();
     this.pending = 0;
     this.out = [];
     this.outBytes = 0;

@@ -24,11 +24,13 @@ export interface TransportLimits {
   /** Token bucket of RST_STREAM frames received (rapid reset): burst and refill per second; empty: GOAWAY(ENHANCE_YOUR_CALM). */
   resetBurst: number;
   resetsPerSecond: number;
-  /** Token bucket of cheap frames that make work without progress (SETTINGS, PRIORITY, empty DATA without END_STREAM, refused streams, WINDOW_UPDATE, unknown frame types): burst and refill per second; empty: GOAWAY(ENHANCE_YOUR_CALM). */
+  /** Token bucket of cheap frames that make work without progress (SETTINGS, PRIORITY, empty DATA without END_STREAM, refused streams, WINDOW_UPDATE beyond the credit of WINDOW_UPDATE_CREDIT_*, unknown frame types): burst and refill per second; empty: GOAWAY(ENHANCE_YOUR_CALM). */
   glitchBurst: number;
   glitchesPerSecond: number;
-  /** Request data buffered on one connection (capacity of partial request bodies), bytes; a DATA frame that would exceed it ends its call with RESOURCE_EXHAUSTED. */
+  /** Request data buffered on one connection (capacity of partial request bodies, at most twice the bytes received), bytes; a DATA frame that would exceed it ends its call with RESOURCE_EXHAUSTED. Half of PROCESS_BUFFERED_BYTES: one connection holds at most that share. */
   maxConnectionBufferedBytes: number;
+  /** A partial request body that gains less than REQUEST_BODY_MIN_PROGRESS_BYTES (or what it lacks) in this many ms ends its call with RESOURCE_EXHAUSTED "request body stalled: …" (trailers, then RST_STREAM(NO_ERROR)) and returns its budget; found between this and 1.5 × this after its last progress. 0 = never. */
+  requestBodyStallMs: number;
   /** Bytes queued for the socket and not yet written (the client does not read) above which the server stops reading from the connection — before the next frame — until the client reads (write back-pressure). */
   writeHighWaterBytes: number;
   /**
@@ -38,6 +40,19 @@ export interface TransportLimits {
    * refused with RST_STREAM(REFUSED_STREAM)). See outbound-budget.ts.
    */
   maxConnectionOutboundBytes: number;
+  /**
+   * Calls whose handler (or decompression) runs at once on one connection. A complete call beyond it
+   * waits, read and queued in arrival order (its deadline runs and is answered on time), so one
+   * connection cannot start host work without bound while others wait; above the outbound budget
+   * calls wait the same way.
+   */
+  maxCallsInFlight: number;
+  /**
+   * A connection whose answers wait for the client's flow-control window with no DATA sent for this
+   * many ms (found between this and 1.5 × this) is ended: GOAWAY(ENHANCE_YOUR_CALM, "answers_stalled"),
+   * its calls cancelled. 0 = never.
+   */
+  answerStallMs: number;
   /** What one call holds against the outbound budgets while its handler (or decompression) runs (its state and a typical answer), bytes. */
   streamReserveBytes: number;
   /** A connection that has not sent the client preface and its first SETTINGS within this many ms is closed. */
@@ -67,9 +82,12 @@ export const DEFAULT_LIMITS: Readonly<TransportLimits> = Object.freeze({
   glitchBurst: 1000,
   glitchesPerSecond: 33,
   maxConnectionBufferedBytes: 8 * 1024 * 1024,
+  requestBodyStallMs: 10_000,
   writeHighWaterBytes: 64 * 1024,
   maxConnectionOutboundBytes: 4 * 1024 * 1024,
   streamReserveBytes: 16 * 1024,
+  maxCallsInFlight: 64,
+  answerStallMs: 60_000,
   handshakeTimeoutMs: 20_000,
   idleTimeoutMs: 30 * 60_000,
   deadlineAnswerGraceMs: 2_000,
@@ -95,9 +113,28 @@ export const CONNECTION_WINDOW_BOOST = 16 * 1024 * 1024;
 export const CONNECTION_WINDOW_REPLENISH = 4 * 1024 * 1024;
 /** Bytes read from client sockets by the process (all connections) after which one young-generation collection frees the dead reads (read-collector.ts). */
 export const READ_COLLECT_BYTES = 2 * 1024 * 1024;
+/**
+ * WINDOW_UPDATE frames free of the glitch bucket: WINDOW_UPDATE_CREDIT_START per connection (its
+ * opening updates), plus WINDOW_UPDATE_CREDIT_PER_SEND for each HEADERS or DATA frame we send (one
+ * on the stream, one on the connection: what a reading client sends back), banked up to
+ * WINDOW_UPDATE_CREDIT_MAX. Each WINDOW_UPDATE beyond the credit takes a glitch token
+ * (connection-policy.ts), so a flood on stream 0 or on a stream we send nothing on ends in
+ * GOAWAY(ENHANCE_YOUR_CALM, "too_many_glitches") after glitchBurst frames; each frame costs O(1)
+ * (send-scheduler.ts).
+ */
+export const WINDOW_UPDATE_CREDIT_START = 16;
+export const WINDOW_UPDATE_CREDIT_PER_SEND = 2;
+export const WINDOW_UPDATE_CREDIT_MAX = 4096;
 /** Largest frame accepted: the RFC default SETTINGS_MAX_FRAME_SIZE, which the server never raises. Larger: GOAWAY(FRAME_SIZE_ERROR). */
 export const MAX_FRAME_ACCEPTED = 16384;
 
+/**
+ * Connections the kernel queues on a Unix socket before we accept them (listen(2) backlog; the
+ * kernel caps it at net.core.somaxconn, 4096 on current kernels). Node's default, 511, let a burst
+ * of 500 clients connecting at once on a loaded machine fail with EAGAIN; Go's net.Listen (grpc-go)
+ * asks for somaxconn. Beyond it: EAGAIN at the client's connect.
+ */
+export const LISTEN_BACKLOG = 4096;
 /** Connections accepted per endpoint when descriptors are plentiful. */
 export const MAX_CONNECTIONS_PER_ENDPOINT = 1000;
 /** Descriptors kept for everything but client connections (listeners, files, pipes of host commands). */
@@ -126,3 +163,6 @@ export function connectionsPerEndpoint(openFileLimit: number | undefined): numbe
   if (openFileLimit === undefined) return MAX_CONNECTIONS_PER_ENDPOINT;
   return Math.max(8, Math.min(MAX_CONNECTIONS_PER_ENDPOINT, Math.floor((openFileLimit - DESCRIPTOR_RESERVE) / 2)));
 }
+
+/** The RESOURCE_EXHAUSTED status message for a request message of `length` bytes over the limit `max` (grpc-go's and grpc-js's text). */
+export const messageTooLarge = (length: number, max: number): string => `Received message larger than max (${length} vs. ${max})`;

@@ -5,11 +5,13 @@
  * processes, per operation, instead of refusing a second instance.
  *
  * A key is `<namespace>:<name>` (`disk:3`, `smb-root:\\srv\share`); a key without `:` is its own
- * namespace. Each key maps to one lock file `<dir>/<namespace>.<stripe>.lock`, the stripe being a
+ * namespace. A device key (`disk:<number>`) has a lock file of its own, `<dir>/disk.<number>.lock`
+ * (one per disk number ever used: bounded by the node's devices), so a device held by a long step
+ * locks no other disk. Any other key maps to `<dir>/<namespace>.<stripe>.lock`, the stripe being a
  * hash of the name modulo {@link STRIPES} (a key without a name has one file): at most STRIPES
- * files per namespace, created on first use (0600 on Linux; inheriting the state directory's
- * protected DACL on Windows) and never deleted (deleting a lock file races with its next user).
- * Two keys of one stripe serialise each other, in-process and across processes.
+ * files per namespace. Files are created on first use (0600 on Linux; inheriting the state
+ * directory's protected DACL on Windows) and never deleted (deleting a lock file races with its next
+ * user). Two keys of one stripe serialise each other, in-process and across processes.
  *
  * Holding: the in-process queue of that stripe first (createKeyedMutex), then the file lock —
  * Linux flock(2) LOCK_EX on a descriptor of its own; Windows LockFileEx on byte 0 of a handle of its
@@ -17,8 +19,16 @@
  * a wait never blocks the event loop or a thread. The kernel drops the lock when its holder exits
  * or dies; a live holder is waited for as long as it holds (as in-process waiters wait). Several
  * keys are taken in sorted stripe order (no deadlock between multi-key calls). Released when `fn`
- * settles: unlock, then close — or, when it left work running after its call was answered (a tool
- * SIGKILL did not end), once that work has ended.
+ * settles, by closing the descriptor (never LOCK_UN) — or, when it left work running after its call
+ * was answered (a must-finish step, a tool SIGKILL did not end), once that work has ended.
+ *
+ * The lock passes to the tools (Linux): the descriptors of the device keys held are in `fn`'s call
+ * scope (call-scope.ts deviceLockFds), and runCommand hands them to each step that writes a device
+ * (host/exec/host-steps.ts) as an inherited descriptor of that one child. flock(2) locks belong to the
+ * open file description, which the child's copy shares: the lock is held until the daemon's
+ * descriptor and every tool's copy are closed — so it outlives the daemon's death or restart for as
+ * long as an orphaned tool runs, and a retry waits for that tool instead of racing it. That is why a
+ * holder only closes: LOCK_UN would drop the lock of the description, the tool's too.
  *
  * A call whose signal (LockOptions.signal, else the call's: util/call-scope.ts) aborts while it waits
  * — in the in-process queue or polling a file lock another process holds — leaves the wait with the
@@ -44,6 +54,8 @@ const POLL_MAX_MS = 50;
 
 /** One held file lock. */
 interface Held {
+  /** The descriptor holding a device key's lock (Linux), handed to the tools that write the device. */
+  fd?: number;
   release(): Promise<void>;
 }
 
@@ -55,6 +67,7 @@ export function lockFileName(key: string): string {
   const colon = key.indexOf(":");
   const namespace = (colon < 0 ? key : key.slice(0, colon)).replace(/[^A-Za-z0-9_-]/g, "_").slice(0, 64) || "_";
   if (colon < 0) return `${namespace}.lock`;
+  if (namespace === "disk" && /^\d{1,10}$/.test(key.slice(colon + 1))) return `disk.${key.slice(colon + 1)}.lock`;
   const stripe = nodeCrypto().createHash("sha256").update(key.slice(colon + 1)).digest().readUInt32BE(0) % STRIPES;
   return `${namespace}.${stripe}.lock`;
 }
@@ -65,7 +78,7 @@ const fail = (file: string, err: unknown) =>
 async function linuxTryLock(): Promise<TryLock> {
   const koffi = await loadKoffi();
   const flock = koffi.load("libc.so.6").func("int flock(int fd, int operation)") as unknown as (fd: number, op: number) => number;
-  const LOCK_EX = 2, LOCK_NB = 4, LOCK_UN = 8, EWOULDBLOCK = 11, EINTR = 4;
+  const LOCK_EX = 2, LOCK_NB = 4, EWOULDBLOCK = 11, EINTR = 4;
   return async (file) => {
     const handle = await fsp.open(file, fsc.O_RDWR | fsc.O_CREAT | fsc.O_NOFOLLOW, 0o600);
     let locked = false;
@@ -84,8 +97,9 @@ async function linuxTryLock(): Promise<TryLock> {
       if (!locked) await handle.close();
     }
     return {
+      fd: path.basename(file).startsWith("disk.") ? handle.fd : undefined,
       async release() {
-        flock(handle.fd, LOCK_UN);
+        // Closing only: a tool handed this lock keeps it through its own copy (never LOCK_UN).
         await handle.close();
       },
     };
@@ -176,7 +190,7 @@ export function createNodeLocks(options: { dir: string; platform: "linux" | "win
             const why = abortError(signal);
             throw new CsiProxyError(why.code, `${why.message}: ${what} was not started (its caller went away as it got the node-wide lock); nothing was done`, { cause: why });
           }
-          const r = await runCollectingOutliving(fn);
+          const r = await runCollectingOutliving(fn, held.flatMap((h) => (h.fd === undefined ? [] : [h.fd])));
           outliving = r.outliving;
           for (const w of outliving) noteOutliving(w);
           if (r.outcome.status === "rejected") throw r.outcome.reason;

@@ -20,15 +20,42 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
-/** Throws InvalidArgument unless `options` is undefined or `{ signal?: AbortSignal }` (the public API's check of a caller's options). */
+/** AbortSignal.prototype's `aborted` getter, called only with an explicit receiver (Reflect.apply). */
+const abortedGetter = (Object.getOwnPropertyDescriptor(AbortSignal.prototype, "aborted") as { get: (this: unknown) => boolean }).get;
+
+/**
+ * True for a real AbortSignal, by brand: AbortSignal.prototype's `aborted` getter runs only on one
+ * (an object merely inheriting from AbortSignal.prototype passes `instanceof` but is refused here).
+ */
+export function isAbortSignal(value: unknown): value is AbortSignal {
+  if (typeof value !== "object" || value === null) return false;
+  try {
+    Reflect.apply(abortedGetter, value, []);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Throws InvalidArgument unless `options` is undefined or `{ signal?: AbortSignal }` with a real
+ * signal, by brand (the public API's check of a caller's options); never a TypeError, whatever the
+ * object (a proxy whose keys cannot be listed is refused as unreadable).
+ */
 export function checkCallOptions(options: unknown): AbortSignal | undefined {
   if (options === undefined) return undefined;
   if (typeof options !== "object" || options === null || Array.isArray(options)) {
     throw new CsiProxyError(Code.InvalidArgument, `options: expected an object { signal?: AbortSignal }, got ${options === null ? "null" : typeof options}`);
   }
-  for (const key of Object.keys(options)) if (key !== "signal") throw new CsiProxyError(Code.InvalidArgument, `options.${key}: unknown option (options: signal)`);
-  const { signal } = options as { signal?: unknown };
-  if (signal !== undefined && !(signal instanceof AbortSignal)) throw new CsiProxyError(Code.InvalidArgument, "options.signal: expected an AbortSignal");
+  let signal: unknown;
+  try {
+    for (const key of Object.keys(options)) if (key !== "signal") throw new CsiProxyError(Code.InvalidArgument, `options.${key.slice(0, 100)}: unknown option (options: signal)`);
+    signal = (options as { signal?: unknown }).signal;
+  } catch (e) {
+    if (e instanceof CsiProxyError) throw e;
+    throw new CsiProxyError(Code.InvalidArgument, "options: expected a plain object { signal?: AbortSignal }, got one that cannot be read");
+  }
+  if (signal !== undefined && !isAbortSignal(signal)) throw new CsiProxyError(Code.InvalidArgument, "options.signal: expected an AbortSignal");
   return signal;
 }
 
@@ -43,6 +70,8 @@ export interface Outliving {
 interface Scope {
   readonly signal: AbortSignal | undefined;
   readonly outliving: Outliving[];
+  /** Descriptors of the device locks the call holds (node-locks.ts), handed to the tools that write the device. */
+  readonly lockFds?: readonly number[];
 }
 
 const scopes = new AsyncLocalStorage<Scope>();
@@ -71,9 +100,17 @@ export function outlivingRecorder(): (work: Outliving) => void {
   return (work) => scope?.outliving.push(work);
 }
 
-/** Runs `fn` in a scope of its own with the current signal; resolves with its outcome and the work it left running. */
-export async function runCollectingOutliving<T>(fn: () => Promise<T>): Promise<{ outcome: PromiseSettledResult<T>; outliving: Outliving[] }> {
-  const scope: Scope = { signal: callSignal(), outliving: [] };
+/** The device lock descriptors the current call holds (none outside a call or without node-wide locks). */
+export function deviceLockFds(): readonly number[] {
+  return scopes.getStore()?.lockFds ?? [];
+}
+
+/**
+ * Runs `fn` in a scope of its own with the current signal; resolves with its outcome and the work it
+ * left running. `lockFds`: device lock descriptors `fn` holds, added to those of the current scope.
+ */
+export async function runCollectingOutliving<T>(fn: () => Promise<T>, lockFds: readonly number[] = []): Promise<{ outcome: PromiseSettledResult<T>; outliving: Outliving[] }> {
+  const scope: Scope = { signal: callSignal(), outliving: [], lockFds: [...deviceLockFds(), ...lockFds] };
   const outcome = await scopes.run(scope, () => fn().then((value) => ({ status: "fulfilled" as const, value }), (reason: unknown) => ({ status: "rejected" as const, reason })));
   return { outcome, outliving: scope.outliving };
 }

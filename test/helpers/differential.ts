@@ -62,6 +62,17 @@ function variants(desc: DescMessage, base: Record<string, unknown>): [string, un
     ["array", [base]],
     ["extra property", { ...base, not_a_field: "x" }],
   ];
+  // Strings that are not valid UTF-16 (lone surrogates), on the first string field: protobufjs
+  // writes a short one's surrogate as invalid UTF-8 (the daemon refuses it), a long one (40+
+  // characters) as U+FFFD (the daemon goes ahead with it).
+  const text = desc.fields.find((f) => f.fieldKind === "scalar" && f.scalar === ScalarType.STRING);
+  if (text) {
+    out.push(
+      [`${text.name} lone high surrogate`, { ...base, [text.name]: "a\uD800b" }],
+      [`${text.name} lone low surrogate`, { ...base, [text.name]: "\uDC00" }],
+      [`${text.name} lone surrogate, 40+ characters`, { ...base, [text.name]: `${"x".repeat(45)}\uD83D` }],
+    );
+  }
   for (const field of desc.fields) {
     const name = field.name;
     if (field.fieldKind === "scalar") {
@@ -98,6 +109,31 @@ export function differentialCases(kubelet: string, groups?: string[]): Different
       const entry = matrixEntry(group, version, m.name, kubelet);
       const base = toLoaderShape(m.input, fromJson(m.input, entry.request as JsonObject) as unknown as Record<string, unknown>);
       for (const [variant, request] of variants(m.input, base)) cases.push({ group, version, method: m.name, variant, request });
+    }
+  }
+  return cases;
+}
+
+/**
+ * Over the transport's 4 MiB message limit (RESOURCE_EXHAUSTED with the message's length) and just
+ * under it: per group, the first RPC with a string field at the newest version that has one (each
+ * case moves 4 MiB through both clients: one per group keeps the differential within its budget).
+ */
+export function hugeCases(kubelet: string): DifferentialCase[] {
+  const cases: DifferentialCase[] = [];
+  const endpoints = allEndpoints().reverse(); // newest version of each group first
+  for (const group of new Set(endpoints.map((e) => e.group))) {
+    found: for (const { version } of endpoints.filter((e) => e.group === group)) {
+      for (const m of serviceOf(group, version).methods) {
+        const text = m.input.fields.find((f) => f.fieldKind === "scalar" && f.scalar === ScalarType.STRING);
+        if (!text) continue;
+        const base = toLoaderShape(m.input, fromJson(m.input, matrixEntry(group, version, m.name, kubelet).request as JsonObject) as unknown as Record<string, unknown>);
+        cases.push(
+          { group, version, method: m.name, variant: `${text.name} of 4 MiB (over the limit)`, request: { ...base, [text.name]: "h".repeat(4 * 1024 * 1024) } },
+          { group, version, method: m.name, variant: `${text.name} of 4 MiB - 1 KiB (under the limit)`, request: { ...base, [text.name]: "u".repeat(4 * 1024 * 1024 - 1024) } },
+        );
+        break found;
+      }
     }
   }
   return cases;

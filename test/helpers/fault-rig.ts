@@ -95,7 +95,8 @@ export async function createFaultRig(name: string, extraArgs: string[] = []): Pr
   let current: RunningDaemon | undefined;
   let hang: RunningDaemon | undefined;
   const hangSocketDir = path.join(dir, "sock-hang");
-  const args = ["-socket-dir", socketDir, "-kubelet-path", kubelet, "-state-dir", stateDir, ...extraArgs];
+  // Intent records of this rig's disks beside its state (the default is the node's /var/lib/csi-proxy/intents).
+  const args = ["-socket-dir", socketDir, "-kubelet-path", kubelet, "-state-dir", stateDir, "-intent-dir", path.join(stateDir, "intents"), ...extraArgs];
   const connect = async (socket: string) => {
     const disk = await connectGroup("disk", { socketDir: socket, versions: ["v1"] });
     const volume = await connectGroup("volume", { socketDir: socket, versions: ["v1"] });
@@ -142,7 +143,7 @@ export async function createFaultRig(name: string, extraArgs: string[] = []): Pr
     clients: () => connect(socketDir),
     async hangClients() {
       if (!hang) {
-        hang = await startDaemon(["-socket-dir", hangSocketDir, "-kubelet-path", kubelet, "-state-dir", hangStateDir, "-host-command-timeout", String(HANG_TIMEOUT_S)], {
+        hang = await startDaemon(["-socket-dir", hangSocketDir, "-kubelet-path", kubelet, "-state-dir", hangStateDir, "-intent-dir", path.join(stateDir, "intents"), "-host-command-timeout", String(HANG_TIMEOUT_S)], {
           wrapper: ns.enter,
           timeoutMs: 30_000,
         });

@@ -7,7 +7,7 @@
 // and 1 s after it.
 import { existsSync, readFileSync } from "node:fs";
 import { createInProcessApi } from "../../src/in-process/typed-api.ts";
-import { createInProcessClient } from "../../src/in-process/grpc-style-client.ts";
+import { createInProcessClient } from "../../src/in-process/in-process-client.ts";
 import type { ProxyConfig } from "../../src/proxy-config.ts";
 import { processAlive } from "./process-alive.ts";
 

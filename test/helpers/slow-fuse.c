@@ -11,6 +11,13 @@
  *                        handed to this daemon not even SIGKILL ends it before the answer (a tool
  *                        stuck in uninterruptible sleep). Removing the file lets it answer.
  *
+ *   $SLOW_FUSE_FAULTS    a file of lines "eio <start> <end>" / "hang <start> <end>" (bytes, end
+ *                        exclusive), read at every read of a mirrored file: a read overlapping an
+ *                        "eio" range fails with EIO; one overlapping a "hang" range waits until no
+ *                        hang range overlaps it any more (edit or remove the file to let it go).
+ *   $SLOW_FUSE_DIRECT_IO if set, files are opened with direct_io: no page cache in front of this
+ *                        daemon, so every read of a loop device over an image here reaches it.
+ *
  * Usage: slow-fuse <mountpoint> [fuse options...]  (runs in the foreground, multithreaded)
  */
 #define FUSE_USE_VERSION 31
@@ -29,6 +36,26 @@
 
 static const char *src;
 static const char *hold;
+static const char *faults;
+static int direct_io;
+
+/* 'e' when [off, off+size) overlaps an "eio" range of $SLOW_FUSE_FAULTS, 'h' for a "hang" range, 0 otherwise. */
+static char fault_at(off_t off, size_t size) {
+  if (!faults) return 0;
+  FILE *f = fopen(faults, "r");
+  if (!f) return 0;
+  char kind[8];
+  long long start, end;
+  char found = 0;
+  while (fscanf(f, "%7s %lld %lld", kind, &start, &end) == 3) {
+    if (off < end && (long long)(off + (off_t)size) > start) {
+      found = kind[0] == 'h' ? 'h' : (found ? found : 'e');
+      if (found == 'h') break;
+    }
+  }
+  fclose(f);
+  return found;
+}
 static useconds_t write_delay_us, read_delay_us;
 
 static int real(char *out, const char *path) {
@@ -71,12 +98,16 @@ static int sf_open(const char *path, struct fuse_file_info *fi) {
   int fd = open(p, fi->flags & ~(O_CREAT | O_EXCL | O_TRUNC));
   if (fd == -1) return -errno;
   fi->fh = fd;
+  if (direct_io) fi->direct_io = 1;
   return 0;
 }
 
 static int sf_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi) {
   (void)path;
   if (read_delay_us) usleep(read_delay_us);
+  char fault;
+  while ((fault = fault_at(off, size)) == 'h') usleep(10000);
+  if (fault == 'e') return -EIO;
   ssize_t n = pread(fi->fh, buf, size, off);
   return n == -1 ? -errno : (int)n;
 }
@@ -134,6 +165,8 @@ static const struct fuse_operations ops = {
 int main(int argc, char *argv[]) {
   src = getenv("SLOW_FUSE_SRC");
   hold = getenv("SLOW_FUSE_HOLD");
+  faults = getenv("SLOW_FUSE_FAULTS");
+  direct_io = getenv("SLOW_FUSE_DIRECT_IO") != NULL;
   const char *w = getenv("SLOW_FUSE_WRITE_DELAY_US"), *r = getenv("SLOW_FUSE_READ_DELAY_US");
   write_delay_us = w ? (useconds_t)strtoul(w, NULL, 10) : 0;
   read_delay_us = r ? (useconds_t)strtoul(r, NULL, 10) : 0;

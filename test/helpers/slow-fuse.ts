@@ -45,6 +45,11 @@ export interface SlowFuse {
   heldPath: string;
   hold(): void;
   release(): void;
+  /**
+   * Sets the faults of reads of mirrored files (slow-fuse.c's $SLOW_FUSE_FAULTS): byte ranges [start, end)
+   * where reads fail with EIO or hang until the range is gone. An empty list ends every fault.
+   */
+  faults(ranges: { kind: "eio" | "hang"; start: number | bigint; end: number | bigint }[]): void;
   /** Releases, unmounts (lazily if busy), kills the daemon. Idempotent. */
   remove(): void;
 }
@@ -55,6 +60,8 @@ export interface SlowFuseOptions {
   readDelayUs?: number;
   /** Prefix running the daemon in another mount namespace (`nsenter -t <pid> -m --`). */
   wrapper?: string[];
+  /** Open files with direct_io (no page cache in front of the daemon: every read of a loop device over an image reaches it). */
+  directIo?: boolean;
   /** The mount table the daemon's mounts show up in (default /proc/self/mountinfo). */
   mountinfo?: string;
 }
@@ -64,6 +71,7 @@ export async function startSlowFuse(mountpoint: string, options: SlowFuseOptions
   const bin = slowFuseBinary();
   const src = `${mountpoint}.src`;
   const holdFile = `${mountpoint}.hold`;
+  const faultsFile = `${mountpoint}.faults`;
   mkdirSync(src, { recursive: true });
   mkdirSync(mountpoint, { recursive: true });
   const mountinfo = options.mountinfo ?? "/proc/self/mountinfo";
@@ -72,7 +80,7 @@ export async function startSlowFuse(mountpoint: string, options: SlowFuseOptions
   const argv = [...wrapper, bin, mountpoint, "-f", "-o", "allow_other"];
   const child: ChildProcess = spawn(argv[0], argv.slice(1), {
     stdio: ["ignore", "ignore", "pipe"],
-    env: { ...process.env, SLOW_FUSE_SRC: src, SLOW_FUSE_HOLD: holdFile, SLOW_FUSE_WRITE_DELAY_US: String(options.writeDelayUs ?? 0), SLOW_FUSE_READ_DELAY_US: String(options.readDelayUs ?? 0) },
+    env: { ...process.env, SLOW_FUSE_SRC: src, SLOW_FUSE_HOLD: holdFile, SLOW_FUSE_FAULTS: faultsFile, ...(options.directIo ? { SLOW_FUSE_DIRECT_IO: "1" } : {}), SLOW_FUSE_WRITE_DELAY_US: String(options.writeDelayUs ?? 0), SLOW_FUSE_READ_DELAY_US: String(options.readDelayUs ?? 0) },
   });
   let log = "";
   child.stderr!.setEncoding("utf8").on("data", (c: string) => (log += c));
@@ -89,10 +97,16 @@ export async function startSlowFuse(mountpoint: string, options: SlowFuseOptions
     heldPath: path.join(mountpoint, "held"),
     hold: () => writeFileSync(holdFile, ""),
     release: () => rmSync(holdFile, { force: true }),
+    faults(ranges) {
+      // Written whole, then renamed over: a read never sees half a list.
+      writeFileSync(`${faultsFile}.tmp`, ranges.map((r) => `${r.kind} ${r.start} ${r.end}\n`).join(""));
+      renameSync(`${faultsFile}.tmp`, faultsFile);
+    },
     remove() {
       if (removed) return;
       removed = true;
       rmSync(holdFile, { force: true });
+      rmSync(faultsFile, { force: true });
       if (mounted()) {
         try {
           execFileSync(wrapper[0] ?? "umount", [...wrapper.slice(1), ...(wrapper.length ? ["umount"] : []), mountpoint], { stdio: "ignore" });

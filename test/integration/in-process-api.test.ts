@@ -6,7 +6,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { createInProcessApi, type InProcessApi } from "../../src/in-process/typed-api.ts";
-import { createInProcessClient } from "../../src/in-process/grpc-style-client.ts";
+import { createInProcessClient } from "../../src/in-process/in-process-client.ts";
 import { createCheckedServices, createServices } from "../../src/compose/compose.ts";
 import { NO_REQUEST, REQUESTS } from "../../src/groups/service-guard.ts";
 import { CsiProxyError, Code } from "../../src/errors.ts";
@@ -53,7 +53,7 @@ describe("typed in-process API", () => {
     const bad: [string, unknown][] = [
       ["null", null], ["a number", 5], ["an array", [{ path: target }]], ["a string path as number", { path: 5 }],
       ["path null", { path: null }], ["unknown field", { path: target, nope: 1 }], ["foreign $typeName", { $typeName: "v1.Other", path: target }],
-      ["a Map", new Map([["path", target]])],
+      ["a Map", new Map([["path", target]])], ["a lone surrogate", { path: `${target}\uD800` }], ["a lone low surrogate", { path: "\uDC00" }],
     ];
     for (const [what, request] of bad) await rejectsCoded(api.filesystem.v1.mkdir(request as never), Code.InvalidArgument, /request/).catch((e: Error) => assert.fail(`${what}: ${e.message}`));
     for (const request of [{ diskNumber: -1 }, { diskNumber: 1.5 }, { diskNumber: "1" }, { diskNumber: 2 ** 32 }]) {

@@ -84,10 +84,12 @@ test("lock files are bounded: one per stripe and namespace; a key without a name
     const files = readdirSync(dir);
     assert.ok(files.filter((f) => f.startsWith("smb-root.")).length <= STRIPES);
     assert.ok(files.includes("smb-state.lock"));
+    // A disk has a lock file of its own: a device held by a long step locks no other disk.
+    assert.ok(files.includes("disk.1.lock") && files.includes("disk.2.lock"));
     // Two keys of one stripe in one call do not wait for themselves.
-    const a = "disk:1";
-    let b = "disk:2";
-    for (let i = 3; lockFileName(b) !== lockFileName(a); i++) b = `disk:${i}`;
+    const a = "smb-root:\\\\srv1\\s";
+    let b = "smb-root:\\\\srv2\\s";
+    for (let i = 3; lockFileName(b) !== lockFileName(a); i++) b = `smb-root:\\\\srv${i}\\s`;
     await locks.runAll([a, b], async () => {});
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -79,13 +79,15 @@ export const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   // The PowerShell room under the Windows hosts (it reaches no group host).
   "windows-powershell": [...HOST_BASE, "win32", WINDOWS_WINDOWS_FS_ERROR],
   "windows-hosts": [...HOST_BASE, "win32", "win32-service", "windows-powershell"],
-  metrics: [...BASE, "src/host/mount-gate.ts"],
+  // The facts the exposition reads: blocked operations per mount, host steps that outlived their call per device.
+  metrics: [...BASE, "src/host/mount-gate.ts", "src/host/exec/late-steps.ts"],
   rpc: [...BASE, "log", "api", "metrics"],
   boot: [...BASE, "log", "win32", "src/rpc/call-activity.ts"],
   compose: [...BASE, "log", "api", "policy", "state", "group-contracts", "groups", "host-shared", "linux-kernel", "linux-paths", "linux-mounts", "linux-block", "linux-hosts", "windows-powershell", "windows-hosts", "win32", "win32-service", "rpc", "boot"],
   "in-process": [...BASE, "api", "group-contracts", "groups", "rpc", "compose"],
   client: [...BASE, "api"],
-  cli: [...BASE, "log", "api", "boot", "client"],
+  // `csi-proxyctl status` prints the daemon's late-step status file (its reader is the file's module).
+  cli: [...BASE, "log", "api", "boot", "client", "src/host/exec/late-steps-file.ts"],
   top: ROOMS.map((r) => r.room),
 };
 

@@ -46,4 +46,44 @@ export const allowedSkips: AllowedSkip[] = [
     name: "grpc-js over upstream's csi-proxy.exe pipes (UPSTREAM_EXE)",
     why: "needs upstream's csi-proxy.exe (UPSTREAM_EXE=<path>), which the repository does not ship and CI does not fetch",
   },
+  {
+    file: "test/windows-engine/storage-engine.test.ts",
+    name: "storage worker script on pwsh",
+    why: "needs dotnet (the .NET SDK) to install PowerShell 7.6.9 as a .NET tool (scripts/install-pwsh.sh); skips only where dotnet is absent, a missing pwsh beside dotnet fails",
+  },
+  {
+    file: "test/windows-engine/secret-logging.test.ts",
+    name: "no secret in PowerShell's module or script block log",
+    why: "needs dotnet for PowerShell 7.6.9 (scripts/install-pwsh.sh) and root for its private /dev/log; skips only where either is absent",
+  },
+  {
+    file: "test/windows-engine/constrained-language.test.ts",
+    name: "the worker script under Constrained Language Mode",
+    why: "needs dotnet (the .NET SDK) to install PowerShell 7.6.9 as a .NET tool (scripts/install-pwsh.sh); skips only where dotnet is absent",
+  },
+  {
+    file: "test/windows-engine/held-format.test.ts",
+    name: "a Format handed to Windows is never cut short",
+    why: "needs dotnet (the .NET SDK) to install PowerShell 7.6.9 as a .NET tool (scripts/install-pwsh.sh); skips only where dotnet is absent",
+  },
+  {
+    file: "test/windows-engine/storage-ops.test.ts",
+    name: "storage worker ops on pwsh, culture de-DE",
+    why: "needs dotnet (the .NET SDK) to install PowerShell 7.6.9 as a .NET tool (scripts/install-pwsh.sh); skips only where dotnet is absent",
+  },
+  {
+    file: "test/windows-engine/storage-ops.test.ts",
+    name: "storage worker ops on pwsh, culture tr-TR",
+    why: "needs dotnet (the .NET SDK) to install PowerShell 7.6.9 as a .NET tool (scripts/install-pwsh.sh); skips only where dotnet is absent",
+  },
+  {
+    file: "test/windows-engine/storage-ops.test.ts",
+    name: "a worker's crash and restart on pwsh",
+    why: "needs dotnet (the .NET SDK) to install PowerShell 7.6.9 as a .NET tool (scripts/install-pwsh.sh); skips only where dotnet is absent",
+  },
+  {
+    file: "test/windows-engine/smb-iscsi-system-ops.test.ts",
+    name: "SMB/iSCSI/System worker script on pwsh",
+    why: "needs dotnet (the .NET SDK) to install PowerShell 7.6.9 as a .NET tool (scripts/install-pwsh.sh); skips only where dotnet is absent",
+  },
 ];

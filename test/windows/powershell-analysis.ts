@@ -183,6 +183,8 @@ export function analyze(p: Parser, script: string): Analysis {
   });
 
   const functions = new Map<string, FunctionDef>();
+  /** Functions being walked (a call to one of them again is recursion). */
+  const active = new Set<string>();
   walkAll(tree.rootNode, (n) => {
     if (n.type !== "function_statement") return;
     const name = named(n).find((c) => c.type === "function_name")!.text;
@@ -484,22 +486,28 @@ export function analyze(p: Parser, script: string): Analysis {
       const elements = elementsOf(cmd, new Set());
       const fenv = new Env(globalEnv);
       let i = 0;
+      let argsTainted = false;
       for (const e of elements) {
         if (e.param) {
           violation("SIG", e.paramNode!, `-${e.param}: the script's functions take positional arguments only`);
           continue;
         }
         const v = evalNode(e.arg!, env, input);
+        argsTainted ||= v.tainted === true;
         if (i < fn.params.length) fenv.set(fn.params[i], v);
         else violation("SIG", e.arg!, `${name} takes ${fn.params.length} argument(s)`);
         i++;
       }
+      // A recursive call (FromJson over nested JSON) is walked once: its result is its arguments' data.
+      if (active.has(lower)) return { ...NONE, tainted: argsTainted };
       if (depth > 20) return NONE;
       depth++;
+      active.add(lower);
       try {
         return evalNode(named(fn.body).find((c) => c.type === "script_block_body") ?? fn.body, fenv, input);
       } finally {
         depth--;
+        active.delete(lower);
       }
     }
     const sig = Object.entries(CMDLETS).find(([k]) => k.toLowerCase() === lower);

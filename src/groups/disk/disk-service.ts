@@ -78,9 +78,14 @@ export function createDiskService(deps: DiskServiceDeps): DiskService {
       let changed: string | null = null;
       if (style === "unknown" || style === null) throw failedPrecondition(`refusing to ${what}: ${content ?? "its partition table cannot be read"}`);
       if (style === "raw") {
-        if (content) throw failedPrecondition(`refusing to ${what}: it has no partition table but holds ${content}; initialising it would destroy that data`);
-        // Right before writing, on the host's reading: same disk, nothing in use or mounted at all, not a single signature.
-        const check = diskWriteCheck(disk, ruleOf(what, false, { table: { kind: "empty", to: "write a partition table to" } }));
+        // A table write whose end nobody saw (its intent record), on a disk showing only what that write leaves: redone.
+        const redo = layout.unfinished?.onlyItsOwn ? layout.unfinished.intent : undefined;
+        if (content && !redo) {
+          const record = layout.unfinished ? `; ${layout.unfinished.intent}` : "";
+          throw failedPrecondition(`refusing to ${what}: it has no partition table but holds ${content}; initialising it would destroy that data${record}`);
+        }
+        // Right before writing, on the host's reading: same disk, nothing in use or mounted at all, not a single signature (but the redone step's).
+        const check = diskWriteCheck(disk, ruleOf(what, false, { table: { kind: "empty", to: "write a partition table to", redo } }));
         await withContext(`initialise ${disk.name} with GPT`, host.initializeDisk(n, check));
         changed = `${disk.name} was given an empty GPT partition table`;
         stopIfAborted(callSignal(), { before: `adding the data partition to ${disk.name}`, done: `${changed}; no partition was created (a retry of PartitionDisk adds it)` });

@@ -73,6 +73,18 @@ export interface DiskLayout {
   content: string | null;
   /** The entries of its partition table (none when raw or unknown, unless the host shows partitions anyway). */
   partitions: HostPartition[];
+  /** A destructive step on this disk whose end nobody saw (Linux intent records, state/intent-records.ts), when there is one. */
+  unfinished?: UnfinishedStep;
+}
+
+/** An intent record left on a disk: the step counts as not ended. */
+export interface UnfinishedStep {
+  /** For messages: the record, its step, tool, pid and start. */
+  intent: string;
+  /** The signature types that step can leave on the disk. */
+  writes: string[];
+  /** Its tool is gone and the disk shows nothing but what that step can leave: the step may be redone. */
+  onlyItsOwn: boolean;
 }
 
 /**
@@ -84,6 +96,8 @@ export interface DiskFacts {
   disk: HostDisk;
   partitions: HostPartition[];
   signatures?: SignatureFact[];
+  /** With the signatures: a step whose end nobody saw, whose tool is gone (see {@link DiskLayout.unfinished}). */
+  unfinished?: Pick<UnfinishedStep, "intent" | "writes">;
 }
 
 /**

@@ -1,9 +1,11 @@
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { CsiProxyError, Code } from "../../errors.ts";
 import { redactWhole } from "../../log/redact.ts";
-import { callSignal, outlivingRecorder } from "../../util/call-scope.ts";
+import { callSignal, deviceLockFds, outlivingRecorder } from "../../util/call-scope.ts";
 import { abortError } from "../../util/stop-if-aborted.ts";
 import { readFileSync } from "node:fs";
+import { hostStep, MUST_FINISH_STOP_WAIT_MS, type HostStepName } from "./host-steps.ts";
+import { noteLateStep } from "./late-steps.ts";
 
 /** How to run one command. Arguments are an argv array: no shell is ever involved. */
 export interface RunOptions {
@@ -11,7 +13,11 @@ export interface RunOptions {
   env?: Record<string, string>;
   /** Written to the child's stdin, then stdin is closed. The only way secrets may reach a child. */
   stdin?: string | Buffer;
-  /** After this many milliseconds the child gets SIGTERM, and SIGKILL {@link KILL_GRACE_MS} later. Default 60 s. */
+  /**
+   * After this many milliseconds (capped by -host-command-timeout) a stoppable child gets SIGTERM, and
+   * SIGKILL {@link KILL_GRACE_MS} later; a must-finish one is answered without (DeadlineExceeded) and
+   * runs on. Default 60 s.
+   */
   timeoutMs?: number;
   /**
    * The call's cancellation (default: the signal of the call this runs for, util/call-scope.ts):
@@ -27,6 +33,18 @@ export interface RunOptions {
   redact?: string[];
   /** Exit codes that count as success. Default [0]. */
   okExitCodes?: number[];
+  /**
+   * Which step of host-steps.ts this is (default: a stoppable read). A `must-finish` step is never
+   * signalled: its call's abort and its bound answer the call (DeadlineExceeded/Canceled naming it
+   * and its pid, still running) and record it as outliving the call; a graceful stop waits for it.
+   * A step that `writesDevice` is handed the call's device lock descriptors (call-scope.ts
+   * deviceLockFds) as its fds 3, 4, …: the lock then lasts as long as the tool.
+   */
+  step?: HostStepName;
+  /** The device the step acts on, for the late-step records (late-steps.ts) and answers. */
+  device?: string;
+  /** Told the child's pid once it was spawned, and a promise settled once it exited (intent records, state/intent-records.ts). */
+  onSpawn?: (pid: number, exited: Promise<void>) => void;
 }
 
 export interface RunResult {
@@ -90,20 +108,31 @@ export class HostCommandError extends CsiProxyError {
   }
 }
 
-/** Children still running, each with the function that ends it (SIGTERM, SIGKILL after a grace). */
+/** Stoppable children still running, each with the function that ends it (SIGTERM, SIGKILL after a grace). */
 const running = new Set<(graceMs: number) => void>();
 const exited = new Set<Promise<void>>();
+/** Must-finish children still running: never signalled, waited for by a graceful stop. */
+const mustFinish = new Map<Promise<void>, string>();
 let stopping = false;
 
 /**
- * Ends every running host command for a graceful daemon stop (SIGTERM, SIGKILL after
- * {@link KILL_GRACE_MS}) and refuses new ones (Unavailable); resolves once all have exited. A daemon
- * killed outright (SIGKILL) runs none of this: its children run to their own end.
+ * Ends every running stoppable host command for a graceful daemon stop (SIGTERM, SIGKILL after
+ * {@link KILL_GRACE_MS}) and refuses new ones (Unavailable); resolves once they have exited and the
+ * running must-finish steps have ended — those are never signalled; `onWait` is told each one
+ * waited for (command and pid), and the wait ends after `mustFinishWaitMs` (default
+ * {@link MUST_FINISH_STOP_WAIT_MS}) leaving them running. Resolves with the must-finish steps still
+ * running then. A daemon killed outright (SIGKILL) runs none of this: its children run to their own end.
  */
-export async function stopHostCommands(): Promise<void> {
+export async function stopHostCommands(options: { onWait?: (what: string) => void; mustFinishWaitMs?: number } = {}): Promise<string[]> {
   stopping = true;
   for (const end of running) end(KILL_GRACE_MS);
+  for (const what of mustFinish.values()) options.onWait?.(what);
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, options.mustFinishWaitMs ?? MUST_FINISH_STOP_WAIT_MS)));
   await Promise.all(exited);
+  await Promise.race([Promise.all(mustFinish.keys()), bound]);
+  clearTimeout(timer);
+  return [...mustFinish.values()];
 }
 
 /** Process-wide upper bound for every command's timeout (flag -host-command-timeout); Infinity = none. */
@@ -144,6 +173,10 @@ export function runCommand(file: string, args: readonly string[], options: RunOp
     const why = abortError(callSig);
     return Promise.reject(new HostCommandError(`${command}: not started: ${why.message}`, command, { exitCode: null, code: why.code }));
   }
+  const step = hostStep(options.step);
+  // The lock descriptors go to this child only: the daemon opens every file close-on-exec, and these
+  // are dup2'd into fds 3, 4, … of this one child (no close-on-exec there: the tool keeps them).
+  const lockFds = step.writesDevice ? deviceLockFds() : [];
   let settle!: () => void;
   const gone = new Promise<void>((resolve) => (settle = resolve));
   return new Promise<RunResult>((resolve, reject) => {
@@ -151,17 +184,20 @@ export function runCommand(file: string, args: readonly string[], options: RunOp
       shell: false,
       windowsHide: true,
       env: process.platform === "win32" ? { ...process.env, ...options.env } : { ...baseEnv, ...options.env },
-      stdio: ["pipe", "pipe", "pipe"],
-    });
+      stdio: ["pipe", "pipe", "pipe", ...lockFds],
+    }) as ChildProcessWithoutNullStreams;
     const out: Buffer[] = [], err: Buffer[] = [];
     let outBytes = 0, errBytes = 0;
     let endedBy: "timeout" | "cancel" | "stop" | undefined;
     let killTimer: NodeJS.Timeout | undefined;
+    let answered = false;
     let giveUpTimer: NodeJS.Timeout | undefined;
     const started = Date.now();
     /** SIGTERM now, SIGKILL after `graceMs` if it is still running. The first reason to end it is the one reported. */
+    let lateEnd: ((how: string, ok: boolean) => void) | undefined;
     const end = (reason: "timeout" | "cancel" | "stop", graceMs: number) => {
       if (endedBy || child.exitCode !== null || child.signalCode !== null) return;
+      if (step.kind === "must-finish") return answerWithout(reason);
       endedBy = reason;
       child.kill("SIGTERM");
       killTimer = setTimeout(() => {
@@ -169,11 +205,32 @@ export function runCommand(file: string, args: readonly string[], options: RunOp
         if (reason === "cancel") giveUpTimer = setTimeout(giveUp, CANCEL_EXIT_WAIT_MS);
       }, graceMs);
     };
+    /**
+     * A must-finish step at its call's abort or its bound: never signalled; the call is answered now
+     * naming it, and it is recorded as outliving the call (its device's lock stays held until it ends).
+     */
+    const answerWithout = (reason: "timeout" | "cancel" | "stop") => {
+      if (reason === "stop" || answered) return; // a graceful stop waits for it (stopHostCommands)
+      answered = true;
+      const why = reason === "cancel" ? abortError(callSig!) : { code: Code.DeadlineExceeded, message: `ran past its bound of ${timeoutMs} ms` };
+      const description = `${command} (pid ${child.pid})`;
+      noteOutliving({ description, ended: gone });
+      lateEnd = noteLateStep({ device: options.device ?? "", command, pid: child.pid, answeredAt: new Date() });
+      reject(
+        new HostCommandError(
+          `${command}: ${why.message}: a step that must finish (${options.step}, pid ${child.pid}) is still running after ${Date.now() - started} ms; ` +
+            `it is not stopped (stopping it would leave the device damaged); the device stays locked until it ends`,
+          command,
+          { exitCode: null, code: why.code, timedOut: reason === "timeout" },
+        ),
+      );
+    };
     /** A cancelled child that SIGKILL did not end: the call is answered without it, the work recorded as outliving the call. */
     const giveUp = () => {
       const why = abortError(callSig!);
       const description = `${command} (pid ${child.pid})`;
       noteOutliving({ description, ended: gone });
+      lateEnd = noteLateStep({ device: options.device ?? "", command, pid: child.pid, answeredAt: new Date() });
       const state = child.exitCode !== null || child.signalCode !== null ? " exited but a process it started still holds its output" : `${sleepState(child.pid)} had not exited`;
       reject(
         new HostCommandError(
@@ -186,8 +243,12 @@ export function runCommand(file: string, args: readonly string[], options: RunOp
     };
     const onStop = (graceMs: number) => end("stop", graceMs);
     const onAbort = () => end("cancel", CANCEL_GRACE_MS);
-    running.add(onStop);
-    exited.add(gone);
+    if (child.pid !== undefined) options.onSpawn?.(child.pid, gone);
+    if (step.kind === "must-finish") mustFinish.set(gone, `${command} (pid ${child.pid})`);
+    else {
+      running.add(onStop);
+      exited.add(gone);
+    }
     callSig?.addEventListener("abort", onAbort, { once: true });
     child.stdout.on("data", (b: Buffer) => {
       if ((outBytes += b.length) <= maxOutputBytes) out.push(b);
@@ -203,6 +264,7 @@ export function runCommand(file: string, args: readonly string[], options: RunOp
       running.delete(onStop);
       callSig?.removeEventListener("abort", onAbort);
       exited.delete(gone);
+      mustFinish.delete(gone);
       settle();
     };
     child.stdin.on("error", () => {}); // a child that exits without reading stdin must not crash us
@@ -218,6 +280,7 @@ export function runCommand(file: string, args: readonly string[], options: RunOp
     child.once("close", (exitCode, signal) => {
       if (child.pid === undefined) return; // never started: answered by "error"
       cleanUp();
+      lateEnd?.(signal ? `killed by ${signal}` : `exit status ${exitCode}`, !signal && exitCode !== null && okExitCodes.includes(exitCode));
       const stdout = Buffer.concat(out).toString("utf8");
       const stderr = mask(Buffer.concat(err).toString("utf8"));
       const tooMuch = outBytes > maxOutputBytes ? `stdout` : errBytes > maxOutputBytes ? `stderr` : undefined;

@@ -6,7 +6,10 @@
  * service's check and refuses nothing itself (the kernel's exclusive claim and sfdisk keep theirs).
  * docs/linux-concept-map.md says what each concept means here.
  */
-import type { DiskFacts, DiskHostApi, DiskLayout, DiskWriteCheck, HostDisk, HostPartition } from "../../groups/disk/host-api.ts";
+import type { DiskFacts, DiskHostApi, DiskLayout, DiskWriteCheck, HostDisk, HostPartition, UnfinishedStep } from "../../groups/disk/host-api.ts";
+import type { SignatureFact } from "../../policy/host-device.ts";
+import { describeIntent, toolMayRun, type IntentRecords } from "../../state/intent-records.ts";
+import { persistentDiskKey } from "./block/device-identity.ts";
 import type { DiskIds } from "../../groups/disk/types.ts";
 import { internal } from "../../errors.ts";
 import type { BlockDisk, PartitionTable } from "./block/block-types.ts";
@@ -47,13 +50,27 @@ const beforeStep = (before: string, done = NOTHING_CHANGED) => stopIfAborted(cal
 /** The block tools the disk host uses (linux-block-tools.ts has them all). */
 export type DiskTools = BlockReads & SignatureProbe & DeviceClaims & Partitioning & DeviceState & OfflineMarks & Privileges;
 
+/** The signature types `sfdisk` writing an empty GPT can leave, whole or in part (backup header first, then primary, then the protective MBR). */
+const GPT_WRITE_LEAVES = ["gpt", "PMBR"];
+
+export interface LinuxDiskHostOptions {
+  /** Intent records of the table writes (state/intent-records.ts); none: no record is kept or read. */
+  intents?: IntentRecords;
+  /** Where a redone step is told (warning). */
+  log?: { warning(msg: string): void };
+}
+
 export class LinuxDiskHost implements DiskHostApi {
   readonly #tools: DiskTools;
+  readonly #intents: IntentRecords | undefined;
+  readonly #log: LinuxDiskHostOptions["log"];
 
   readonly #sessions: SnapshotSessions;
 
-  constructor(tools: DiskTools) {
+  constructor(tools: DiskTools, options: LinuxDiskHostOptions = {}) {
     this.#tools = tools;
+    this.#intents = options.intents;
+    this.#log = options.log;
     this.#sessions = new SnapshotSessions((dev, options) => takeSnapshot(tools, dev, options));
   }
 
@@ -135,18 +152,21 @@ export class LinuxDiskHost implements DiskHostApi {
   async #layout(n: number, probeContent: boolean): Promise<DiskLayout> {
     const { snap, disk } = await this.#disk(n);
     const hostDisk = this.#hostDisk(snap, disk);
+    let unfinished: UnfinishedStep | undefined;
     const layout = (partitionStyle: DiskLayout["partitionStyle"], content: string | null, table: PartitionTable | null = null): DiskLayout => ({
       disk: hostDisk,
       partitionStyle,
       content,
       partitions: this.#partitions(snap, disk, table),
+      ...(unfinished && { unfinished }),
     });
     if (disk.partitions.length > 0) {
       const table = disk.partitionTable;
-      return table ? layout(styleOf(table), null, table) : layout("unknown", "the kernel shows partitions but the partition table cannot be read");
+      return table ? layout(styleOf(table), null, table) : layout("unknown", `the kernel shows partitions but the partition table cannot be read${disk.tableError ? ` (${disk.tableError})` : ""}`);
     }
     if (!probeContent) return layout(null, null);
     const [probe, sigs] = await Promise.all([this.#tools.probe(disk.devPath), this.#tools.listSignatures(disk.devPath)]);
+    unfinished = await this.#unfinished(disk.devPath, sigs);
     // Anything but a partition table, wherever libblkid finds it, is content (a whole-disk exFAT also reports PTTYPE=dos).
     const content = contentSignatures(sigs);
     if (probe.kind === "ambivalent") return layout("raw", `conflicting signatures (${probe.detail})`);
@@ -174,7 +194,11 @@ export class LinuxDiskHost implements DiskHostApi {
     const snap = await this.#sessions.fresh(options.everyDisk ? undefined : devOfDiskNumber(n), { openers: options.openers ?? true });
     const disk = requireDisk(snap, n);
     const facts: DiskFacts = { disk: this.#hostDisk(snap, disk), partitions: this.#partitions(snap, disk, disk.partitionTable) };
-    if (options.signatures) facts.signatures = await this.#tools.listSignatures(disk.devPath);
+    if (options.signatures) {
+      facts.signatures = await this.#tools.listSignatures(disk.devPath);
+      const u = await this.#unfinished(disk.devPath, facts.signatures);
+      if (u?.onlyItsOwn) facts.unfinished = { intent: u.intent, writes: u.writes };
+    }
     await check(facts);
     return { snap, disk };
   }
@@ -187,10 +211,34 @@ export class LinuxDiskHost implements DiskHostApi {
     return disk;
   }
 
+  /** The intent record on the disk at `devPath`, as a fact: its step, what it can leave, whether only that is there and its tool is gone. */
+  async #unfinished(devPath: string, sigs: readonly SignatureFact[]): Promise<UnfinishedStep | undefined> {
+    if (!this.#intents) return undefined;
+    const found = await this.#intents.find(await persistentDiskKey(devPath));
+    if (!found) return undefined;
+    const running = toolMayRun(found.record);
+    return {
+      intent: describeIntent(found.file, found.record) + (running ? "; its tool may still be running" : ""),
+      writes: found.record.writes,
+      onlyItsOwn: !running && sigs.length > 0 && sigs.every((s) => found.record.writes.includes(s.type)),
+    };
+  }
+
+  /** The GPT write, with its intent record written before sfdisk starts and removed once its end is seen. */
   async #initializeDisk(n: number, check: DiskWriteCheck): Promise<void> {
-    const disk = await this.#verifyTableWrite(n, check);
+    let facts: DiskFacts | undefined;
+    const disk = await this.#verifyTableWrite(n, async (f) => {
+      facts = f;
+      await check(f);
+    });
     beforeStep(`writing a GPT partition table to ${disk.devPath}`);
-    await this.#tools.createGptTable(disk.devPath);
+    if (!this.#intents) return this.#tools.createGptTable(disk.devPath);
+    const before = facts?.signatures?.length ? `signatures ${describeSignatures(facts.signatures)}` : "no signature";
+    if (facts?.unfinished) this.#log?.warning(`PartitionDisk of ${disk.devPath}: redoing a GPT table write whose end nobody saw (${facts.unfinished.intent}): the disk holds only what that write leaves (${before})`);
+    await this.#intents.during(
+      { deviceKey: await persistentDiskKey(disk.devPath), devPath: disk.devPath, operation: "write an empty GPT partition table", writes: GPT_WRITE_LEAVES, before, command: `sfdisk ${disk.devPath} (label: gpt)` },
+      (spawned) => this.#tools.createGptTable(disk.devPath, spawned),
+    );
   }
 
   async #createDataPartition(n: number, style: "gpt" | "mbr", check: DiskWriteCheck): Promise<void> {

@@ -89,6 +89,25 @@ describe("ResizeVolume", () => {
       fsBytes: maxSectors * 512n,
     },
     {
+      // A cut-short offline resize2fs leaves a filesystem e2fsck rejects; the kernel's online resize does not.
+      name: "unmounted ext4 (CAP_SYS_RESOURCE): grown online through a private temporary mount, never by an offline rewrite",
+      tweak: (w) => {
+        grown(w);
+        formatted(w);
+      },
+      size: 0n,
+      calls: [
+        "relocateGptBackup /dev/loop3",
+        `resizePartition /dev/loop3 1 ${maxSectors}`,
+        "makeTempDir",
+        "mount /dev/loop3p1 /run/fake-csi-proxy-tmp-1 ext4",
+        "growFilesystem /dev/loop3p1 ext4 /run/fake-csi-proxy-tmp-1",
+        "unmount /run/fake-csi-proxy-tmp-1",
+        "removeTempDir /run/fake-csi-proxy-tmp-1",
+      ],
+      fsBytes: maxSectors * 512n,
+    },
+    {
       name: "unmounted xfs: grown through a private temporary mount",
       tweak: (w) => {
         grown(w);

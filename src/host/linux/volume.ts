@@ -9,7 +9,7 @@
  * docs/linux-concept-map.md says what each concept means here.
  */
 import type { FilesystemGrowth, MountedVolume, VolumeContent, VolumeFacts, VolumeHostApi, VolumeLocation, VolumeUsage, WriteCheck } from "../../groups/volume/host-api.ts";
-import { Code, CsiProxyError, failedPrecondition } from "../../errors.ts";
+import { Code, CsiProxyError, failedPrecondition, unavailable } from "../../errors.ts";
 import type { DevNumber, ManagedFsType, ProbeResult } from "./block/block-types.ts";
 import type { BlockReads } from "./block/block-reads.ts";
 import type { SignatureProbe } from "./block/signature-probe.ts";
@@ -23,7 +23,7 @@ import type { Privileges } from "./kernel/privileges.ts";
 import { SnapshotSessions } from "./block/snapshot-session.ts";
 import type { UndoLog } from "../../util/undo-retry.ts";
 import { VolumeFlusher } from "./block/volume-flush.ts";
-import { growXfsOnTemporaryMount, supportedPartitionSize } from "./block/partition-growth.ts";
+import { growUnmounted, supportedPartitionSize } from "./block/partition-growth.ts";
 import { findMountedVolume } from "./block/mounted-volume.ts";
 import { callSignal } from "../../util/call-scope.ts";
 import { NOTHING_CHANGED, stopIfAborted } from "../../util/stop-if-aborted.ts";
@@ -53,7 +53,6 @@ const beforeStep = (before: string, done = NOTHING_CHANGED) => stopIfAborted(cal
 
 /** Bound of the volume-id hints: cleared whole when reached (then rebuilt by the next lookups). */
 const WHERE_FOUND_MAX = 4096;
-
 
 /** The block tools the volume host uses (linux-block-tools.ts has them all). */
 export type VolumeTools = BlockReads & SignatureProbe & DeviceClaims & Pick<OfflineMarks, "readOfflineMarks"> & PartitionResizing & FilesystemTools & MountTools & WriteBack & Privileges;
@@ -104,6 +103,7 @@ export class LinuxVolumeHost implements VolumeHostApi {
     const snap = await this.#sessions.read(devOfDiskNumber(diskNumber));
     const disk = snap.disks.find((d) => diskNumberOf(d) === diskNumber);
     if (!disk) return []; // upstream (WMI era): unknown disk → empty list
+    if (disk.tableError !== undefined) throw unavailable(`cannot list the volumes of disk ${diskNumber}: ${disk.tableError}`); // never other ids
     const parts = disk.partitions.filter((p) => isVolumePartition(p) && (partitionNumber === 0 || p.number === partitionNumber));
     if (parts.length > 0 || disk.partitions.length > 0) return parts.sort((a, b) => a.number - b.number).map((p) => volumeOfPartition(disk, p).id);
     // No partitions: a whole-disk filesystem is the disk's one volume (partition number 0 only).
@@ -171,11 +171,11 @@ export class LinuxVolumeHost implements VolumeHostApi {
     return { fileSystem, empty: probe.kind === "empty", description: describeProbe(probe) };
   }
 
-  /** blkid's verdict alone (no wipefs): the filesystem, as {@link getVolumeContent} reports it. */
+  /** blkid's verdict alone (no wipefs): the filesystem, as {@link getVolumeContent} reports it, none when its mkfs never finished. */
   async getVolumeFilesystem(volumeId: string): Promise<string | null> {
     const { snap, vol } = await this.#volume(volumeId);
     const probe = await this.#probe(snap, vol);
-    return isFilesystem(probe) ? probe.type : null;
+    return isFilesystem(probe) && !probe.unfinished ? probe.type : null;
   }
 
   /**
@@ -303,7 +303,7 @@ export class LinuxVolumeHost implements VolumeHostApi {
     return partition > totalBytes ? partition - totalBytes : 0n;
   }
 
-  /** resize2fs online when mounted, offline after e2fsck -f -p; xfs_growfs on its mount, or on a private temporary one. Verified unused right before. */
+  /** Online growth on its mount, else partition-growth.ts's growUnmounted. Verified unused right before. */
   async #growFilesystem(volumeId: string, check: WriteCheck): Promise<void> {
     const { snap, vol } = await this.#verifyWrite(volumeId, check);
     const probe = await this.#probe(snap, vol);
@@ -315,14 +315,7 @@ export class LinuxVolumeHost implements VolumeHostApi {
       return this.#tools.growFilesystem(vol.devPath, family, mountPoint);
     }
     await this.#checkUnclaimed(vol);
-    if (family === "ext4") {
-      beforeStep(`checking the filesystem on ${vol.devPath} (e2fsck)`);
-      await this.#tools.checkFilesystem(vol.devPath, family);
-      beforeStep(`growing the filesystem on ${vol.devPath}`, `e2fsck checked the filesystem on ${vol.devPath} (fixing only what it fixes automatically); the filesystem was not grown`);
-      return this.#tools.growFilesystem(vol.devPath, family, null);
-    }
-    beforeStep(`mounting ${vol.devPath} on a temporary directory to grow its xfs`);
-    await growXfsOnTemporaryMount(this.#tools, vol.devPath, this.#log);
+    await growUnmounted(this.#tools, vol.devPath, family, this.#log);
   }
 
   /** What is mounted exactly at `path` (mounted-volume.ts). */

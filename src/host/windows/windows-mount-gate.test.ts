@@ -106,6 +106,8 @@ describe("the walk's gated Win32 calls", () => {
         if (refuse) throw new CsiProxyError(Code.Unavailable, `${windowsRootOf(p)} is not responding`);
         return op();
       },
+      runKey: async <T>(_key: string, op: () => Promise<T>) => op(),
+      stalledMs: () => 0,
       blocked: () => new Map(),
       notResponding: () => new Map(),
       running: () => 0,

@@ -13,6 +13,11 @@ import { processMountTable } from "../mounts/mount-index.ts";
 import { listBlockDisks, readBlockDisk, SYS_BLOCK, type TableReader } from "./sysfs-block.ts";
 import { readPartitionTable } from "./partition-table.ts";
 import { UeventKeyed } from "./uevent-keyed.ts";
+import type { UndoLog } from "../../../util/undo-retry.ts";
+import type { DeviceGate } from "./device-gate.ts";
+
+/** A device's same table read error is logged again after this long (ms), so a disk failing every call logs once a minute. */
+const READ_ERROR_LOG_MS = 60_000;
 
 export interface BlockReads {
   /**
@@ -94,7 +99,44 @@ async function blockMountsOf(table: readonly MountEntry[]): Promise<BlockMount[]
  * its partition table for `tables: "kept"` (one entry per disk of the last such listing), and the
  * last loop list, disk-set key and `tables: "kept"` listing, each kept until the next uevent (uevent-keyed.ts).
  */
-export function createBlockReads(): BlockReads {
+export function createBlockReads(options: { log?: Pick<UndoLog, "warning">; deviceGate?: DeviceGate } = {}): BlockReads {
+  const log = options.log ?? { warning: (msg: string) => process.stderr.write(`${msg}\n`) };
+  /** Every read of a table off a device, under its disk's gate when there is one (device-gate.ts). */
+  const gate = options.deviceGate;
+  const readOff = (devPath: string, lbs: number, size: bigint, listing = false) =>
+    gate ? gate.run(devPath, "the partition table read", () => readPartitionTable(devPath, lbs, size), { listing }) : readPartitionTable(devPath, lbs, size);
+  /**
+   * Per device node: the partition table last read off it and the medium (diskseq) and sysfs layout it
+   * was read at, and the last read error logged with when. One entry each per device node name.
+   */
+  const lastRead = new Map<string, { key: string; table: PartitionTable | null }>();
+  const lastLogged = new Map<string, { message: string; at: number }>();
+  /**
+   * Reads a table off the device. When that fails (an I/O error, partition-table.ts's message) the
+   * failure is logged (once per message per device and {@link READ_ERROR_LOG_MS}) and the table last read off
+   * the same medium with the same partitions is answered, as the kernel still uses it; without one
+   * the error is thrown (readBlockDisk keeps it as the disk's tableError).
+   */
+  const tableReader = (listing: boolean): TableReader => async (devPath, lbs, size, layout) => {
+    const key = layout.seq === null ? null : `${layout.seq}|${lbs}|${size}|${layout.partitions}`;
+    try {
+      const table = await readOff(devPath, lbs, size, listing);
+      if (key) lastRead.set(devPath, { key, table });
+      else lastRead.delete(devPath);
+      return table;
+    } catch (err) {
+      const kept = key ? lastRead.get(devPath) : undefined;
+      const message = err instanceof Error ? err.message : String(err);
+      const logged = lastLogged.get(devPath);
+      const now = Date.now();
+      if (logged?.message !== message || now - logged.at > READ_ERROR_LOG_MS) {
+        lastLogged.set(devPath, { message, at: now });
+        log.warning(kept?.key === key ? `${message}; using the table last read off it (same medium, diskseq ${layout.seq}, same partitions)` : message);
+      }
+      if (kept && kept.key === key) return kept.table;
+      throw err;
+    }
+  };
   /** As fresh as reading /proc/self/mountinfo on every call (mount-table-cache.ts), parsed only after a change; shared by the process. */
   const mountTable = processMountTable();
   /** readMounts' answer per table version (the table array is the version): built once per mount change. */
@@ -104,14 +146,17 @@ export function createBlockReads(): BlockReads {
   /** The last loop list and disk-set key: L and D sysfs reads, once per uevent instead of once per call. */
   const loopList = new UeventKeyed<Promise<LoopDevice[]>>();
   const diskSet = new UeventKeyed<string | undefined>();
+  /** A disk named by the call waits for its table (up to device-gate.ts' give-up); a listing across disks skips a stuck one. */
+  const readTable = tableReader(false);
+  const listingTable = tableReader(true);
   /** Per device node: the partition table last read off it and the sysfs layout it was read at; only disks of the last kept listing. */
   const keptTables = new Map<string, { key: string; table: Promise<PartitionTable | null> }>();
   const keptTable: TableReader = (devPath, lbs, size, layout) => {
-    if (layout.seq === null) return readPartitionTable(devPath, lbs, size);
+    if (layout.seq === null) return listingTable(devPath, lbs, size, layout);
     const key = `${layout.seq}|${lbs}|${size}|${layout.partitions}`;
     const kept = keptTables.get(devPath);
     if (kept?.key === key) return kept.table;
-    const table = readPartitionTable(devPath, lbs, size);
+    const table = listingTable(devPath, lbs, size, layout);
     const entry = { key, table };
     keptTables.set(devPath, entry);
     table.catch(() => {
@@ -132,7 +177,7 @@ export function createBlockReads(): BlockReads {
   return {
     listDisks(options = {}) {
       if (options.tables === "kept") return keptListing.get(listKept);
-      return listBlockDisks({ withMedium: true, ...(options.tables === false ? { readTable: async () => null } : {}), ...(options.partitions === false ? { identityOnly: true } : {}) });
+      return listBlockDisks({ withMedium: true, readTable: options.tables === false ? async () => null : listingTable, ...(options.partitions === false ? { identityOnly: true } : {}) });
     },
 
     /** The sysfs link is resolved synchronously (sysfs is generated in memory, as sysfs-block.ts explains). */
@@ -144,7 +189,7 @@ export function createBlockReads(): BlockReads {
         return null;
       }
       // Partitions have a /sys/dev/block entry too, but no /sys/block one.
-      return existsSync(path.join(SYS_BLOCK, name)) ? readBlockDisk(name) : null;
+      return existsSync(path.join(SYS_BLOCK, name)) ? readBlockDisk(name, { readTable }) : null;
     },
 
     /** From sysfs, synchronously (in memory). */
@@ -189,7 +234,7 @@ export function createBlockReads(): BlockReads {
     },
 
     readPartitionTable(disk) {
-      return readPartitionTable(disk.devPath, disk.logicalBlockSize, disk.sizeBytes);
+      return readOff(disk.devPath, disk.logicalBlockSize, disk.sizeBytes);
     },
   };
 }

@@ -2,7 +2,7 @@
  * The block snapshot: every fact the hosts' in-use checks need, read once per operation, and the
  * lookups of disks and volumes in it (NotFound / ambiguous-id errors carry their codes here).
  */
-import { failedPrecondition, notFound } from "../../../errors.ts";
+import { failedPrecondition, notFound, unavailable } from "../../../errors.ts";
 import type { BlockDisk, BlockMount, DeviceOpener, DevNumber, LoopDevice, OfflineMark } from "./block-types.ts";
 import type { BlockReads } from "./block-reads.ts";
 import type { DeviceClaims } from "./device-claims.ts";
@@ -105,7 +105,11 @@ export function requireDisk(snap: BlockSnapshot, diskNumber: number): BlockDisk 
   return disk;
 }
 
-/** The disk behind a volume id or NotFound (no partition has that id, or the device is gone). */
+/**
+ * The disk behind a volume id or NotFound (no partition has that id, or the device is gone); Unavailable
+ * instead of NotFound when a disk's partition table could not be read (its error, naming device,
+ * bytes and errno: the volume may be there).
+ */
 export function findVolume(snap: Pick<BlockSnapshot, "disks">, id: string): VolumeRef {
   const parsed = parseVolumeId(id);
   const matches: VolumeRef[] = [];
@@ -115,7 +119,12 @@ export function findVolume(snap: Pick<BlockSnapshot, "disks">, id: string): Volu
       if (parsed.kind === "dev" ? sameDev(p, parsed.dev) : p.uuid?.toLowerCase() === parsed.uuid) matches.push(volumeOfPartition(disk, p));
     }
   }
-  if (matches.length === 0) throw notFound(`volume ${id} not found`);
+  if (matches.length === 0) {
+    // A disk whose table could not be read may hold it: that is the answer, never NotFound.
+    const unreadable = snap.disks.filter((d) => d.tableError !== undefined);
+    if (unreadable.length) throw unavailable(`volume ${id} cannot be looked up: ${unreadable.map((d) => d.tableError).join("; ")}`);
+    throw notFound(`volume ${id} not found`);
+  }
   // A dev- id of a partition whose PARTUUID other partitions share is as ambiguous as that PARTUUID.
   const uuid = parsed.kind === "dev" && matches.length === 1 ? matches[0].partition?.uuid : null;
   if (uuid) {

@@ -109,13 +109,23 @@ export interface BlockDisk {
   partitions: BlockPartition[];
   /** Read from the device only when the kernel shows partitions; null otherwise (and for unreadable tables). */
   partitionTable: PartitionTable | null;
+  /**
+   * Set when the kernel shows partitions but their table could not be read off the device (an I/O
+   * error: the message names the device, bytes and errno; sysfs-block.ts). The partitions' uuid and
+   * typeId are then null: a look-up that misses answers this error, never NotFound (block-snapshot.ts).
+   */
+  tableError?: string;
 }
 
 /** What `blkid -p` finds on a device (superblock / partition-table probing, no cache). */
 export type ProbeResult =
   | { kind: "empty" }
-  /** Exactly one recognised signature. usage: "filesystem", "raid", "crypto", "other"… */
-  | { kind: "found"; type: string | null; usage: string | null; ptType: string | null }
+  /**
+   * Exactly one recognised signature. usage: "filesystem", "raid", "crypto", "other"…; `unfinished`: a
+   * filesystem whose mkfs never finished (xfs's sb_inprogress still set: a stopped mkfs.xfs), which
+   * IsVolumeFormatted does not count as formatted.
+   */
+  | { kind: "found"; type: string | null; usage: string | null; ptType: string | null; unfinished?: true }
   /** Several conflicting signatures (blkid "ambivalent result"). */
   | { kind: "ambivalent"; detail: string };
 

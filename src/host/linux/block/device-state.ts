@@ -58,13 +58,13 @@ export function createDeviceState(options: DeviceStateOptions): DeviceState & Of
       await writeSysfs(`/sys/block/${name}/device/rescan`, "1");
     },
     async refreshLoopCapacity(devPath) {
-      await tool("losetup", ["--set-capacity", devPath]);
+      await tool("losetup", ["--set-capacity", devPath], { step: "losetup --set-capacity", device: devPath });
     },
     async setScsiState(name, state) {
       await writeSysfs(`/sys/block/${name}/device/state`, state);
     },
     async setReadOnly(devPath, readOnly) {
-      await tool("blockdev", [readOnly ? "--setro" : "--setrw", devPath]);
+      await tool("blockdev", [readOnly ? "--setro" : "--setrw", devPath], { step: "blockdev --setro/--setrw", device: devPath });
     },
     readOfflineMarks: () => marks.read(),
     writeOfflineMarks: (m) => marks.write(m),

@@ -28,7 +28,7 @@ export interface FilesystemTools {
   makeFilesystem(devPath: string, fsType: ManagedFsType, replace?: boolean): Promise<void>;
   /** Forced check of an unmounted filesystem, fixing only what is safe to fix automatically (e2fsck -f -p; xfs_repair -n, which only checks). */
   checkFilesystem(devPath: string, fsType: ManagedFsType): Promise<void>;
-  /** Grows a filesystem to fill its device: resize2fs on the device (online or offline), xfs_growfs on the mount point. */
+  /** Grows a filesystem to fill its device: resize2fs on the device (online when `mountPoint` is given, else offline), xfs_growfs on the mount point. */
   growFilesystem(devPath: string, fsType: ManagedFsType, mountPoint: string | null): Promise<void>;
   /** statfs of a mounted filesystem (no process). */
   statfs(mountPoint: string): Promise<FilesystemUsage>;
@@ -42,20 +42,24 @@ export function createFilesystemTools(): FilesystemTools {
     async makeFilesystem(devPath, fsType, replace = false) {
       // mke2fs (stdin not a terminal) checks only that the device is not mounted or busy; mkfs.xfs also
       // refuses an existing filesystem unless -f, which never overrides its mounted-device refusal.
-      if (fsType === "ext4") await tool("mkfs.ext4", ["-q", devPath], LONG_TOOL_RUN);
-      else await tool("mkfs.xfs", replace ? ["-q", "-f", devPath] : ["-q", devPath], LONG_TOOL_RUN);
+      const run = { ...LONG_TOOL_RUN, step: "mkfs", device: devPath } as const;
+      if (fsType === "ext4") await tool("mkfs.ext4", ["-q", devPath], run);
+      else await tool("mkfs.xfs", replace ? ["-q", "-f", devPath] : ["-q", devPath], run);
     },
 
     async checkFilesystem(devPath, fsType) {
-      if (fsType === "ext4") await tool("e2fsck", ["-f", "-p", devPath], { ...LONG_TOOL_RUN, okExitCodes: [0, 1] });
+      // Must-finish (host-steps.ts): never signalled; -p fixes only what is safe automatically (never -y).
+      if (fsType === "ext4") await tool("e2fsck", ["-f", "-p", devPath], { ...LONG_TOOL_RUN, okExitCodes: [0, 1], step: "e2fsck -p", device: devPath });
       else await tool("xfs_repair", ["-n", devPath], LONG_TOOL_RUN);
     },
 
     async growFilesystem(devPath, fsType, mountPoint) {
-      if (fsType === "ext4") await tool("resize2fs", [devPath], LONG_TOOL_RUN);
+      // resize2fs of a mounted ext4 asks the kernel (online, crash-consistent: stoppable); of an
+      // unmounted one rewrites the metadata itself (must-finish: never signalled, host-steps.ts).
+      if (fsType === "ext4") await tool("resize2fs", [devPath], { ...LONG_TOOL_RUN, step: mountPoint ? "resize2fs online" : "resize2fs offline", device: devPath });
       else {
         if (!mountPoint) throw internal("xfs_growfs needs a mount point");
-        await tool("xfs_growfs", ["-d", mountPoint], LONG_TOOL_RUN);
+        await tool("xfs_growfs", ["-d", mountPoint], { ...LONG_TOOL_RUN, step: "xfs_growfs", device: devPath });
       }
     },
 

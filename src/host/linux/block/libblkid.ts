@@ -12,8 +12,11 @@
  *   reports no more, each signature hidden (`blkid_probe_hide_range`) and the chain stepped back so that
  *   every superblock and partition table at any offset is listed; one entry per offset, in the order found.
  *
- * Stricter than the programs in one way: an I/O error while probing rejects (FailedPrecondition) where
- * blkid exits 2 ("nothing found") and wipefs lists what it found before the error. Never empty by mistake.
+ * Stricter than the programs in one way: an I/O error while probing rejects (Unavailable, naming the
+ * device and libblkid's code: {@link probeReadError}) where blkid exits 2 ("nothing found") and wipefs
+ * lists what it found before the error. Never empty by mistake. A safeprobe failure other than -2 is
+ * told apart by listing the signatures: two or more that read are the ambivalent result ("holds
+ * ambivalent signatures …", whatever code that libblkid version gives it), else the read error.
  *
  * Calls that touch the device (open, probe, close) run on koffi worker threads, each bounded by
  * `timeoutMs` (default 30 s as the programs had, under the daemon's -host-command-timeout cap;
@@ -27,6 +30,7 @@
  * interrupted: it is waited for, bounded by `timeoutMs` (in practice one read of a few KiB to
  * 1 MiB of the device, milliseconds), and the probe is freed after.
  */
+import { constants as osConstants } from "node:os";
 import { Code, CsiProxyError, failedPrecondition } from "../../../errors.ts";
 import { loadKoffi } from "../../../util/koffi-loader.ts";
 import { cappedTimeoutMs } from "../../exec/run-command.ts";
@@ -37,6 +41,15 @@ import type { ProbeResult, Signature } from "./block-types.ts";
 export interface Blkid {
   probe(devPath: string, timeoutMs?: number): Promise<ProbeResult>;
   signatures(devPath: string, timeoutMs?: number): Promise<Signature[]>;
+}
+
+/**
+ * A probe that could not read the device: Unavailable (nothing was changed; a retry may succeed),
+ * naming the device and libblkid's return code (a negative errno where it gives one, e.g. -5 EIO).
+ */
+export function probeReadError(devPath: string, rc: number): CsiProxyError {
+  const name = rc < -1 ? Object.entries(osConstants.errno).find(([, n]) => n === -rc)?.[0] : undefined;
+  return new CsiProxyError(Code.Unavailable, `cannot probe ${devPath}: libblkid could not read it (returned ${rc}${name ? ` ${name}` : ", an I/O error"})`);
 }
 
 /* blkid.h */
@@ -123,7 +136,39 @@ export function loadBlkid(): Promise<Blkid> {
       }
     }
 
-    const ioError = (devPath: string) => failedPrecondition(`cannot probe ${devPath}: libblkid failed to read it`);
+    const ioError = (devPath: string, rc: number) => probeReadError(devPath, rc);
+
+    /**
+     * Every signature, the wipefs way (see the module doc). Also what tells a safeprobe's failure
+     * apart: readable signatures that conflict are the ambivalent result, a read error is the error.
+     */
+    const signatures = (devPath: string, timeoutMs: number) =>
+      withProbe(devPath, timeoutMs, async (pr, call) => {
+        enableSuperblocks(pr, 1);
+        superblocksFlags(pr, SUBLKS_MAGIC | SUBLKS_TYPE | SUBLKS_USAGE | SUBLKS_LABEL | SUBLKS_UUID | SUBLKS_BADCSUM);
+        enablePartitions(pr, 1);
+        partitionsFlags(pr, PARTS_MAGIC | PARTS_FORCE_GPT);
+        const found: Signature[] = [];
+        for (;;) {
+          const rc = await call<number>(doProbe, pr);
+          if (rc === 1) return found;
+          if (rc !== 0) throw ioError(devPath, rc);
+          const fsType = text(pr, "TYPE");
+          const prefix = fsType !== null ? "SB" : "PT";
+          const type = fsType ?? text(pr, "PTTYPE");
+          if (type === null) continue;
+          const offsetText = text(pr, `${prefix}MAGIC_OFFSET`);
+          const len = length(pr, `${prefix}MAGIC`);
+          if (offsetText === null || len === null) continue;
+          const offset = BigInt(offsetText);
+          const same = found.find((s) => s.offset === offset);
+          if (same) same.type = type;
+          else found.push({ type, offset });
+          // Hide this signature and probe its chain again: the next one of the same kind is found too.
+          hideRange(pr, offset, BigInt(len));
+          stepBack(pr);
+        }
+      });
 
     return {
       probe: (devPath, timeoutMs = cappedTimeoutMs(DEFAULT_TIMEOUT_MS)) =>
@@ -135,7 +180,7 @@ export function loadBlkid(): Promise<Blkid> {
             // A small whole disk with a partition table: the table is the answer, no filesystem probing.
             enableSuperblocks(pr, 0);
             const full = await call<number>(doFullProbe, pr);
-            if (full < 0) throw ioError(devPath);
+            if (full < 0) throw ioError(devPath, full);
             if (text(pr, "PTTYPE") !== null) rc = 0;
           }
           if (rc === undefined) {
@@ -144,7 +189,12 @@ export function loadBlkid(): Promise<Blkid> {
             rc = await call<number>(doSafeProbe, pr);
           }
           if (rc === -2) return { kind: "ambivalent", detail: "libblkid: ambivalent result, several signatures (see wipefs -n)" };
-          if (rc < 0) throw ioError(devPath);
+          if (rc < 0) {
+            // Not every libblkid numbers the ambivalent result -2: conflicting signatures that all read are that result, anything else the read error.
+            const listed = await signatures(devPath, timeoutMs);
+            if (listed.length > 1) return { kind: "ambivalent", detail: `holds ambivalent signatures ${listed.map((x) => `${x.type} at byte ${x.offset}`).join(", ")}` };
+            throw ioError(devPath, rc);
+          }
           const type = rc === 0 ? text(pr, "TYPE") : null;
           const ptType = rc === 0 ? text(pr, "PTTYPE") : null;
           // On a partition libblkid also reports PART_ENTRY_* (the partition's own entry): not a signature.
@@ -152,33 +202,7 @@ export function loadBlkid(): Promise<Blkid> {
           return { kind: "found", type, usage: text(pr, "USAGE"), ptType };
         }),
 
-      signatures: (devPath, timeoutMs = cappedTimeoutMs(DEFAULT_TIMEOUT_MS)) =>
-        withProbe(devPath, timeoutMs, async (pr, call) => {
-          enableSuperblocks(pr, 1);
-          superblocksFlags(pr, SUBLKS_MAGIC | SUBLKS_TYPE | SUBLKS_USAGE | SUBLKS_LABEL | SUBLKS_UUID | SUBLKS_BADCSUM);
-          enablePartitions(pr, 1);
-          partitionsFlags(pr, PARTS_MAGIC | PARTS_FORCE_GPT);
-          const found: Signature[] = [];
-          for (;;) {
-            const rc = await call<number>(doProbe, pr);
-            if (rc === 1) return found;
-            if (rc !== 0) throw ioError(devPath);
-            const fsType = text(pr, "TYPE");
-            const prefix = fsType !== null ? "SB" : "PT";
-            const type = fsType ?? text(pr, "PTTYPE");
-            if (type === null) continue;
-            const offsetText = text(pr, `${prefix}MAGIC_OFFSET`);
-            const len = length(pr, `${prefix}MAGIC`);
-            if (offsetText === null || len === null) continue;
-            const offset = BigInt(offsetText);
-            const same = found.find((s) => s.offset === offset);
-            if (same) same.type = type;
-            else found.push({ type, offset });
-            // Hide this signature and probe its chain again: the next one of the same kind is found too.
-            hideRange(pr, offset, BigInt(len));
-            stepBack(pr);
-          }
-        }),
+      signatures: (devPath, timeoutMs = cappedTimeoutMs(DEFAULT_TIMEOUT_MS)) => signatures(devPath, timeoutMs),
     };
   })();
   return loading;

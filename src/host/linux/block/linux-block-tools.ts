@@ -19,6 +19,7 @@ import { createWriteBack, type WriteBack } from "./write-back.ts";
 import { createDeviceState, type DeviceState, type OfflineMarks } from "./device-state.ts";
 import { createPrivileges, type Privileges } from "../kernel/privileges.ts";
 import type { UndoLog } from "../../../util/undo-retry.ts";
+import type { DeviceGate } from "./device-gate.ts";
 
 /** Every Linux block tool: what src/compose/linux.ts hands to both hosts. */
 export type LinuxBlockTools = BlockReads & SignatureProbe & DeviceClaims & Partitioning & PartitionResizing & FilesystemTools & MountTools & WriteBack & DeviceState & OfflineMarks & Privileges;
@@ -28,13 +29,15 @@ export interface LinuxBlockToolsOptions {
   stateFile: string;
   /** Where background cleanups (a mount that could not be undone: anchored-mount.ts) log; default stderr. */
   log?: UndoLog;
+  /** Where block reads (tables, libblkid) are admitted per whole disk (device-gate.ts); ungated without it. */
+  deviceGate?: DeviceGate;
 }
 
 /** The block tools of this host. State: each room's own (mount table view, loop backings, namespace tables, offline marks file). */
 export function createLinuxBlockTools(options: LinuxBlockToolsOptions): LinuxBlockTools {
   return {
-    ...createBlockReads(),
-    ...createSignatureProbe(),
+    ...createBlockReads({ log: options.log, deviceGate: options.deviceGate }),
+    ...createSignatureProbe({ deviceGate: options.deviceGate }),
     ...createDeviceClaims(),
     ...createPartitioning(),
     ...createFilesystemTools(),

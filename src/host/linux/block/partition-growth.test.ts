@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Code, CsiProxyError } from "../../../errors.ts";
 import { findVolume, takeSnapshot } from "./block-snapshot.ts";
-import { growXfsOnTemporaryMount, supportedPartitionSize } from "./partition-growth.ts";
+import { growOnTemporaryMount, supportedPartitionSize } from "./partition-growth.ts";
 import { FakeBlockWorld } from "../../../../test/doubles/fake-block-world.ts";
 import { FakeBlockTools } from "../../../../test/doubles/fake-block-tools.ts";
 import { rejectsWithCode } from "../../../../test/helpers/assert-coded.ts";
@@ -36,25 +36,25 @@ test("supportedPartitionSize: a whole-disk filesystem has no partition to grow",
   assert.throws(() => supportedPartitionSize({ id: "x", dev: whole, disk: whole, partition: null, devPath: whole.devPath } as never), { code: Code.FailedPrecondition, message: /\/dev\/loop4 is a whole-disk filesystem, not a partition/ });
 });
 
-test("growXfsOnTemporaryMount: mounted on a private directory, grown there, unmounted, the directory removed", async () => {
+test("growOnTemporaryMount: mounted on a private directory, grown there, unmounted, the directory removed", async () => {
   const world = new FakeBlockWorld();
   world.addLoop(3, "/images/a.img");
   world.partition("loop3", [100]);
   world.putFilesystem("/dev/loop3p1", "xfs");
-  await growXfsOnTemporaryMount(new FakeBlockTools(world), "/dev/loop3p1", undefined);
+  await growOnTemporaryMount(new FakeBlockTools(world), "/dev/loop3p1", "xfs", undefined);
   const [mk, mount, grow, unmount, rm] = world.calls;
   assert.match(mk, /^makeTempDir/);
   const dir = mount.split(" ")[2];
   assert.deepEqual([mount, grow, unmount, rm].map((c) => c.replace(dir, "<dir>")), ["mount /dev/loop3p1 <dir> xfs", "growFilesystem /dev/loop3p1 xfs <dir>", "unmount <dir>", "removeTempDir <dir>"]);
 });
 
-test("growXfsOnTemporaryMount: a temporary mount that cannot be unmounted stays, and the answer says where", async () => {
+test("growOnTemporaryMount: a temporary mount that cannot be unmounted stays, and the answer says where", async () => {
   const world = new FakeBlockWorld();
   world.addLoop(3, "/images/a.img");
   world.partition("loop3", [100]);
   world.putFilesystem("/dev/loop3p1", "xfs");
   world.failNext("unmount", new CsiProxyError(Code.Unavailable, "target is busy"));
   const log: string[] = [];
-  await rejectsWithCode(growXfsOnTemporaryMount(new FakeBlockTools(world), "/dev/loop3p1", { info: (m) => void log.push(m), warning: (m) => void log.push(m) }), Code.Unavailable, /^target is busy; \/dev\/loop3p1 stays mounted at \S+ \(the temporary mount for growing it\); csi-proxy retries unmounting it/);
+  await rejectsWithCode(growOnTemporaryMount(new FakeBlockTools(world), "/dev/loop3p1", "xfs", { info: (m) => void log.push(m), warning: (m) => void log.push(m) }), Code.Unavailable, /^target is busy; \/dev\/loop3p1 stays mounted at \S+ \(the temporary mount for growing it\); csi-proxy retries unmounting it/);
   assert.ok(!world.calls.some((c) => c.startsWith("removeTempDir")), "the directory of a mount that stays is not removed");
 });

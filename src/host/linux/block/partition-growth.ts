@@ -1,12 +1,16 @@
 /**
  * Growing a Linux volume, apart from deciding whether to: how far its partition may grow, and
- * growing an unmounted xfs (xfs_growfs works only on a mounted filesystem) on a private temporary
- * mount. The host (volume.ts) verifies the volume before calling either.
+ * growing an unmounted xfs or ext4 on a private temporary mount (xfs_growfs works only on a mounted
+ * filesystem; an ext4 grown online is grown by the kernel, crash-consistent at every point, where an
+ * offline resize2fs cut short leaves a filesystem e2fsck rejects). The host (volume.ts) verifies the
+ * volume before calling either.
  */
 import { Code, CsiProxyError, failedPrecondition } from "../../../errors.ts";
 import { describeSchedule, retryUndo, type UndoLog } from "../../../util/undo-retry.ts";
 import { callSignal } from "../../../util/call-scope.ts";
-import { stopIfAborted } from "../../../util/stop-if-aborted.ts";
+import { NOTHING_CHANGED, stopIfAborted } from "../../../util/stop-if-aborted.ts";
+import type { BlockReads } from "./block-reads.ts";
+import type { Privileges } from "../kernel/privileges.ts";
 import type { VolumeRef } from "./volume-ids.ts";
 import type { FilesystemTools } from "./filesystem-tools.ts";
 import type { MountTools } from "../mounts/mount-tools.ts";
@@ -41,19 +45,49 @@ export function supportedPartitionSize(vol: VolumeRef): { maxBytes: bigint; alig
 }
 
 /**
- * xfs_growfs of the unmounted xfs on `devPath` through a private temporary mount, removed after. A
- * temporary mount that cannot be unmounted stays: the answer says where (with the unmount's code,
- * FailedPrecondition when it had none), and a bounded background retry (util/undo-retry.ts) removes it.
+ * Grows the unmounted, verified filesystem on `devPath` online wherever it can (by the kernel, journaled:
+ * a call cut short leaves a consistent filesystem) on a private temporary mount; an ext4 offline
+ * (e2fsck -f -p, then resize2fs: must-finish steps, never signalled, host/exec/host-steps.ts) only where
+ * the kernel's online resize cannot be used: without CAP_SYS_RESOURCE (its ioctl's rule) or ext4.
  */
-export async function growXfsOnTemporaryMount(tools: MountTools & Pick<FilesystemTools, "growFilesystem">, devPath: string, log: UndoLog | undefined): Promise<void> {
+export async function growUnmounted(
+  tools: MountTools & Pick<FilesystemTools, "growFilesystem" | "checkFilesystem"> & Pick<Privileges, "effectiveCapabilities"> & Pick<BlockReads, "kernelFilesystems">,
+  devPath: string,
+  family: "ext4" | "xfs",
+  log: UndoLog | undefined,
+): Promise<void> {
+  const online = (await tools.effectiveCapabilities()).has("CAP_SYS_RESOURCE") && (await tools.kernelFilesystems()).has(family);
+  const beforeStep = (before: string, done = NOTHING_CHANGED) => stopIfAborted(callSignal(), { before, done });
+  if (family === "ext4" && !online) {
+    beforeStep(`checking the filesystem on ${devPath} (e2fsck)`);
+    await tools.checkFilesystem(devPath, family);
+    beforeStep(`growing the filesystem on ${devPath}`, `e2fsck checked the filesystem on ${devPath} (fixing only what it fixes automatically); the filesystem was not grown`);
+    return tools.growFilesystem(devPath, family, null);
+  }
+  beforeStep(`mounting ${devPath} on a temporary directory to grow its ${family}`);
+  await growOnTemporaryMount(tools, devPath, family, log);
+}
+
+/**
+ * Online growth (xfs_growfs, or resize2fs of a mounted ext4) of the unmounted filesystem on `devPath`
+ * through a private temporary mount, removed after. A temporary mount that cannot be unmounted stays:
+ * the answer says where (with the unmount's code, FailedPrecondition when it had none), and a bounded
+ * background retry (util/undo-retry.ts) removes it.
+ */
+export async function growOnTemporaryMount(
+  tools: MountTools & Pick<FilesystemTools, "growFilesystem">,
+  devPath: string,
+  family: "ext4" | "xfs",
+  log: UndoLog | undefined,
+): Promise<void> {
   const dir = await tools.makeTempDir();
   let left = false;
   try {
-    await tools.mount(devPath, dir, "xfs");
+    await tools.mount(devPath, dir, family);
     try {
       // An unmount failing below answers instead, saying where the mount stays.
-      stopIfAborted(callSignal(), { before: `growing the xfs on ${devPath}`, done: `the filesystem was not grown (it was mounted once at ${dir}, which replays its log, and unmounted again)` });
-      await tools.growFilesystem(devPath, "xfs", dir);
+      stopIfAborted(callSignal(), { before: `growing the ${family} on ${devPath}`, done: `the filesystem was not grown (it was mounted once at ${dir}, which replays its journal, and unmounted again)` });
+      await tools.growFilesystem(devPath, family, dir);
     } finally {
       await tools.unmount(dir).catch((err: unknown) => {
         // The call's own temporary mount stays: the answer says where, a bounded retry removes it.

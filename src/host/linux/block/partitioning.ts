@@ -10,8 +10,8 @@ import { stopIfAborted } from "../../../util/stop-if-aborted.ts";
 
 /** What the disk host writes: a new table and appended partitions. */
 export interface Partitioning {
-  /** Writes an empty GPT partition table to the disk. */
-  createGptTable(devPath: string): Promise<void>;
+  /** Writes an empty GPT partition table to the disk (`onSpawn`: told sfdisk's pid and exit, for its intent record). */
+  createGptTable(devPath: string, onSpawn?: (pid: number, exited: Promise<void>) => void): Promise<void>;
   /** Appends one partition of type `typeId` (GPT GUID or MBR hex type) filling the largest free area, then syncs the kernel's partition list. */
   appendPartition(devPath: string, typeId: string): Promise<void>;
   /** Makes the kernel's partition devices match the on-disk table (BLKPG via partx --update). */
@@ -34,22 +34,22 @@ const NO_REREAD = ["--no-reread", "--no-tell-kernel"];
 async function syncPartitions(devPath: string): Promise<void> {
   // BLKPG: works on kernels without a parser for the table and on disks with mounted partitions, where BLKRRPART cannot.
   // An explicit range: without it partx (2.38) adds no MBR logical partition to a disk the kernel shows none on.
-  await tool("partx", ["--update", "--nr", "1:256", devPath]);
+  await tool("partx", ["--update", "--nr", "1:256", devPath], { step: "partx", device: devPath });
 }
 
 /** The partition table writes of this host (stateless). */
 export function createPartitioning(): Partitioning & PartitionResizing {
   return {
-    async createGptTable(devPath) {
+    async createGptTable(devPath, onSpawn) {
       // Only ever called on a disk without partitions (the kernel shows none), so there is nothing to
       // tell the kernel: sfdisk's own re-read (BLKRRPART, ~250 ms) is skipped.
-      await tool("sfdisk", [...SFDISK, ...NO_REREAD, devPath], { stdin: "label: gpt\n" });
+      await tool("sfdisk", [...SFDISK, ...NO_REREAD, devPath], { stdin: "label: gpt\n", step: "sfdisk", device: devPath, onSpawn });
     },
 
     async appendPartition(devPath, typeId) {
       // The type is a constant chosen by the disk host, never request data. The kernel learns about
       // the new partition once, through partx (BLKPG), instead of sfdisk re-reading the whole table.
-      await tool("sfdisk", [...SFDISK, ...NO_REREAD, "--append", devPath], { stdin: `type=${typeId}\n` });
+      await tool("sfdisk", [...SFDISK, ...NO_REREAD, "--append", devPath], { stdin: `type=${typeId}\n`, step: "sfdisk", device: devPath });
       stopIfAborted(callSignal(), {
         before: `telling the kernel about the new partition of ${devPath} (partx)`,
         done: `a partition was added to the partition table of ${devPath}; the kernel does not show it yet (a retry of PartitionDisk brings it online)`,
@@ -63,7 +63,7 @@ export function createPartitioning(): Partitioning & PartitionResizing {
       // Only the backup header moves: the kernel's partitions stay as they are (without --no-tell-kernel
       // sfdisk re-reads and the kernel drops them until the next partx: a daemon killed in between left a
       // volume nobody could find again).
-      await tool("sfdisk", ["--quiet", ...NO_REREAD, "--relocate", "gpt-bak-std", diskDevPath]);
+      await tool("sfdisk", ["--quiet", ...NO_REREAD, "--relocate", "gpt-bak-std", diskDevPath], { step: "sfdisk", device: diskDevPath });
     },
 
     async resizePartition(diskDevPath, number, sizeSectors) {
@@ -74,12 +74,14 @@ export function createPartitioning(): Partitioning & PartitionResizing {
       const size = (sizeSectors * 512n) / lbs;
       await tool("sfdisk", ["--quiet", ...NO_REREAD, "--wipe", "never", "-N", String(number), diskDevPath], {
         stdin: `, ${size}\n`,
+        step: "sfdisk",
+        device: diskDevPath,
       });
       stopIfAborted(callSignal(), {
         before: `telling the kernel the new size of partition ${number} of ${diskDevPath} (partx)`,
         done: `partition ${number} of ${diskDevPath} has its new size in the partition table; the kernel still shows its old size (a retry of ResizeVolume finishes it)`,
       });
-      await tool("partx", ["--update", "--nr", String(number), diskDevPath]);
+      await tool("partx", ["--update", "--nr", String(number), diskDevPath], { step: "partx", device: diskDevPath });
     },
   };
 }

@@ -10,11 +10,11 @@ export function describeProbe(p: ProbeResult): string {
   if (p.kind === "empty") return "no signature";
   if (p.kind === "ambivalent") return `conflicting signatures (${p.detail})`;
   if (p.ptType && !p.type) return `a ${p.ptType} partition table`;
-  return `${p.type ?? "an unknown signature"}${p.usage && p.usage !== "filesystem" ? ` (${p.usage})` : ""}`;
+  return `${p.type ?? "an unknown signature"}${p.usage && p.usage !== "filesystem" ? ` (${p.usage})` : ""}${p.unfinished ? " (its mkfs never finished)" : ""}`;
 }
 
 /** A probe that found exactly one filesystem. */
-export const isFilesystem = (p: ProbeResult): p is { kind: "found"; type: string; usage: string; ptType: string | null } =>
+export const isFilesystem = (p: ProbeResult): p is { kind: "found"; type: string; usage: string; ptType: string | null; unfinished?: true } =>
   p.kind === "found" && p.usage === "filesystem" && p.type !== null;
 
 /** resize2fs grows the whole ext family; xfs_growfs grows xfs. Other filesystems cannot be grown here. */

@@ -8,6 +8,24 @@ import type { ProbeResult, Signature } from "./block-types.ts";
 import { parseBlkidExport } from "./block-parsers.ts";
 import { tool } from "./block-tool-runner.ts";
 import { loadBlkid, type Blkid } from "./libblkid.ts";
+import type { DeviceGate } from "./device-gate.ts";
+import { open } from "node:fs/promises";
+
+/** Offset of sb_inprogress in the primary xfs superblock (xfs_format.h): mkfs.xfs sets it first and clears it last. */
+const XFS_SB_INPROGRESS = 126;
+
+/** An xfs probe marked unfinished when its superblock says mkfs never finished (one 1-byte read of the device). */
+async function withMkfsState(devPath: string, p: ProbeResult): Promise<ProbeResult> {
+  if (p.kind !== "found" || p.type !== "xfs") return p;
+  const h = await open(devPath, "r");
+  try {
+    const b = Buffer.alloc(1);
+    await h.read(b, 0, 1, XFS_SB_INPROGRESS);
+    return b[0] !== 0 ? { ...p, unfinished: true } : p;
+  } finally {
+    await h.close();
+  }
+}
 
 export interface SignatureProbe {
   /** Signature probe of a device node (blkid -p). */
@@ -42,15 +60,18 @@ const blkidOrNull = (() => {
 })();
 
 /** libblkid in process (libblkid.ts), or `blkid -p` and `wipefs --no-act` where libblkid cannot be loaded. */
-export function createSignatureProbe(): SignatureProbe {
+export function createSignatureProbe(options: { deviceGate?: DeviceGate } = {}): SignatureProbe {
+  /** libblkid's device reads take threads of libuv's pool: under the disk's gate (device-gate.ts). The programs take none. */
+  const gated = <T>(devPath: string, what: string, op: () => Promise<T>) => (options.deviceGate ? options.deviceGate.run(devPath, what, op) : op());
   return {
     async probe(devPath) {
       const blkid = await blkidOrNull();
-      return blkid ? blkid.probe(devPath) : probeWithBlkidProgram(devPath);
+      const probe = await (blkid ? gated(devPath, "the libblkid probe", () => blkid.probe(devPath)) : probeWithBlkidProgram(devPath));
+      return probe.kind === "found" && probe.type === "xfs" ? gated(devPath, "the xfs superblock's mkfs state", () => withMkfsState(devPath, probe)) : probe;
     },
     async listSignatures(devPath) {
       const blkid = await blkidOrNull();
-      return blkid ? blkid.signatures(devPath) : signaturesWithWipefs(devPath);
+      return blkid ? gated(devPath, "the libblkid signature listing", () => blkid.signatures(devPath)) : signaturesWithWipefs(devPath);
     },
   };
 }

@@ -161,10 +161,15 @@ export async function readBlockDisk(name: string, options: { sysBlock?: string; 
     .filter((p): p is NonNullable<typeof p> => p !== null)
     .sort((a, b) => a.number - b.number);
   let table: PartitionTable | null = null;
+  let tableError: string | undefined;
   if (parts.length > 0) {
     const layout = { seq, partitions: parts.map((p) => `${p.number}:${p.startSectors}+${p.sizeSectors}`).join(",") };
     const read: TableReader = options.readTable ?? ((dev, lbs, size) => readPartitionTable(dev, lbs, size));
-    table = await read(devPath, id.logicalBlockSize, sizeBytes, layout).catch(() => null);
+    // A failed read is kept as the disk's tableError (an error for whoever needs the table), never "no table".
+    table = await read(devPath, id.logicalBlockSize, sizeBytes, layout).catch((err: unknown) => {
+      tableError = err instanceof Error ? err.message : String(err);
+      return null;
+    });
   }
   const partitions: BlockPartition[] = parts.map((p) => {
     const entry = table?.entries.find((e) => e.number === p.number);
@@ -178,6 +183,7 @@ export async function readBlockDisk(name: string, options: { sysBlock?: string; 
     holders: list(path.join(dir, "holders")),
     partitions,
     partitionTable: table,
+    ...(tableError === undefined ? {} : { tableError }),
   };
 }
 

@@ -14,11 +14,20 @@
  *   leaves the queue (never started); a running one kills its worker — a running cmdlet cannot be
  *   interrupted otherwise — and rejects with the signal's code once the process has exited (bounded:
  *   powershell-worker.ts abortCall); a fresh worker replaces it on demand.
+ * - Held calls (`hold`: volume.format / volume.resize, handed to the Windows storage service) are
+ *   never cut short: their deadline, cancel, timeout or close() answers the caller "still running"
+ *   (WorkerHeldError, the signal's or DeadlineExceeded's code) and leaves the worker to finish; the
+ *   work is recorded as outliving the call until the worker answers or exits, so the disk lock is
+ *   released only then. Extra workers start for the calls they hold up, at most
+ *   {@link MAX_HELD_EXTRA_WORKERS}.
  * - Per-call timeout: the worker is killed (a hung cmdlet cannot be interrupted otherwise), the call
  *   fails DeadlineExceeded, and a fresh worker replaces it on demand. A worker that dies fails its
  *   call with Unavailable and is replaced; start-up failures back off, and while no worker is alive
  *   during the back-off, calls fail at once with the start-up error (Unavailable) instead of
  *   waiting for the next attempt only to get the same error.
+ * - A worker script that reports it cannot run here at all (`fatal`: Constrained Language Mode)
+ *   makes every call, queued or later, fail FailedPrecondition with its text; no worker is started
+ *   again (no restart loop) until the daemon restarts.
  * - Errors reported by the worker (CIM exceptions, cmdlet errors, failed CIM method return values)
  *   become coded CsiProxyErrors (worker-error-codes.ts). One worker process and its line protocol:
  *   powershell-worker.ts.
@@ -26,7 +35,7 @@
 import * as path from "node:path";
 import { CsiProxyError, Code } from "../../../errors.ts";
 import { WORKER_OPS } from "./scripts/worker-script.ts";
-import { asciiJson, PowerShellWorker, type Json, type WorkerCall, type WorkerCommand, type WorkerOwner } from "./powershell-worker.ts";
+import { asciiJson, PowerShellWorker, WorkerFatalError, type Json, type WorkerCall, type WorkerCommand, type WorkerOwner } from "./powershell-worker.ts";
 import { callSignal, outlivingRecorder } from "../../../util/call-scope.ts";
 import { abortError } from "../../../util/stop-if-aborted.ts";
 import { CANCEL_EXIT_WAIT_MS, CANCEL_GRACE_MS } from "../../exec/run-command.ts";
@@ -39,6 +48,16 @@ export function powershellExe(env: NodeJS.ProcessEnv = process.env): string {
   const systemRoot = env.SystemRoot ?? env.SYSTEMROOT ?? "C:\\Windows";
   return path.win32.join(systemRoot, "System32", "WindowsPowerShell", "v1.0", "powershell.exe");
 }
+
+/**
+ * Workers the pool may start beyond `size` while held calls (a Format or Resize whose caller was
+ * already answered, left to finish: powershell-worker.ts WorkerHeldError) occupy workers: one per
+ * held call, at most this many.
+ */
+export const MAX_HELD_EXTRA_WORKERS = 4;
+
+/** How long close() waits for workers finishing held calls to exit: a Format's or Resize's own timeout (15 min). */
+export const HELD_CLOSE_WAIT_MS = 15 * 60_000;
 
 export interface PowerShellPoolOptions {
   /** Program and arguments of one worker (powershell.exe + powershellArgs(); a fake worker in tests). */
@@ -80,6 +99,8 @@ export class PowerShellPool implements WorkerOwner {
   #startError: CsiProxyError | undefined;
   #retryTimer: NodeJS.Timeout | undefined;
   #started = 0;
+  /** The worker script cannot run on this node (WorkerFatalError, e.g. Constrained Language Mode): every call gets it; no worker is started again. */
+  #fatal: WorkerFatalError | undefined;
 
   constructor(options: PowerShellPoolOptions) {
     this.#options = options;
@@ -103,9 +124,10 @@ export class PowerShellPool implements WorkerOwner {
   }
 
   /** Runs `op` with `args` (JSON data only) on a worker; resolves with the op's JSON result. */
-  call<T = Json>(op: string, args: { [key: string]: Json } = {}, options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<T> {
+  call<T = Json>(op: string, args: { [key: string]: Json } = {}, options: { timeoutMs?: number; signal?: AbortSignal; hold?: boolean } = {}): Promise<T> {
     if (this.#closed) return Promise.reject(new CsiProxyError(Code.Unavailable, "PowerShell worker pool is closed"));
     if (!this.#ops.has(op)) return Promise.reject(new CsiProxyError(Code.Internal, `unknown PowerShell worker op ${JSON.stringify(op)}`));
+    if (this.#fatal) return Promise.reject(new CsiProxyError(this.#fatal.code, `${op}: ${this.#fatal.message}`));
     if (this.#queue.length >= this.#maxQueue) {
       return Promise.reject(new CsiProxyError(Code.ResourceExhausted, `too many host operations waiting (${this.#queue.length}); try again later`));
     }
@@ -127,6 +149,7 @@ export class PowerShellPool implements WorkerOwner {
         resolve: resolve as (v: Json) => void,
         reject,
         signal,
+        hold: options.hold === true,
         noteOutliving: outlivingRecorder(),
       };
       if (signal) {
@@ -167,7 +190,8 @@ export class PowerShellPool implements WorkerOwner {
     }
     const busy = [...this.#workers].filter((w) => w.current).length;
     const idle = this.#workers.size - busy;
-    if (this.#queue.length > idle && this.#workers.size < this.#size) this.#startWorker();
+    const held = [...this.#workers].filter((w) => w.held).length;
+    if (this.#queue.length > idle && this.#workers.size < this.#size + Math.min(held, MAX_HELD_EXTRA_WORKERS)) this.#startWorker();
   }
 
   #startWorker() {
@@ -199,6 +223,11 @@ export class PowerShellPool implements WorkerOwner {
     this.#workers.delete(worker);
     this.log(`PowerShell worker ${worker.child.pid} gone: ${err.message}`);
     if (this.#closed) return;
+    if (err instanceof WorkerFatalError) {
+      this.#fatal = err;
+      for (const call of this.#queue.splice(0)) call.reject(new CsiProxyError(err.code, `${call.op}: ${err.message}`));
+      return;
+    }
     queueMicrotask(() => {
       if (!worker.isReady) {
         this.#failures++;
@@ -215,7 +244,10 @@ export class PowerShellPool implements WorkerOwner {
    * Kills every worker and fails queued calls (Unavailable). Idempotent. Resolves once every worker
    * has exited, or {@link CANCEL_GRACE_MS} + {@link CANCEL_EXIT_WAIT_MS} after the kill at most: a
    * worker that does not end when killed (stuck in the kernel) is logged by pid and left, never
-   * waited for without bound. Resolves with the pids of the workers still alive then.
+   * waited for without bound. Resolves with the pids of the workers still alive then. A worker
+   * running a held call (Format/Resize) is not killed: its caller is answered at once, its stdin is
+   * closed, and close() waits for it to exit by itself once the op is done, at most
+   * {@link HELD_CLOSE_WAIT_MS} (never counted in the result).
    */
   async close(): Promise<number[]> {
     if (this.#closed) return [];
@@ -223,12 +255,22 @@ export class PowerShellPool implements WorkerOwner {
     clearTimeout(this.#retryTimer);
     const err = new CsiProxyError(Code.Unavailable, "PowerShell worker pool is closed");
     for (const call of this.#queue.splice(0)) call.reject(err);
-    const workers = [...this.#workers];
-    for (const w of workers) w.kill(err);
+    // a worker running a held call (Format/Resize) is not killed: it ends by itself after the op
+    const held: PowerShellWorker[] = [];
+    const workers = [...this.#workers].filter((w) => {
+      if (!w.kill(err)) return true;
+      this.log(`PowerShell worker ${w.child.pid} is finishing a held call (Format/Resize): not killed; waiting for it to answer and exit`);
+      held.push(w);
+      return false;
+    });
+    let heldTimer: NodeJS.Timeout | undefined;
+    const heldBound = new Promise<void>((resolve) => (heldTimer = setTimeout(resolve, HELD_CLOSE_WAIT_MS)));
+    const heldDone = Promise.race([Promise.all(held.map((w) => w.exited)), heldBound]).then(() => clearTimeout(heldTimer));
     let timer: NodeJS.Timeout | undefined;
     const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, CANCEL_GRACE_MS + CANCEL_EXIT_WAIT_MS)));
     await Promise.race([Promise.all(workers.map((w) => w.exited)), bound]);
     clearTimeout(timer);
+    await heldDone;
     const left = workers.filter((w) => w.child.exitCode === null && w.child.signalCode === null && w.child.pid !== undefined).map((w) => w.child.pid!);
     for (const pid of left) this.log(`PowerShell worker ${pid} was killed but had not exited ${CANCEL_GRACE_MS + CANCEL_EXIT_WAIT_MS} ms later; left running`);
     return left;

@@ -11,6 +11,7 @@ import { spawnWorker } from "../../exec/spawn-worker.ts";
 import { WorkerError, type WorkerErrorInfo } from "./worker-error-codes.ts";
 import { CANCEL_EXIT_WAIT_MS, CANCEL_GRACE_MS } from "../../exec/run-command.ts";
 import type { Outliving } from "../../../util/call-scope.ts";
+import { POWERSHELL_QUIET_ENV } from "./powershell-env.ts";
 
 /**
  * A call whose worker was killed while the call was running in it (its timeout, or its caller went
@@ -19,6 +20,24 @@ import type { Outliving } from "../../../util/call-scope.ts";
  */
 export class WorkerKilledError extends CsiProxyError {
   override name = "WorkerKilledError";
+}
+
+/**
+ * A held call (a Format or Resize handed to Windows) whose caller stopped waiting — its deadline,
+ * its cancel, its timeout, or the pool closing: the worker is NOT killed (on Windows the disk lock
+ * and the storage service's work are tied to it); the caller is told it is still running, and the
+ * work is recorded as outliving the call until the worker answers or exits.
+ */
+export class WorkerHeldError extends CsiProxyError {
+  override name = "WorkerHeldError";
+}
+
+/**
+ * The worker script refused to run here, for good (Constrained Language Mode): every call answers
+ * with this error (FailedPrecondition, the script's text) and the pool starts no further worker.
+ */
+export class WorkerFatalError extends CsiProxyError {
+  override name = "WorkerFatalError";
 }
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -56,6 +75,8 @@ export interface WorkerCall {
   reject(err: Error): void;
   signal?: AbortSignal;
   onAbort?: () => void;
+  /** Never cut short: on timeout, cancel or close the caller is answered and the worker finishes the op (WorkerHeldError). */
+  hold?: boolean;
   /** Records work left running after the call's answer (call-scope.ts), in the call's own scope. */
   noteOutliving?: (work: Outliving) => void;
 }
@@ -68,6 +89,9 @@ export class PowerShellWorker {
   dead = false;
   /** Reported ready at least once. */
   isReady = false;
+  /** Running a held call whose caller was already answered (WorkerHeldError); busy until it answers or exits. */
+  held = false;
+  #heldDone: (() => void) | undefined;
   #buffer = "";
   #onReady!: () => void;
   #onFail!: (err: Error) => void;
@@ -77,7 +101,7 @@ export class PowerShellWorker {
 
   constructor(pool: WorkerOwner, command: WorkerCommand, startTimeoutMs: number) {
     this.#pool = pool;
-    this.child = spawnWorker(command.file, command.args, { env: command.env });
+    this.child = spawnWorker(command.file, command.args, { env: { ...POWERSHELL_QUIET_ENV, ...command.env } });
     this.exited = new Promise<void>((resolve) => {
       this.child.once("exit", () => resolve());
       this.child.once("error", () => {
@@ -115,11 +139,15 @@ export class PowerShellWorker {
         if (line.trim()) this.#pool.log(`PowerShell worker ${this.child.pid}: ignored output: ${line.slice(0, 200)}`);
         continue;
       }
-      let msg: { ready?: boolean; id?: number; ok?: boolean; result?: Json; error?: WorkerErrorInfo };
+      let msg: { ready?: boolean; id?: number | null; ok?: boolean; result?: Json; error?: WorkerErrorInfo; fatal?: { kind?: string; message?: string } };
       try {
         msg = JSON.parse(line.slice(MARKER.length));
       } catch {
         this.#die(new CsiProxyError(Code.Internal, `PowerShell worker sent malformed JSON: ${line.slice(0, 200)}`));
+        return;
+      }
+      if (msg.fatal) {
+        this.#die(new WorkerFatalError(Code.FailedPrecondition, String(msg.fatal.message ?? msg.fatal.kind ?? "PowerShell worker script cannot run")));
         return;
       }
       if (msg.ready) {
@@ -128,6 +156,21 @@ export class PowerShellWorker {
         continue;
       }
       const call = this.current;
+      // An answer without an id (the worker could not read the request line, so it never learnt its
+      // id) is for the one call this worker is running: fail it now rather than at its timeout.
+      if (call && (msg.id === null || msg.id === undefined) && msg.ok === false) {
+        this.#finish();
+        call.reject(new WorkerError(call.op, msg.error ?? {}));
+        this.#pool.dispatch();
+        continue;
+      }
+      if (call && this.held && msg.id === call.id) {
+        this.#finish();
+        this.#endHold();
+        this.#pool.log(`PowerShell worker ${this.child.pid}: held ${call.op} finished (${msg.ok ? "ok" : "failed"}) after its caller was answered`);
+        this.#pool.dispatch();
+        continue;
+      }
       if (!call || msg.id !== call.id) {
         this.#pool.log(`PowerShell worker ${this.child.pid}: response for unknown call ${msg.id}`);
         continue;
@@ -142,9 +185,32 @@ export class PowerShellWorker {
   run(call: WorkerCall) {
     this.current = call;
     this.timer = setTimeout(() => {
+      if (call.hold) return this.release(call, Code.DeadlineExceeded, `no answer within ${call.timeoutMs} ms`);
       this.#die(new WorkerKilledError(Code.DeadlineExceeded, `${call.op}: PowerShell worker did not answer within ${call.timeoutMs} ms; worker restarted`));
     }, call.timeoutMs);
     this.child.stdin.write(call.line + "\n");
+  }
+
+  /**
+   * Answers a held call's caller now (`code`, saying it is still running) and leaves the worker to
+   * finish the op: it stays busy ({@link held}) until it answers or exits, and that is recorded as
+   * work outliving the call, so the disk's lock is released only then. Idempotent.
+   */
+  release(call: WorkerCall, code: Code, why: string) {
+    if (this.current !== call || this.held || this.dead) return;
+    clearTimeout(this.timer);
+    if (call.signal && call.onAbort) call.signal.removeEventListener("abort", call.onAbort);
+    this.held = true;
+    const pid = this.child.pid;
+    const done = new Promise<void>((resolve) => (this.#heldDone = resolve));
+    call.noteOutliving?.({ description: `${call.op} in PowerShell worker (pid ${pid}), left to finish`, ended: done });
+    call.reject(new WorkerHeldError(code, `${call.op}: ${why}: still running in its PowerShell worker (pid ${pid}), which is left to finish it (never killed mid-operation); the disk stays locked until it answers or exits`));
+  }
+
+  #endHold() {
+    this.held = false;
+    this.#heldDone?.();
+    this.#heldDone = undefined;
   }
 
   #finish() {
@@ -160,14 +226,27 @@ export class PowerShellWorker {
     this.dead = true;
     const call = this.current;
     this.#finish();
+    this.#endHold();
     this.#onFail(err);
     if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill();
     this.#pool.removed(this, err);
     call?.reject(err.message.startsWith(`${call.op}:`) ? err : new CsiProxyError(err.code, `${call.op}: ${err.message}`, { cause: err.cause }));
   }
 
-  kill(err: CsiProxyError) {
+  /**
+   * Kills the worker and fails its call with `err` — except a worker running a held call: its caller
+   * is answered (WorkerHeldError) and its stdin is closed, so it ends by itself after the op.
+   * Returns whether the worker was left running.
+   */
+  kill(err: CsiProxyError): boolean {
+    const call = this.current;
+    if (call?.hold && !this.dead) {
+      this.release(call, err.code, err.message);
+      this.child.stdin.end();
+      return true;
+    }
     this.#die(err);
+    return false;
   }
 
   /**
@@ -179,6 +258,7 @@ export class PowerShellWorker {
    */
   abortCall(call: WorkerCall, err: CsiProxyError) {
     if (this.current !== call || this.dead) return;
+    if (call.hold) return this.release(call, err.code, err.message);
     this.#finish();
     const pid = this.child.pid;
     this.#die(err);

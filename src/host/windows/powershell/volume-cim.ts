@@ -3,7 +3,7 @@ import type { Awaitable, Win32 } from "../../../win32/win32.ts";
 import { windowsFsError } from "../windows-fs-error.ts";
 import type { CimPartition, CimVolume } from "./cim-types.ts";
 import type { PowerShellPool } from "./powershell-pool.ts";
-import { WorkerKilledError } from "./powershell-worker.ts";
+import { WorkerHeldError, WorkerKilledError } from "./powershell-worker.ts";
 import { Code, CsiProxyError } from "../../../errors.ts";
 import { outlivingRecorder, runInCall } from "../../../util/call-scope.ts";
 import type { ExpectedVolumeFacts } from "./expected-facts.ts";
@@ -44,8 +44,10 @@ export class WindowsVolumeCim {
   }
 
   /**
-   * A Format or Resize: the worker calls the CIM method, which the storage service carries out. When
-   * the worker is killed during the call (its caller went away, or its timeout), killing
+   * A Format or Resize: the worker calls the CIM method, which the storage service carries out. The
+   * call is held (powershell-pool.ts): its deadline, cancel or timeout answers the caller while the
+   * worker is left to finish, and the disk's lock is released when the worker answers or exits. When
+   * the worker is nevertheless killed during the call (its caller went away, or its timeout), killing
    * powershell.exe does not stop what the service already started: the call answers saying so, and
    * the work is recorded as outliving it (util/call-scope.ts) until {@link #untilIdle}, so the disk's
    * operation lock stays held until the volume is seen idle.
@@ -53,9 +55,10 @@ export class WindowsVolumeCim {
   async #storageOp(op: "volume.format" | "volume.resize", args: { [key: string]: string | ExpectedVolumeFacts }, volumeId: string): Promise<void> {
     const note = outlivingRecorder();
     try {
-      await this.#pool.call(op, args, { timeoutMs: STORAGE_OP_TIMEOUT_MS });
+      await this.#pool.call(op, args, { timeoutMs: STORAGE_OP_TIMEOUT_MS, hold: true });
     } catch (e) {
-      if (!(e instanceof WorkerKilledError)) throw e;
+      // held: the worker finishes the op and its answer or exit ends the outliving work (the pool recorded it)
+      if (e instanceof WorkerHeldError || !(e instanceof WorkerKilledError)) throw e;
       note({ description: `${op} of volume ${volumeId}, handed to the Windows storage service before its worker was killed`, ended: this.#untilIdle(volumeId) });
       throw new CsiProxyError(e.code, `${e.message}; the storage service may still be carrying it out: the volume's disk stays locked until it is seen idle`, { cause: e });
     }
@@ -97,7 +100,9 @@ export class WindowsVolumeCim {
   }
 
   /**
-   * MSFT_Volume.Format(FileSystem="NTFS", FileSystemLabel="", Full=false, Force=true): a quick format.
+   * MSFT_Volume.Format(FileSystem="NTFS", FileSystemLabel="", Full=false, Force=false): a quick format
+   * that the provider refuses, rather than dismounting it, for a volume with open handles (its
+   * failure is answered with the provider's code, mapped by worker-error-codes.ts).
    * Refused first, in the same worker call (FailedPrecondition, nothing written), when the volume's
    * facts differ from `expect` (expected-facts.ts).
    */

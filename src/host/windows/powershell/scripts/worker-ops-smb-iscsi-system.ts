@@ -71,7 +71,7 @@ function KnownTarget($a) {
   $t
 }
 $ops = @{
-  'ping' = { param($a) @{ pong = $true; psVersion = $PSVersionTable.PSVersion.ToString(); echo = $a.echo } }
+  'ping' = { param($a) @{ pong = $true; psVersion = $PSVersionTable.PSVersion.ToString(); culture = [cultureinfo]::CurrentCulture.Name; echo = $a.echo } }
   'smb.getMapping' = { param($a) @(SmbMappings $a | ForEach-Object { @{ remotePath = [string]$_.RemotePath; localPath = [string]$_.LocalPath; status = (IntOrNull $_.Status) } }) }
   'smb.listMappings' = { param($a) @(Get-SmbGlobalMapping | ForEach-Object { @{ remotePath = [string]$_.RemotePath; status = (IntOrNull $_.Status) } }) }
   'smb.newMapping' = { param($a)

@@ -2,6 +2,12 @@
  * The ONE PowerShell script every worker of the pool runs (passed once, at start, as
  * `-EncodedCommand`). It is a compile-time constant: no request data is ever spliced into it.
  *
+ * Constrained Language Mode (WDAC/AppLocker lockdown; under WDAC an -EncodedCommand always runs
+ * constrained) refuses the .NET calls the worker needs, so the script checks the language mode
+ * first and, when it is not FullLanguage, answers once `{"fatal":{kind,message}}` naming the mode
+ * and what an operator can do, and exits; the pool then answers every call FailedPrecondition with
+ * that text and starts no further worker (powershell-pool.ts).
+ *
  * Protocol (one JSON value per line, ASCII only — non-ASCII characters travel as \uXXXX escapes,
  * so console code pages never matter):
  *   stdin  ← {"id":<n>,"op":"<name>","args":{...}}
@@ -9,6 +15,13 @@
  *   stdout → @@CSIPROXY@@ {"id":<n>,"ok":true,"result":<json>}
  *   stdout → @@CSIPROXY@@ {"id":<n>,"ok":false,"error":{...}}              see ErrorInfo below
  * Lines without the marker (anything a cmdlet might print) are ignored by the pool.
+ *
+ * A request line is parsed without binding it to any cmdlet parameter (ReadRequest: .NET's
+ * System.Text.Json on pwsh 7, JsonObject.ConvertFromJson on Windows PowerShell 5.1): module logging
+ * (event 4103) records every cmdlet's parameter binding with its value, and the line carries the
+ * SMB password and CHAP secrets. System.Text.Json also keeps strings that look like ISO dates
+ * strings (pwsh 7's ConvertFrom-Json turns them into DateTime). The script's own functions are not
+ * module members, so their parameters are not logged (test/windows-engine/secret-logging.test.ts).
  *
  * `op` only selects one of the constant script blocks of `$ops` (a hashtable lookup); `args` is
  * bound as data (`$a.volumeId`…), compared with exact string equality after enumerating CIM
@@ -24,7 +37,11 @@
  * (worker-ops-smb-iscsi-system.ts), which has its own pool: both scripts together would exceed
  * CreateProcess's 32767-character command line once base64-encoded.
  */
-export const WORKER_PRELUDE = String.raw`$ErrorActionPreference = 'Stop'
+export const WORKER_PRELUDE = String.raw`if ($ExecutionContext.SessionState.LanguageMode -ne 'FullLanguage') {
+  '@@CSIPROXY@@ ' + (ConvertTo-Json -Compress -InputObject @{ fatal = @{ kind = 'LanguageMode'; message = ('PowerShell runs in ' + $ExecutionContext.SessionState.LanguageMode + ' mode (Constrained Language Mode: a WDAC or AppLocker policy, or __PSLockdownPolicy, locks PowerShell down on this node); the csi-proxy worker script needs FullLanguage, so disk, volume, SMB, iSCSI and BIOS calls cannot run. An operator can exempt the powershell.exe that csi-proxy starts from the lockdown (or run csi-proxy on a node without it), then restart csi-proxy') } })
+  exit 3
+}
+$ErrorActionPreference = 'Stop'
 $ProgressPreference = 'SilentlyContinue'
 $WarningPreference = 'SilentlyContinue'
 $VerbosePreference = 'SilentlyContinue'
@@ -57,6 +74,28 @@ function ErrorInfo($e) {
   }
   $info
 }
+function FromJson($e) {
+  switch ($e.ValueKind.ToString()) {
+    'Object' { $h = @{}; foreach ($p in $e.EnumerateObject()) { $h[$p.Name] = FromJson $p.Value }; $h }
+    'Array' { , @(foreach ($x in $e.EnumerateArray()) { FromJson $x }) }
+    'String' { $e.GetString() }
+    'Number' { $n = [int64]0; if ($e.TryGetInt64([ref]$n)) { $n } else { $e.GetDouble() } }
+    'True' { $true }
+    'False' { $false }
+    default { $null }
+  }
+}
+function ReadRequest([string]$text) {
+  if ($PSVersionTable.PSEdition -eq 'Core') {
+    $doc = [System.Text.Json.JsonDocument]::Parse($text)
+    try { FromJson $doc.RootElement } finally { $doc.Dispose() }
+  } else {
+    $perr = $null
+    $r = [Microsoft.PowerShell.Commands.JsonObject]::ConvertFromJson($text, [ref]$perr)
+    if ($null -ne $perr) { throw $perr.Exception }
+    $r
+  }
+}
 function Call($inst, [string]$method, $arguments, $ok) {
   if ($null -eq $arguments) { $arguments = @{} }
   $r = Invoke-CimMethod -InputObject $inst -MethodName $method -Arguments $arguments
@@ -71,7 +110,7 @@ export const WORKER_LOOP = String.raw`Send @{ ready = $true; pid = $PID }
 while ($null -ne ($line = $stdin.ReadLine())) {
   $id = $null
   try {
-    $req = ConvertFrom-Json -InputObject $line
+    $req = ReadRequest $line
     $id = $req.id
     $op = $ops[[string]$req.op]
     if ($null -eq $op) { Fail 'UnknownOp' ('unknown op ' + [string]$req.op) }
@@ -128,7 +167,7 @@ function Unchanged([string]$what, $expected, $now) {
   if ($changed.Count -gt 0) { Fail 'FailedPrecondition' ('refusing to ' + $what + ': it changed since it was looked up (' + ($changed -join '; ') + ')') }
 }
 $ops = @{
-  'ping' = { param($a) @{ pong = $true; psVersion = $PSVersionTable.PSVersion.ToString(); echo = $a.echo } }
+  'ping' = { param($a) @{ pong = $true; psVersion = $PSVersionTable.PSVersion.ToString(); culture = [cultureinfo]::CurrentCulture.Name; echo = $a.echo } }
   'disk.list' = { param($a) @(Get-CimInstance -Namespace $ns -ClassName MSFT_Disk | ForEach-Object { DiskInfo $_ }) }
   'disk.get' = { param($a) DiskInfo (Disk $a) }
   'disk.initialize' = { param($a) $d = Disk $a; Unchanged ('initialize disk ' + [string]$d.Number) $a.expect (DiskFacts $d)
@@ -156,7 +195,7 @@ $ops = @{
     @{ uniqueId = [string]$v.UniqueId; fileSystemType = [int]$v.FileSystemType; fileSystem = [string]$v.FileSystem; size = [string]$v.Size; sizeRemaining = [string]$v.SizeRemaining } }
   'volume.format' = { param($a) $v = Volume $a; $p = VolumePartition $v
     Unchanged ('format volume ' + [string]$v.UniqueId) $a.expect (VolumeFacts $v $p)
-    $null = Call $v 'Format' @{ FileSystem = 'NTFS'; FileSystemLabel = ''; Full = $false; Force = $true }; $null }
+    $null = Call $v 'Format' @{ FileSystem = 'NTFS'; FileSystemLabel = ''; Full = $false; Force = $false }; $null }
   'volume.flush' = { param($a) $null = Call (Volume $a) 'Flush'; $null }
   'volume.partition' = { param($a) PartitionInfo (VolumePartition (Volume $a)) }
   'volume.supportedSize' = { param($a) $r = Call (VolumePartition (Volume $a)) 'GetSupportedSize'; @{ sizeMin = [string]$r.SizeMin; sizeMax = [string]$r.SizeMax } }
@@ -198,5 +237,6 @@ export type WorkerOp = (typeof WORKER_OPS)[number];
 export function powershellArgs(script: string = WORKER_SCRIPT): string[] {
   // -InputFormat None: powershell.exe must not read (and wait for the end of) the redirected stdin
   // itself; the script reads it through [Console]::OpenStandardInput().
-  return ["-NoLogo", "-NoProfile", "-NonInteractive", "-InputFormat", "None", "-ExecutionPolicy", "Bypass", "-EncodedCommand", Buffer.from(script, "utf16le").toString("base64")];
+  // -OutputFormat Text: the worker's stderr (an exit message) reaches callers as text, not CLIXML.
+  return ["-NoLogo", "-NoProfile", "-NonInteractive", "-InputFormat", "None", "-OutputFormat", "Text", "-ExecutionPolicy", "Bypass", "-EncodedCommand", Buffer.from(script, "utf16le").toString("base64")];
 }
