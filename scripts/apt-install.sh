@@ -19,6 +19,8 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 export DEBIAN_FRONTEND=noninteractive
 log=/tmp/$who.log
+# A long step (a minute or more on a fresh machine): said before it starts, on stderr.
+echo "$who: installing ${missing[*]} with apt-get (log: $log) ..." >&2
 if ! apt-get install -y -qq --no-install-recommends "${missing[@]}" >"$log" 2>&1; then
   apt-get update -qq >>"$log" 2>&1
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >>"$log" 2>&1 || {

@@ -28,7 +28,7 @@ import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
 import { addLogSitesToFile } from "./log-sites.ts";
-import { build } from "./build.ts";
+import { build, sourceCommit } from "./build.ts";
 import { fetchPackage } from "./npm-package-cache.ts";
 
 export { fetchPackage };
@@ -48,6 +48,24 @@ export interface BuiltExe {
   koffiNode: string;
   hash: string;
   cached: boolean;
+}
+
+/**
+ * The single-executable configuration: the exe runs with `--disable-sigusr1` (Node ≥ 22.14; `execArgv`
+ * in the configuration needs ≥ 22.20), so neither SIGUSR1 nor `process._debugProcess` can open the
+ * inspector in the service, and `execArgvExtension: "none"` lets no NODE_OPTIONS or command line add
+ * options (an operator's `--inspect` included). test/windows/build-exe.test.ts runs a blob made from it.
+ */
+export function seaConfigFor(main: string, output: string) {
+  return {
+    main,
+    output,
+    disableExperimentalSEAWarning: true,
+    useCodeCache: false,
+    useSnapshot: false,
+    execArgv: ["--disable-sigusr1"],
+    execArgvExtension: "none",
+  };
 }
 
 function log(quiet: boolean, msg: string) {
@@ -137,7 +155,7 @@ export async function buildExe(options: { outDir?: string; quiet?: boolean; vers
   // Built with an inline source map only to resolve the log lines' source locations (log-sites.ts),
   // which then drops it: the exe carries no source map.
   await esbuild.build({
-    ...esbuildOptions(path.join(root, "dist", "main.js"), bundle, { "globalThis.CSI_PROXY_VERSION": JSON.stringify(version), "import.meta.url": "undefined" }),
+    ...esbuildOptions(path.join(root, "dist", "main.js"), bundle, { "globalThis.CSI_PROXY_VERSION": JSON.stringify(version), "globalThis.CSI_PROXY_COMMIT": JSON.stringify(sourceCommit()), "import.meta.url": "undefined" }),
     sourcemap: "inline",
   });
   addLogSitesToFile(bundle, "*", { dropMap: true }); // the embedded script's frames carry the exe's name
@@ -167,7 +185,7 @@ export async function buildExe(options: { outDir?: string; quiet?: boolean; vers
     // 2. SEA blob from the same Node version
     const blob = path.join(dir, "sea.blob");
     const seaConfig = path.join(dir, "sea-config.json");
-    fs.writeFileSync(seaConfig, JSON.stringify({ main: bundle, output: blob, disableExperimentalSEAWarning: true, useCodeCache: false, useSnapshot: false }));
+    fs.writeFileSync(seaConfig, JSON.stringify(seaConfigFor(bundle, blob)));
     execFileSync(nodeLinux, ["--experimental-sea-config", seaConfig], { stdio: quiet ? "ignore" : "inherit" });
     // 3. node.exe, unsigned, with the blob injected
     fs.writeFileSync(exe, stripAuthenticode(fs.readFileSync(nodeExe)));

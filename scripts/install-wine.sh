@@ -15,6 +15,7 @@ if [ ! -x "$WINE" ]; then
     exit 1
   fi
   export DEBIAN_FRONTEND=noninteractive
+  echo "install-wine: installing wine64 and wine with apt-get (1-2 min; log: /tmp/install-wine.log) ..." >&2
   if ! apt-get install -y -qq --no-install-recommends wine64 wine >/tmp/install-wine.log 2>&1; then
     apt-get update -qq >>/tmp/install-wine.log 2>&1 || true
     if ! apt-get install -y -qq --no-install-recommends wine64 wine >>/tmp/install-wine.log 2>&1; then
@@ -26,6 +27,7 @@ fi
 
 if [ ! -f "$prefix/.csi-proxy-ready" ]; then
   mkdir -p "$prefix"
+  echo "install-wine: preparing the Wine prefix $prefix (wineboot) ..." >&2
   export WINEPREFIX="$prefix" WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml="
   "$WINE" wineboot -i >/dev/null 2>&1 || { echo "install-wine: wineboot -i failed in $prefix" >&2; exit 1; }
   "$WINE" winecfg -v win10 >/dev/null 2>&1 || true

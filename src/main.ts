@@ -7,7 +7,8 @@
  * program is evaluated — also in the bundles (dist/bundle/main.js, the exe), where the program
  * is a separately loaded chunk (a static import would put its shared chunks ahead of them).
  */
-import "./boot/supported-node.ts"; // first: an unsupported Node.js gets one line and exit 1, nothing else runs
+import "./boot/no-inspector.ts"; // first of all: SIGUSR1 never opens the inspector (see there)
+import "./boot/supported-node.ts"; // then: an unsupported Node.js gets one line and exit 1, nothing else runs
 import "./boot/v8-flags.ts"; // V8 flags: young-generation sizing, optimizing compilers held during start-up
 import "./boot/thread-pool-size.ts"; // before anything uses libuv's thread pool
 import { settleAfterStart } from "./boot/start-up-footprint.ts";

@@ -13,6 +13,8 @@ export interface ProxyConfig {
   pipeSddl?: string;
   /** Persistent state (-state-dir): SMB reference counts; Linux also SMB mounts and the iSCSI mutual CHAP secret. */
   stateDir: string;
+  /** Linux `-iscsi-node-db`: open-iscsi's node database; unset, found from the installed open-iscsi. */
+  iscsiNodeDb?: string;
   /**
    * Linux: the node-wide directory of intent records of destructive steps (-intent-dir; default
    * /var/lib/csi-proxy/intents, state/intent-records.ts): persistent, root-owned, writable by nobody else.

@@ -1,7 +1,10 @@
 /**
  * The csi-proxy server program (loaded by src/main.ts once the process is set up): serves every
- * csi-proxy API group/version on its own endpoint until SIGINT/SIGTERM.
- * `runServer` resolves with the exit code: 0 clean stop, 1 startup failure, 2 bad command line.
+ * csi-proxy API group/version on its own endpoint until SIGINT, SIGTERM or SIGQUIT (SIGHUP reopens the
+ * log file on Linux; on Windows a closed console arrives as SIGHUP and stops it, as SIGBREAK does).
+ * `runServer` resolves with the exit code, one per class: 0 clean stop (and -help, -version), 1 runtime
+ * failure (a start-up step that failed on the host), 2 usage or configuration error (a flag, its value,
+ * the socket directory, an unopenable -log_file). Upstream's klog Fatal exits 255 (docs/driver-compat.md).
  */
 
 export interface RunHooks {
@@ -16,39 +19,73 @@ import { startDaemon } from "./daemon.ts";
 import { setHostCommandTimeoutCap, stopHostCommands, KILL_GRACE_MS } from "./host/exec/run-command.ts";
 import { MUST_FINISH_STOP_WAIT_MS } from "./host/exec/host-steps.ts";
 import { keepLateStepsFile } from "./host/exec/late-steps-file.ts";
-import { version } from "./version.ts";
+import { commit, version } from "./version.ts";
 import { blockedHostOperations, runningHostOperations } from "./host/mount-gate.ts";
 import { exitWithoutHandlers } from "./host/linux/kernel/libc.ts";
+import { setSigusr1Action } from "./boot/no-inspector.ts";
+import { secureSocketDir } from "./api/socket-dir.ts";
+import { CsiProxyError } from "./errors.ts";
+import { checkServerFlags } from "./cli/server-config-check.ts";
 
 export async function runServer(argv: string[], hooks: RunHooks = {}): Promise<number> {
   const specs = serverFlags(process.platform, defaultSocketDir());
   let flags: Record<string, unknown>;
+  let positionals: string[];
   try {
-    flags = parseGoFlags(argv, specs).values;
+    ({ values: flags, positionals } = parseGoFlags(argv, specs));
   } catch (err) {
     if (!(err instanceof FlagError)) throw err;
     if (!err.help) process.stderr.write(`${err.message}\n`);
     process.stderr.write(formatUsage(specs, "csi-proxy"));
     return err.help ? 0 : 2;
   }
-  const logger = createLogger({
-    verbosity: flags["v"] as number,
-    logToStderr: flags["logtostderr"] as boolean,
-    alsoToStderr: flags["alsologtostderr"] as boolean,
-    logFile: (flags["log_file"] as string) || undefined,
-  });
+  if (flags["version"]) {
+    process.stdout.write(`csi-proxy ${version} (commit ${commit}, Node.js ${process.version} ${process.platform}/${process.arch})\n`);
+    return 0;
+  }
+  if (positionals.length > 0) {
+    // csi-proxy takes flags only: `csi-proxy version` must not start a daemon on the default paths.
+    process.stderr.write(`csi-proxy: unexpected argument ${JSON.stringify(positionals[0])} (flags only; -version prints the version)\n`);
+    process.stderr.write(formatUsage(specs, "csi-proxy"));
+    return 2;
+  }
+  let logger: ReturnType<typeof createLogger>;
+  try {
+    logger = createLogger({
+      verbosity: flags["v"] as number,
+      logToStderr: flags["logtostderr"] as boolean,
+      alsoToStderr: flags["alsologtostderr"] as boolean,
+      logFile: (flags["log_file"] as string) || undefined,
+    });
+  } catch (err) {
+    // As klog: a log file that cannot be opened ends the program (nothing would be logged). A Windows
+    // service has no stderr anyone reads: the SCM is told (exit code 2, service-specific), which the
+    // event log records ("terminated with service-specific error 2").
+    const line = `csi-proxy: -log_file ${flags["log_file"] as string}: cannot open: ${(err as Error).message}`;
+    process.stderr.write(`${line}\n`);
+    if (flags["windows-service"] && process.platform === "win32") {
+      const { runService } = await import("./win32-service/service.ts");
+      await runService({ start: () => Promise.reject(Object.assign(new Error(line), { serviceExitCode: 2 })), stop: async () => {}, log: () => {} });
+    }
+    return 2;
+  }
+  const logFileInUse = !flags["logtostderr"] && Boolean(flags["log_file"]);
+  const reopenLog = () => {
+    if (!logFileInUse) return;
+    void logger.reopen().then((failure) => {
+      if (failure) logger.error(`${failure}; still logging to the file opened before`);
+      else logger.info("Reopened the log file");
+    });
+  };
+  setSigusr1Action(reopenLog);
   try {
     for (const spec of ignoredKlogFlags) {
       if (argv.some((a) => new RegExp(`^--?${spec.name}(=|$)`).test(a))) logger.warning(`flag -${spec.name} is accepted for compatibility and has no effect`);
     }
-    if (flags["windows-service"] && process.platform !== "win32") {
-      logger.error("-windows-service is only supported on Windows");
-      return 1;
-    }
-    if (flags["pipe-sddl"] && process.platform !== "win32") {
-      logger.error("-pipe-sddl is only supported on Windows");
-      return 2;
-    }
+    const checked = checkServerFlags(flags, process.platform);
+    for (const line of checked.errors) logger.error(line);
+    if (checked.errors.length > 0) return 2;
+    for (const line of checked.warnings) logger.warning(line);
     const config = {
       platform: process.platform === "win32" ? ("win32" as const) : ("linux" as const),
       kubeletPath: flags["kubelet-path"] as string,
@@ -60,17 +97,18 @@ export async function runServer(argv: string[], hooks: RunHooks = {}): Promise<n
       stateDir: flags["state-dir"] as string,
       intentDir: flags["intent-dir"] as string,
       allowedServices: flags["allowed-service"] as string[],
+      ...(flags["iscsi-node-db"] ? { iscsiNodeDb: flags["iscsi-node-db"] as string } : {}),
       logger,
     };
-    const commandTimeout = flags["host-command-timeout"] as number;
-    if (commandTimeout < 0) {
-      logger.error(`-host-command-timeout must be 0 or a number of seconds, not ${commandTimeout}`);
-      return 2;
-    }
-    setHostCommandTimeoutCap(commandTimeout * 1000);
-    if (config.defaultFsType !== "ext4" && config.defaultFsType !== "xfs") {
-      logger.error(`-default-fs-type must be ext4 or xfs, not ${JSON.stringify(config.defaultFsType)}`);
-      return 2;
+    setHostCommandTimeoutCap((flags["host-command-timeout"] as number) * 1000);
+    if (config.platform === "linux") {
+      try {
+        secureSocketDir(config.socketDir);
+      } catch (err) {
+        if (!(err instanceof CsiProxyError)) throw err;
+        logger.error(err.message);
+        return 2;
+      }
     }
     // A graceful stop ends the stoppable host commands still running (SIGTERM, SIGKILL after the
     // grace) once the endpoints are closed, and waits for the must-finish ones (never signalled,
@@ -115,10 +153,18 @@ export async function runServer(argv: string[], hooks: RunHooks = {}): Promise<n
     }
     // Listen before serving: a signal that arrives as soon as "Serving …" is logged must stop the
     // daemon cleanly, not meet the default disposition (immediate death, sockets left behind).
+    // SIGQUIT stops like SIGTERM (no core dump, sockets removed). SIGHUP: on Linux the operator's
+    // "reopen your logs"; on Windows the console closing, which must still stop the daemon.
     const signalled = new Promise<NodeJS.Signals>((resolve) => {
       process.once("SIGINT", resolve);
       process.once("SIGTERM", resolve);
-      if (process.platform === "win32") process.once("SIGBREAK", resolve);
+      if (process.platform === "win32") {
+        process.once("SIGBREAK", resolve);
+        process.once("SIGHUP", resolve);
+      } else {
+        process.once("SIGQUIT", resolve);
+        process.on("SIGHUP", reopenLog);
+      }
     });
     const daemon = await start();
     const signal = await signalled;

@@ -19,12 +19,14 @@ test("the minimum is package.json's engines.node", () => {
 });
 
 test("older than the minimum: one line naming both versions; the minimum and newer: null", () => {
-  for (const v of ["18.19.0", "20.9.0", "20.9.99", "16.20.2", "0.10.48"]) {
-    const line = unsupportedNode(v, "/usr/bin/node");
+  for (const v of ["18.19.0", "20.19.2", "20.20.2", "22.11.0", "21.7.3", "16.20.2", "0.10.48"]) {
+    const line = unsupportedNode(v, "/usr/bin/node", "linux");
     assert.ok(line !== null, v);
-    assert.equal(line, `csi-proxy needs Node.js 20.10 or later; /usr/bin/node is Node.js ${v}: install a supported Node.js (or use the csi-proxy executable, which brings its own)\n`);
+    assert.equal(line, `csi-proxy needs Node.js 22.12 or later; /usr/bin/node is Node.js ${v}: install a supported Node.js (or, from a clone of the repository, \`npm start\`, which brings its own)\n`);
   }
-  for (const v of ["20.10.0", "20.20.2", "21.0.0", "22.1.0", "24.21.0", "100.0.0"]) assert.equal(unsupportedNode(v), null, v);
+  // the exe exists only for Windows: named only there
+  assert.equal(unsupportedNode("20.0.0", "C:\\node\\node.exe", "win32"), "csi-proxy needs Node.js 22.12 or later; C:\\node\\node.exe is Node.js 20.0.0: install a supported Node.js (or use csi-proxy.exe, which brings its own)\n");
+  for (const v of ["22.12.0", "22.23.3", "23.0.0", "24.21.0", "100.0.0"]) assert.equal(unsupportedNode(v), null, v);
 });
 
 test("csi-proxy and csi-proxyctl under a Node.js reporting 18.19.0: exactly one line on stderr, exit 1, nothing started", (t) => {
@@ -39,7 +41,7 @@ test("csi-proxy and csi-proxyctl under a Node.js reporting 18.19.0: exactly one 
     });
     assert.equal(r.status, 1, `${entry}: exit ${r.status}, stderr ${r.stderr}`);
     assert.equal(r.stdout, "");
-    assert.match(r.stderr, /^csi-proxy needs Node\.js 20\.10 or later; .* is Node\.js 18\.19\.0: install a supported Node\.js .*\n$/);
+    assert.match(r.stderr, /^csi-proxy needs Node\.js 22\.12 or later; .* is Node\.js 18\.19\.0: install a supported Node\.js \(or, from a clone of the repository, `npm start`, which brings its own\)\n$/);
     assert.equal(r.stderr.split("\n").length, 2, `one line: ${JSON.stringify(r.stderr)}`);
   }
 });

@@ -4,10 +4,13 @@
  *
  *   csi-proxyctl [-socket-dir DIR] [-version V] <group> <Method> ['<request as proto3 JSON>']
  *   csi-proxyctl [-socket-dir DIR] status
+ *   csi-proxyctl help | version
  *
- * Calls one RPC through the typed client (newest served version unless -version is given) and
- * prints the response as proto3 JSON. `status` lists which endpoints answer, then the host steps that
- * outlived their call (running or lately ended, per device; host/exec/late-steps-file.ts).
+ * Calls one RPC through the typed client (the group's stable version — v1, or the newest that is not
+ * an alpha — unless -version is given) and prints the response as proto3 JSON, every field included
+ * (`"exists": false`, not `{}`). `status` lists which endpoints answer; `help` (also -h, -help,
+ * --help) prints the usage on stdout; `version` prints this tool's version, commit and Node.js. After the endpoints, `status` lists
+ * the host steps that outlived their call (running or lately ended, per device; host/exec/late-steps-file.ts).
  * Exit codes: 0 success, 1 the RPC failed (its gRPC code and message on stderr) or an unsupported
  * Node.js, 2 usage errors.
  */
@@ -19,19 +22,36 @@ import { catalog, groups, versionsOf, type Group } from "../api/catalog.ts";
 import { connectGroup } from "../client/connect-group.ts";
 import { defaultSocketDir, endpointPath } from "../api/endpoint.ts";
 import { codeName } from "../errors.ts";
+import { commit, version as toolVersion } from "../version.ts";
 import { describeLateSteps } from "../host/exec/late-steps-file.ts";
 
 const specs: FlagSpec[] = [
   { name: "socket-dir", kind: "string", default: defaultSocketDir(), usage: "Linux: the server's -socket-dir" },
-  { name: "version", kind: "string", default: "", usage: "API version to use (default: the newest served)" },
+  { name: "version", kind: "string", default: "", usage: "API version to use (default: the group's stable version: v1, or the newest that is not an alpha)" },
   { name: "timeout", kind: "int", default: 60, usage: "per-call timeout in seconds" },
 ];
 
-function usage(message?: string): number {
-  if (message) process.stderr.write(`${message}\n`);
-  process.stderr.write(formatUsage(specs, "csi-proxyctl"));
-  process.stderr.write(`\nUsage: csi-proxyctl [flags] <group> <Method> ['<json>'] | status\ngroups: ${groups.join(", ")}\n`);
+const usageText = () =>
+  `${formatUsage(specs, "csi-proxyctl")}\nUsage: csi-proxyctl [flags] <group> <Method> ['<json>'] | status | help | version\ngroups: ${groups.join(", ")}\n`;
+
+/** A usage error: the message and the usage on stderr, exit 2. */
+function usage(message: string): number {
+  process.stderr.write(`${message}\n${usageText()}`);
   return 2;
+}
+
+/** A short usage error (the usage is not repeated): one line on stderr, exit 2. */
+function refuse(message: string): number {
+  process.stderr.write(`csi-proxyctl: ${message}\n`);
+  return 2;
+}
+
+/** The version used when -version is not given: v1, or the newest version that is not an alpha. */
+function stableVersion(group: Group): string {
+  const versions = versionsOf(group) as string[];
+  if (versions.includes("v1")) return "v1";
+  const notAlpha = versions.filter((v) => !/alpha/.test(v));
+  return (notAlpha.length ? notAlpha : versions)[(notAlpha.length ? notAlpha : versions).length - 1];
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -39,33 +59,50 @@ async function main(argv: string[]): Promise<number> {
   try {
     parsed = parseGoFlags(argv, specs);
   } catch (err) {
-    if (err instanceof FlagError) return err.help ? (usage(), 0) : usage(err.message);
+    if (err instanceof FlagError && err.help) return (process.stdout.write(usageText()), 0);
+    if (err instanceof FlagError) return usage(err.message);
     throw err;
   }
   const socketDir = parsed.values["socket-dir"] as string;
-  const [command, methodName, body] = parsed.positionals;
-  if (command === "status") return status(socketDir);
-  if (!command || !methodName) return usage("missing <group> and <Method>");
+  const [command, methodName, body, ...extra] = parsed.positionals;
+  if (command === "help" && methodName === undefined) return (process.stdout.write(usageText()), 0);
+  if (command === "version" && methodName === undefined) {
+    process.stdout.write(`csi-proxyctl ${toolVersion} (commit ${commit}, Node.js ${process.version})\n`);
+    return 0;
+  }
+  if (command === "status") return methodName === undefined ? status(socketDir) : refuse(`status takes no arguments, not ${JSON.stringify(methodName)}`);
+  if (!command) return usage("missing <group> and <Method>");
   if (!(groups as string[]).includes(command)) return usage(`unknown group ${command}`);
   const group = command as Group;
   const version = parsed.values["version"] as string;
-  if (version && !(versionsOf(group) as string[]).includes(version)) return usage(`${group} has no version ${version}; it has ${versionsOf(group).join(", ")}`);
+  if (version && !(versionsOf(group) as string[]).includes(version)) return refuse(`${group} has no version ${version}; it has ${versionsOf(group).join(", ")}`);
+  if (!methodName) {
+    const methods = (catalog as unknown as Record<string, Record<string, DescService>>)[group][version || stableVersion(group)].methods.map((m) => m.name);
+    return refuse(`missing <Method> for ${group}; it has ${methods.join(", ")}`);
+  }
+  if (extra.length > 0) return refuse(`unexpected argument ${JSON.stringify(extra[0])} after the request (quote the JSON as one argument)`);
   // The group is only known at run time, so the client is used untyped here.
   const connect = connectGroup as (g: Group, o: object) => Promise<{ version: string; client: unknown; close(): void }>;
-  const conn = await connect(group, { socketDir, versions: version ? [version] : undefined, timeoutMs: (parsed.values["timeout"] as number) * 1000 });
+  const conn = await connect(group, { socketDir, versions: [version || stableVersion(group)], timeoutMs: (parsed.values["timeout"] as number) * 1000 });
   try {
     const service = (catalog as unknown as Record<string, Record<string, DescService>>)[group][conn.version];
     const method = service.methods.find((m) => m.name.toLowerCase() === methodName.toLowerCase());
-    if (!method) return usage(`${group} ${conn.version} has no method ${methodName}; it has ${service.methods.map((m) => m.name).join(", ")}`);
+    if (!method) return refuse(`${group} ${conn.version} has no method ${methodName}; it has ${service.methods.map((m) => m.name).join(", ")}`);
+    let json: unknown;
+    try {
+      json = body ? JSON.parse(body) : {};
+    } catch (err) {
+      return refuse(`the request is not JSON: ${(err as Error).message}`);
+    }
     let request;
     try {
-      request = fromJson(method.input, (body ? JSON.parse(body) : {}) as JsonValue);
+      request = fromJson(method.input, json as JsonValue);
     } catch (err) {
-      return usage(`bad request for ${method.input.typeName}: ${(err as Error).message}`);
+      return refuse(`bad request for ${method.input.typeName}: ${(err as Error).message}`);
     }
     try {
       const response = await (conn.client as Record<string, (r: unknown) => Promise<never>>)[method.localName](request);
-      process.stdout.write(`${JSON.stringify(toJson(method.output, response), null, 2)}\n`);
+      process.stdout.write(`${JSON.stringify(toJson(method.output, response, { alwaysEmitImplicit: true }), null, 2)}\n`);
       return 0;
     } catch (err) {
       const e = ConnectError.from(err);

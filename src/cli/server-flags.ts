@@ -47,6 +47,12 @@ export function serverFlags(platform: NodeJS.Platform, defaultSocketDir: string)
     { name: "metrics-bind-address", kind: "string", default: "", usage: "host:port to serve Prometheus metrics on at /metrics; empty disables metrics" },
     { name: "socket-dir", kind: "string", default: defaultSocketDir, usage: "Linux: directory of the endpoints' Unix sockets" },
     {
+      name: "iscsi-node-db",
+      kind: "string",
+      default: "",
+      usage: "Linux: open-iscsi's node database directory; empty finds it from the installed open-iscsi (/etc/iscsi/nodes or /var/lib/iscsi/nodes)",
+    },
+    {
       name: "intent-dir",
       kind: "string",
       default: "/var/lib/csi-proxy/intents",
@@ -59,6 +65,7 @@ export function serverFlags(platform: NodeJS.Platform, defaultSocketDir: string)
       default: 0,
       usage: "Linux: upper bound in seconds for any one host command (mkfs, mount, sfdisk…); a command still running then gets SIGTERM (SIGKILL 2 s later) and the call answers DeadlineExceeded; a step that must finish (sfdisk, partx, e2fsck -p, offline resize2fs) is never signalled: the call answers DeadlineExceeded and it runs on, its device locked. 0 keeps each step's own bound (60 s; 30 min for mkfs, fsck and filesystem growth)",
     },
+    { name: "version", kind: "bool", default: false, usage: "print the version, the commit and the Node.js, then exit" },
     { name: "v", kind: "int", default: 0, usage: "number for the log level verbosity" },
     { name: "log_file", kind: "string", default: "", usage: "If non-empty, use this log file (with -logtostderr=false)" },
     { name: "logtostderr", kind: "bool", default: true, usage: "log to standard error instead of files" },

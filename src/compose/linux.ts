@@ -62,7 +62,8 @@ export async function createLinuxServices(config: ProxyConfig): Promise<Services
     const removed = await smbHost.removeLeftoverCredentials().catch(() => 0);
     if (removed) config.logger?.warning(`removed ${removed} SMB credentials file(s) left by a daemon that stopped during a mount`);
   }
-  const iscsiHost = new LinuxIscsiHost({ stateDir: config.stateDir, stateRefusal: trust.iscsi });
+  const iscsiHost = new LinuxIscsiHost({ stateDir: config.stateDir, stateRefusal: trust.iscsi, ...(config.iscsiNodeDb ? { nodeDbOverride: config.iscsiNodeDb } : {}) });
+  config.logger?.info(`iSCSI node database: ${iscsiHost.nodesDir}`);
   const copies = await iscsiHost.removeLeftoverRecordCopies().catch((err: unknown) => {
     config.logger?.warning(`the start-up sweep of iSCSI node record copies failed: ${err instanceof Error ? err.message : String(err)}`);
     return { removed: [], failed: [] };

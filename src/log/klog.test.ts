@@ -1,6 +1,6 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
@@ -205,17 +205,35 @@ describe("createLogger to a file", () => {
     assert.match(lines[n - 1], /\] line 19999$/);
   });
 
-  it("falls back to stderr when the file cannot be opened", async () => {
+  it("throws when the file cannot be opened (klog exits on it): nothing is logged elsewhere", () => {
     const stderr = memorySink();
-    const logger = createLogger({ verbosity: 0, logToStderr: false, logFile: join(dir, "missing", "x.log"), stderr });
-    logger.info("still visible");
+    assert.throws(() => createLogger({ verbosity: 0, logToStderr: false, logFile: join(dir, "missing", "x.log"), stderr }), { code: "ENOENT" });
+    assert.equal(stderr.chunks.join(""), "");
+  });
+
+  it("reopen: lines go to a new file at the path (after a rotation), the old file keeps what came before", async () => {
+    const path = join(dir, "rotated.log");
+    const logger = createLogger({ verbosity: 0, logToStderr: false, logFile: path, skipHeaders: true, stderr: memorySink() });
+    logger.info("before");
     await logger.flush();
-    logger.info("later line");
+    await rename(path, `${path}.1`);
+    assert.equal(await logger.reopen(), null);
+    logger.info("after");
     await logger.close();
-    const text = stderr.chunks.join("");
-    assert.match(text, /klog: cannot write log file .*x\.log: ENOENT/);
-    assert.match(text, /\] still visible\n/);
-    assert.match(text, /\] later line\n/);
+    assert.match(await readFile(`${path}.1`, "utf8"), /\] before\n$/);
+    assert.match(await readFile(path, "utf8"), /^I.*\] after\n$/);
+  });
+
+  it("reopen: a path that cannot be opened any more keeps the old file and says why", async () => {
+    const sub = join(dir, "gone");
+    await mkdir(sub);
+    const path = join(sub, "x.log");
+    const logger = createLogger({ verbosity: 0, logToStderr: false, logFile: path, skipHeaders: true, stderr: memorySink() });
+    await rename(sub, `${sub}.old`);
+    assert.match((await logger.reopen()) ?? "", /cannot reopen log file .*x\.log: ENOENT/);
+    logger.info("still in the old file");
+    await logger.close();
+    assert.match(await readFile(join(`${sub}.old`, "x.log"), "utf8"), /still in the old file/);
   });
 });
 

@@ -8,7 +8,7 @@
  * to width 7, and file:line is the basename and line of the logging call site.
  * Also provides request formatting with secrets redacted.
  */
-import { createWriteStream } from "node:fs";
+import { createWriteStream, openSync } from "node:fs";
 import type { WriteStream } from "node:fs";
 import { hostname } from "node:os";
 
@@ -57,6 +57,12 @@ export interface Logger {
   flush(): Promise<void>;
   /** Flushes and closes the log file; lines logged afterwards go to stderr. Idempotent. */
   close(): Promise<void>;
+  /**
+   * Opens the log file's path again (after logrotate moved it) and writes on there; the old file is
+   * flushed and closed. When the path cannot be opened, logging stays on the old file and the reason
+   * is returned (null when reopened, or when there is no log file).
+   */
+  reopen(): Promise<string | null>;
 }
 
 const DISABLED: VerboseLogger = Object.freeze({ enabled: false, info() {} });
@@ -84,16 +90,44 @@ class KlogLogger implements Logger {
     // Same call depth as info(), so the caller's location is found at the same frame.
     this.#enabled = Object.freeze({ enabled: true, info: (msg: string) => this.#emit("I", msg) });
     if (!options.logToStderr && options.logFile) {
-      const path = options.logFile;
-      this.#file = createWriteStream(path, { flags: "a", mode: 0o600 });
-      let reported = false;
-      this.#file.on("error", (err) => {
-        this.#file = undefined;
-        if (!reported) this.#write(this.#stderr, `klog: cannot write log file ${path}: ${err.message}; logging to stderr\n`);
-        reported = true;
-      });
-      if (!options.skipHeaders) this.#write(this.#file, fileHeader(new Date()));
+      this.#path = options.logFile;
+      this.#skipHeaders = options.skipHeaders ?? false;
+      // Opened here, synchronously: a log file that cannot be opened throws (klog exits on it).
+      this.#file = this.#open(openSync(this.#path, "a", 0o600));
     }
+  }
+
+  readonly #skipHeaders: boolean = false;
+  #path: string | undefined;
+
+  #open(fd: number): WriteStream {
+    const path = this.#path!;
+    const file = createWriteStream(path, { fd });
+    let reported = false;
+    file.on("error", (err) => {
+      if (this.#file === file) this.#file = undefined;
+      if (!reported) this.#write(this.#stderr, `klog: cannot write log file ${path}: ${err.message}; logging to stderr\n`);
+      reported = true;
+    });
+    if (!this.#skipHeaders) this.#write(file, fileHeader(new Date()));
+    return file;
+  }
+
+  async reopen(): Promise<string | null> {
+    const old = this.#file;
+    if (old === undefined || this.#path === undefined || this.#closing !== undefined) return null;
+    let fd: number;
+    try {
+      fd = openSync(this.#path, "a", 0o600);
+    } catch (err) {
+      return `cannot reopen log file ${this.#path}: ${(err as Error).message}`;
+    }
+    this.#file = this.#open(fd);
+    await new Promise<void>((resolve) => {
+      old.once("close", resolve);
+      old.end();
+    });
+    return null;
   }
 
   info(msg: string): void {

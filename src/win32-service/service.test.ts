@@ -71,6 +71,16 @@ test("a failed start reports STOPPED with ERROR_SERVICE_SPECIFIC_ERROR (1066) / 
   assert.equal(h.controller.failed, true);
 });
 
+test("a start refused for its configuration (an unopenable -log_file) reports STOPPED with 1066 / the error's class, 2", async () => {
+  const reports: number[][] = [];
+  const controller = createServiceController(
+    { start: () => Promise.reject(Object.assign(new Error("csi-proxy: -log_file x: cannot open"), { serviceExitCode: 2 })), stop: async () => {}, log: () => {} },
+    { report: (state, accepts, exit) => void reports.push([state, accepts, exit?.win32 ?? 0, exit?.specific ?? 0]) },
+  );
+  await controller.main();
+  assert.deepEqual(reports.at(-1), [ServiceState.STOPPED, 0, 1066, 2]);
+});
+
 test("STOP during start-up: the service never reports RUNNING", async () => {
   const h = harness({ slowStart: true });
   const main = h.controller.main();

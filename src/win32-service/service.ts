@@ -78,14 +78,15 @@ export function createServiceController(hooks: ServiceHooks, reporter: StatusRep
     get failed() {
       return exitCode.win32 !== NO_ERROR;
     },
-    /** ServiceMain: START_PENDING → start → RUNNING, or STOPPED with exit code 1066/1. */
+    /** ServiceMain: START_PENDING → start → RUNNING, or STOPPED with exit code 1066 and the error's `serviceExitCode` (default 1). */
     async main(): Promise<void> {
       set(ServiceState.START_PENDING);
       try {
         await hooks.start();
       } catch (err) {
         hooks.log(`starting failed: ${(err as Error)?.message ?? err}`);
-        exitCode = { win32: ERROR_SERVICE_SPECIFIC_ERROR, specific: 1 };
+        // 1: a runtime failure; an error may carry its class (2: configuration) as `serviceExitCode`.
+        exitCode = { win32: ERROR_SERVICE_SPECIFIC_ERROR, specific: (err as { serviceExitCode?: number })?.serviceExitCode ?? 1 };
         await hooks.stop("stop").catch(() => {});
         set(ServiceState.STOPPED);
         return;

@@ -44,6 +44,7 @@ if ! have_modules; then
   fi
   log=$(mktemp)
   export DEBIAN_FRONTEND=noninteractive
+  echo "setup-python.sh: installing ${PKGS[*]} with apt-get ..." >&2
   if ! apt-get install -y -q "${PKGS[@]}" >"$log" 2>&1; then
     # package lists absent or stale: refresh once, then retry
     if ! { apt-get update -q && apt-get install -y -q "${PKGS[@]}"; } >"$log" 2>&1; then

@@ -35,6 +35,40 @@ describe("csi-proxyctl", () => {
     assert.equal(ctl("filesystem", "PathExists", "{bad").status, 2);
   });
 
+  it("bad JSON and a missing method are one short line each (no usage dump), exit 2", () => {
+    const bad = ctl("filesystem", "PathExists", "{bad");
+    assert.equal(bad.status, 2);
+    assert.match(bad.stderr, /^csi-proxyctl: the request is not JSON: .+\n$/);
+    const noMethod = ctl("filesystem");
+    assert.equal(noMethod.status, 2);
+    assert.match(noMethod.stderr, /^csi-proxyctl: missing <Method> for filesystem; it has .*PathExists.*\n$/);
+  });
+
+  it("defaults to each group's stable version (v1; the newest non-alpha otherwise), not the newest alpha", () => {
+    for (const group of ["filesystem", "disk", "volume", "smb"]) {
+      assert.match(ctl(group, "Nope").stderr, new RegExp(`^csi-proxyctl: ${group} v1 has no method Nope`), group);
+    }
+    // iSCSI has alpha versions only: the newest of them
+    assert.match(ctl("iscsi", "Nope").stderr, /^csi-proxyctl: iscsi v1alpha2 has no method Nope/);
+  });
+
+  it("prints false booleans (exists: false), not {}", () => {
+    const r = ctl("filesystem", "PathExists", JSON.stringify({ path: path.join(d.kubeletDir, "absent") }));
+    assert.equal(r.status, 0, r.stderr);
+    assert.deepEqual(JSON.parse(r.stdout), { exists: false });
+  });
+
+  it("answers help, -h, --help and version on stdout with exit 0", () => {
+    for (const args of [["help"], ["-h"], ["--help"]]) {
+      const r = ctl(...args);
+      assert.equal(r.status, 0, `${args.join(" ")}: ${r.stderr}`);
+      assert.match(r.stdout, /Usage: csi-proxyctl \[flags\] <group> <Method>/);
+    }
+    const v = ctl("version");
+    assert.equal(v.status, 0, v.stderr);
+    assert.match(v.stdout, /^csi-proxyctl v\d+\.\d+\.\d+\S* \(commit \S+, Node\.js v\d+\.\d+\.\d+\)\n$/);
+  });
+
   it("status lists the 23 endpoints as serving", () => {
     const r = ctl("status");
     assert.equal(r.status, 0);

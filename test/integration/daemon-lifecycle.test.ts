@@ -3,7 +3,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { connectGroup } from "../../src/client/connect-group.ts";
@@ -36,7 +36,7 @@ describe("csi-proxy command line", () => {
 
   it("refuses -windows-service off Windows", () => {
     const r = run(["-windows-service", "-socket-dir", path.join(tmpdir(), "csi-proxy-never")]);
-    assert.equal(r.status, 1);
+    assert.equal(r.status, 2, "a configuration error");
     assert.match(r.stderr, /only supported on Windows/);
   });
 });
@@ -96,6 +96,21 @@ describe("csi-proxy endpoints", () => {
     fs.close();
     assert.equal(await second.stop(), 0);
     await first.stop();
+  });
+
+  it("refuses a socket directory others can write (0777): exit 2, one fix-it line, nothing served, mode untouched", () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "csi-proxy-open-"));
+    try {
+      chmodSync(dir, 0o777);
+      const r = run(["-socket-dir", dir, "-kubelet-path", dir]);
+      assert.equal(r.status, 2, r.stderr);
+      assert.match(r.stderr, /-socket-dir \S+ is group- or world-writable \(mode 0777\): others could replace its sockets; refusing it \(fix: chmod 0700 \S+\)\n$/);
+      assert.equal(r.stderr.trim().split("\n").length, 1, r.stderr);
+      assert.deepEqual(readdirSync(dir), []);
+      assert.equal(statSync(dir).mode & 0o777, 0o777);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("never replaces a file that is not a socket", () => {

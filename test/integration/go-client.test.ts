@@ -1,16 +1,18 @@
 /**
- * A real old Go client against the real daemon: test/conformance/go/main.go built with Debian 12's
- * Go 1.19 and grpc-go 1.33.3 (`golang-go`, `golang-google-grpc-dev`; GOPATH mode, offline, against
- * /usr/share/gocode). It dials like csi-proxy's generated Go clients: grpc.Dial(<raw pipe path>,
- * grpc.WithContextDialer, grpc.WithInsecure), so grpc-go < 1.57 sends `\\.\pipe\csi-proxy-<group>-<version>`
- * as `:authority` — which nghttp2 rejects; src/rpc/grpc-connection.ts accepts it. Its context
+ * A real Go client against the real daemon: test/conformance/go/main.go built with the Go and grpc-go
+ * the machine's Debian ships (`golang-go`, `golang-google-grpc-dev`; GOPATH mode, offline, against
+ * /usr/share/gocode): Debian 12 has Go 1.19 and grpc-go 1.33.3, Debian 13 grpc-go 1.64. It dials like
+ * csi-proxy's generated Go clients: grpc.Dial(<raw pipe path>, grpc.WithContextDialer,
+ * grpc.WithInsecure), so grpc-go < 1.57 sends `\\.\pipe\csi-proxy-<group>-<version>` as `:authority`
+ * — which nghttp2 rejects; src/rpc/grpc-connection.ts accepts it — and grpc-go >= 1.57 sends it
+ * percent-encoded (what its encodeAuthority makes of the target; checked against that). Its context
  * dialer opens the group/version's Unix socket. It sends request bytes prepared here (a pass-through
  * codec) and prints the status and the response bytes, plus the dial address and the `:authority`
  * it actually wrote (decoded back from its own bytes), which the tests check too.
  */
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { promisify } from "node:util";
@@ -32,6 +34,14 @@ async function goAvailable(): Promise<string | undefined> {
 }
 const skipReason = await goAvailable();
 
+/** Debian's grpc-go version, from its source ("1.33.3"), and whether it sends the target raw as :authority (< 1.57). */
+const grpcGoVersion = skipReason ? "" : (/Version = "([\d.]+)/.exec(readFileSync(path.join(grpcGoSrc, "version.go"), "utf8"))?.[1] ?? "");
+const [goMajor, goMinor] = grpcGoVersion.split(".").map(Number);
+const rawAuthority = goMajor === 1 && goMinor < 57;
+
+/** grpc-go >= 1.57's encodeAuthority: everything but RFC 3986 unreserved, sub-delims, ':', '[', ']', '@' percent-encoded. */
+const encodeAuthority = (s: string) => s.replace(/[^A-Za-z0-9\-_.~!$&'()*+,;=:[\]@]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0")}`);
+
 interface GoResult {
   code: number;
   message: string;
@@ -43,7 +53,7 @@ interface GoResult {
 
 const rawTarget = (group: string, version: string) => `\\\\.\\pipe\\csi-proxy-${group}-${version}`;
 
-describe("old Go client (grpc-go 1.33, raw pipe path as :authority)", { skip: skipReason }, () => {
+describe("Debian's Go client (grpc-go 1.33 sends the raw pipe path as :authority; >= 1.57 percent-encodes it)", { skip: skipReason }, () => {
   let daemon: DaemonProcess;
   let binary: string;
   let buildDir: string;
@@ -86,9 +96,11 @@ describe("old Go client (grpc-go 1.33, raw pipe path as :authority)", { skip: sk
     ]);
     const result = JSON.parse(stdout) as GoResult;
     assert.equal(result.error, undefined);
-    // What grpc-go 1.33 did with the target: passed it to the dialer and sent it as :authority.
-    assert.equal(result.dialAddr, target);
-    assert.equal(result.authority, target);
+    // grpc-go < 1.57 passes the target to the dialer and sends it as :authority as is; >= 1.57 parses it
+    // as a URL (passthrough), dials its decoded path and sends that path percent-encoded.
+    const dialled = rawAuthority ? target : decodeURIComponent(target);
+    assert.equal(result.dialAddr, dialled, `grpc-go ${grpcGoVersion}: dial address`);
+    assert.equal(result.authority, rawAuthority ? target : encodeAuthority(dialled), `grpc-go ${grpcGoVersion}: :authority`);
     return result;
   }
   const decode = <O extends DescMessage>(schema: O, hex: string) => fromBinary(schema, Buffer.from(hex, "hex"));
@@ -96,6 +108,7 @@ describe("old Go client (grpc-go 1.33, raw pipe path as :authority)", { skip: sk
   it("sends the raw pipe path as :authority and PathExists answers exists=true", async () => {
     const r = await call("filesystem", "v1", "/v1.Filesystem/PathExists", fsV1.PathExistsRequestSchema, { path: daemon.kubeletDir });
     assert.equal(rawTarget("filesystem", "v1"), String.raw`\\.\pipe\csi-proxy-filesystem-v1`);
+    assert.ok(grpcGoVersion !== "", "grpc-go's version read from its source");
     assert.equal(r.code, 0, r.message);
     assert.equal(decode(fsV1.PathExistsResponseSchema, r.response).exists, true);
   });

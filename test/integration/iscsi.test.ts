@@ -1,7 +1,7 @@
 /**
  * The iSCSI group through the real daemon against a real target: tgtd (Debian package `tgt`) on
  * 127.0.0.1:13260 with two file-backed LUNs, and the real open-iscsi `iscsiadm` with the real
- * node database in /etc/iscsi (entries made here are removed again).
+ * node database (found as the daemon finds it: iscsi-node-db.ts; entries made here are removed again).
  *
  * This kernel has neither iscsi_tcp nor scsi_transport_iscsi, so two things cannot happen here:
  * iscsid cannot start (it needs NETLINK_ISCSI), and no session can be logged in. Hence:
@@ -27,6 +27,7 @@ import { after, before, describe, it } from "node:test";
 import { connectGroup } from "../../src/client/connect-group.ts";
 import { canRunIscsiTarget, iscsiTransportNamespace, kernelHasIscsiTcp, recordingProgram, startDaemon, startTgt, type FakeIscsid, type MountNamespace, type RecordingProgram, type RunningDaemon, type TgtTarget } from "./smb-iscsi-system-fixtures.ts";
 import { rejectsWithCode } from "../helpers/assert-coded.ts";
+import { findNodeDatabase } from "../../src/host/linux/block/iscsi-node-db.ts";
 
 const skip = !canRunIscsiTarget() ? "needs root, tgt (tgtd), open-iscsi (iscsiadm) and unshare: run scripts/install-test-tools.sh" : kernelHasIscsiTcp() ? "this kernel has iscsi_tcp: the no-module expectations do not apply" : false;
 
@@ -52,7 +53,7 @@ interface IscsiClient {
 const ours = (list: Portal[]) =>
   list.filter((p) => p.targetAddress === "127.0.0.1" && (p.targetPort === PORT || p.targetPort === 3260)).map((p) => ({ targetAddress: p.targetAddress, targetPort: p.targetPort }));
 const nodeRecordFiles = async (iqn: string): Promise<string[]> => {
-  const dir = path.join("/etc/iscsi/nodes", iqn);
+  const dir = path.join(findNodeDatabase().dir, iqn);
   const out: string[] = [];
   for (const e of await fs.readdir(dir).catch(() => [] as string[])) {
     const full = path.join(dir, e);
@@ -85,7 +86,7 @@ describe("iSCSI group through the daemon, against tgt on 127.0.0.1", { skip }, (
     for (const c of clients.splice(0)) c.close();
     for (const d of daemons) await d.stop();
     for (const p of [portal, { targetAddress: "127.0.0.1", targetPort: 3260 }]) iscsiadm("-m", "discoverydb", "-t", "sendtargets", "-p", `127.0.0.1:${p.targetPort}`, "-o", "delete");
-    for (const iqn of [IQN1, IQN2]) await fs.rm(path.join("/etc/iscsi/nodes", iqn), { recursive: true, force: true });
+    for (const iqn of [IQN1, IQN2]) await fs.rm(path.join(findNodeDatabase().dir, iqn), { recursive: true, force: true });
     await tgt?.stop();
     await fs.rm(dir, { recursive: true, force: true });
     for (const d of daemons) for (const s of [CHAP_SECRET, MUTUAL_SECRET]) assert.ok(!d.stderr().includes(s), "a CHAP secret appeared in a daemon log line");

@@ -17,6 +17,7 @@ import { after, before, describe, it } from "node:test";
 import { connectGroup } from "../../src/client/connect-group.ts";
 import { canRunIscsiTarget, iscsiTransportNamespace, kernelHasIscsiTcp, recordingMountAndIscsiadm, startDaemon, startTgt, type FakeIscsid, type MountNamespace, type RecordingProgram, type RunningDaemon, type TgtTarget } from "./smb-iscsi-system-fixtures.ts";
 import { rejectsWithCode } from "../helpers/assert-coded.ts";
+import { findNodeDatabase } from "../../src/host/linux/block/iscsi-node-db.ts";
 
 const canRun = canRunIscsiTarget() && !kernelHasIscsiTcp();
 
@@ -67,7 +68,7 @@ describe("secrets never reach a log line or a command line", { skip: !canRun && 
     await ns?.close();
     await iscsid?.stop();
     spawnSync("iscsiadm", ["-m", "discoverydb", "-t", "sendtargets", "-p", `127.0.0.1:${PORT}`, "-o", "delete"]);
-    await fs.rm(path.join("/etc/iscsi/nodes", IQN), { recursive: true, force: true });
+    await fs.rm(path.join(findNodeDatabase().dir, IQN), { recursive: true, force: true });
     await tgt?.stop();
     await fs.rm(dir, { recursive: true, force: true });
   });
@@ -106,7 +107,7 @@ describe("secrets never reach a log line or a command line", { skip: !canRun && 
     await rejectsWithCode(iscsi.connectTarget({ targetPortal: portal, iqn: IQN, authType: 1, chapUsername: "chap-user", chapSecret: SECRETS.chapSecret }), 9);
     await iscsi.setMutualChapSecret({ MutualChapSecret: SECRETS.mutualSecret });
     await rejectsWithCode(iscsi.connectTarget({ targetPortal: portal, iqn: IQN, authType: 2, chapUsername: "chap-user", chapSecret: SECRETS.chapSecret }), 9);
-    const records = await fs.readdir(path.join("/etc/iscsi/nodes", IQN), { recursive: true, withFileTypes: true });
+    const records = await fs.readdir(path.join(findNodeDatabase().dir, IQN), { recursive: true, withFileTypes: true });
     const texts = await Promise.all(records.filter((e) => e.isFile()).map((e) => fs.readFile(path.join(e.parentPath, e.name), "utf8")));
     reached.chapSecret = texts.some((t) => t.includes(`node.session.auth.password = ${SECRETS.chapSecret}`));
     reached.mutualSecret = (await fs.readFile(path.join(stateDir, "iscsi", "mutual-chap-secret"), "utf8")) === SECRETS.mutualSecret && texts.some((t) => t.includes(SECRETS.mutualSecret));

@@ -1,6 +1,6 @@
 // The package as a consumer gets it: `npm pack`, install the tarball into a fresh project, then
 // (a) type-check a TypeScript consumer against the published .d.ts (exports' "types" conditions),
-// (b) run that consumer, compiled, on Node 20 (20.10, the engines floor, and the newest), 22 and 24 against a daemon started from the installed
+// (b) run that consumer, compiled, on Node 22 (22.12, the engines floor, and the newest) and 24 against a daemon started from the installed
 //     `csi-proxy` bin on the same Node: the typed client makes real calls, the in-process library
 //     gives working services and coded errors, and `csi-proxy-ts/in-process` answers both ways,
 // (c) `csi-proxy -h` and `csi-proxyctl status` from node_modules/.bin.
@@ -14,8 +14,8 @@ import * as path from "node:path";
 import { repoRoot } from "../helpers/daemon-process.ts";
 import { fetchPackage } from "../../scripts/npm-package-cache.ts";
 
-/** package.json engines' floor (>=20.10) and the newest 20 and 22 (24 is the one running the tests). */
-const nodeVersions = ["20.10.0", "20.20.2", "22.23.3"];
+/** package.json engines' floor (>=22.12) and the newest 22 (24 is the one running the tests). */
+const nodeVersions = ["22.12.0", "22.23.3"];
 
 const consumerTs = `
 import { create } from "@bufbuild/protobuf";
@@ -103,7 +103,7 @@ describe("the packed package, installed by a consumer", () => {
     assert.ok(existsSync(path.join(project, "out", "consumer.js")));
   });
 
-  it("serves, calls and runs the library on Node 20, 22 and 24, bins included", async (t) => {
+  it("serves, calls and runs the library on Node 22 and 24, bins included, and loads from CommonJS require()", async (t) => {
     for (const node of nodes) {
       await t.test(`Node ${node.version}`, async () => {
         const env = { ...process.env, PATH: `${node.bin}:${process.env.PATH}` };
@@ -134,6 +134,11 @@ describe("the packed package, installed by a consumer", () => {
           assert.equal(status.status, 0, status.stderr);
           assert.equal(status.stdout.match(/^serving /gm)?.length, 23, status.stdout);
 
+          // A CommonJS consumer on the same Node: require() of the ES-module package (unflagged from 22.12).
+          const cjs = spawnSync(path.join(node.bin, "node"), ["-e", 'const c = require("csi-proxy-ts/client"); const l = require("csi-proxy-ts"); process.stdout.write(typeof c.connectGroup + " " + typeof l.startDaemon)'], { cwd: project, env, encoding: "utf8" });
+          assert.equal(cjs.status, 0, cjs.stderr);
+          assert.equal(cjs.stdout, "function function");
+          assert.doesNotMatch(cjs.stderr, /ERR_REQUIRE_ESM/);
           const consumer = spawnSync(path.join(node.bin, "node"), [path.join(project, "out", "consumer.js"), socketDir, kubelet, root], { env, encoding: "utf8" });
           assert.equal(consumer.status, 0, consumer.stderr);
           assert.equal(consumer.stderr, "");

@@ -32,7 +32,8 @@ describe("log lines of the built server", () => {
       const refused = spawnSync(process.execPath, [bin, "-kubelet-path", dir, "-socket-dir", path.join(dir, "s"), "-state-dir", path.join(dir, "st"), "-vmodule", "x", "-default-fs-type", "btrfs"], { encoding: "utf8" });
       assert.equal(refused.status, 2, refused.stderr);
       const refusedLines = refused.stderr.trim().split("\n").map((l) => header.exec(l)!);
-      assert.deepEqual(refusedLines.map((m) => m[1]), [sourceLine("server-main.ts", "is accepted for compatibility"), sourceLine("server-main.ts", "-default-fs-type must be")]);
+      assert.deepEqual(refusedLines.map((m) => m[1]), [sourceLine("server-main.ts", "is accepted for compatibility"), sourceLine("server-main.ts", "for (const line of checked.errors) logger.error(line)")]);
+      assert.match(refused.stderr, /-default-fs-type must be ext4 or xfs, not "btrfs"/);
 
       // A serving daemon: start-up lines, one line per RPC at -v 2 from daemon.ts (another chunk), the stop.
       const server = spawn(process.execPath, [bin, "-v", "2", "-kubelet-path", dir, "-socket-dir", path.join(dir, "s"), "-state-dir", path.join(dir, "st")], { stdio: ["ignore", "ignore", "pipe"] });

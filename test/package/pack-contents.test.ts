@@ -1,4 +1,5 @@
-// What `npm pack` would publish (its prepack step builds dist/ first): the build, the systemd unit and
+// What `npm pack` would publish (its prepack step builds dist/ first): the build, the systemd unit, the
+// Linux tools installer, deploy/ and
 // the package's own files — no test code, no test doubles, no sources.
 import { it } from "node:test";
 import assert from "node:assert/strict";
@@ -14,7 +15,9 @@ it("npm pack ships the build only: no test files, no fakes", () => {
   assert.ok(files.includes("dist/index.js") && files.includes("dist/bundle/main.js"), "the build is packed");
   assert.deepEqual(files.filter((f) => testCode.test(f)), [], "test code in the package");
   const roots = new Set(files.map((f) => f.split("/")[0]));
-  assert.deepEqual([...roots].sort(), ["LICENSE", "README.md", "dist", "package.json", "packaging"]);
+  assert.deepEqual([...roots].sort(), ["LICENSE", "README.md", "deploy", "dist", "package.json", "packaging", "scripts"]);
+  // of scripts/, only what README sends package users to (install-linux-tools.sh and the apt-install.sh it runs)
+  assert.deepEqual(files.filter((f) => f.startsWith("scripts/")).sort(), ["scripts/apt-install.sh", "scripts/install-linux-tools.sh"]);
   // Nothing in the build refers to a test double either (a product module importing one would be bundled).
   const bundled = files.filter((f) => f.endsWith(".js"));
   const grep = spawnSync("grep", ["-l", "-E", "[\"'][^\"']*/doubles/|class Fake[A-Z]", ...bundled], { cwd: repoRoot, encoding: "utf8" });

@@ -77,7 +77,10 @@ describe("stopping on SIGTERM", () => {
       const dirs: Record<string, string> = { "-kubelet-path": "kubelet", "-socket-dir": "sockets", "-state-dir": "state" };
       const argv = execStart.slice(1).map((a, i, all) => (dirs[all[i - 1]] ? path.join(root, dirs[all[i - 1]]) : a));
       mkdirSync(path.join(root, "kubelet"));
-      const server = spawn(bin, argv, { stdio: ["ignore", "ignore", "pipe"] });
+      // The unit runs the bin through `#!/usr/bin/env node`: a supported Node.js (≥ 22.12) first on PATH, as
+      // the unit's comment asks of the host (this machine's /usr/bin/node may be older).
+      const env = { ...process.env, PATH: `${path.dirname(process.execPath)}:${process.env.PATH}` };
+      const server = spawn(bin, argv, { stdio: ["ignore", "ignore", "pipe"], env });
       const exited = new Promise<number | null>((resolve) => server.once("exit", resolve));
       await waitForOutput(server, /Serving 23 endpoints/, 20_000);
       assert.ok(existsSync(path.join(root, "sockets", "csi-proxy-disk-v1.sock")));

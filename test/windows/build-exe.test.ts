@@ -6,7 +6,8 @@ import * as os from "node:os";
 import * as path from "node:path";
 import * as vm from "node:vm";
 import * as esbuild from "esbuild";
-import { asciiSource, esbuildOptions, stripAuthenticode } from "../../scripts/build-exe.ts";
+import { spawn, execFileSync } from "node:child_process";
+import { asciiSource, esbuildOptions, exeNodeVersion, seaConfigFor, stripAuthenticode } from "../../scripts/build-exe.ts";
 
 /** A minimal PE32+ image with a security directory pointing at a trailing "certificate". */
 function pe(withCert: boolean): Buffer {
@@ -59,5 +60,53 @@ test("the exe's bundle is ASCII after asciiSource, with every string, template, 
     assert.throws(() => asciiSource(fs.readFileSync(out, "utf8")), /String\.raw template holds non-ASCII/);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("the exe's embedded options: a blob made from seaConfigFor runs with --disable-sigusr1 only, refuses NODE_OPTIONS' --inspect, and SIGUSR1 opens no port", async (t) => {
+  // The exe's Node line supports execArgv in the configuration (22.20+) and the flag (22.14+).
+  const [major, minor] = exeNodeVersion.split(".").map(Number);
+  assert.ok(major > 22 || (major === 22 && minor >= 20), `exe Node ${exeNodeVersion}`);
+  // Not signalling a Wine process: the same configuration, injected into this Linux Node.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sea-config-"));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const main = path.join(dir, "main.cjs");
+  fs.writeFileSync(main, 'process.stdout.write(JSON.stringify(process.execArgv) + "\\n"); setTimeout(() => {}, 20000);\n');
+  const blob = path.join(dir, "sea.blob");
+  fs.writeFileSync(path.join(dir, "sea-config.json"), JSON.stringify(seaConfigFor(main, blob)));
+  execFileSync(process.execPath, ["--experimental-sea-config", path.join(dir, "sea-config.json")], { stdio: "ignore" });
+  const exe = path.join(dir, "sea");
+  fs.copyFileSync(process.execPath, exe);
+  const postject = "postject";
+  const { inject } = (await import(postject)) as { inject: (f: string, n: string, d: Buffer, o: object) => Promise<void> };
+  const origLog = console.log, origWarn = console.warn;
+  console.log = console.warn = () => {};
+  try {
+    await inject(exe, "NODE_SEA_BLOB", fs.readFileSync(blob), { sentinelFuse: "NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2" });
+  } finally {
+    console.log = origLog;
+    console.warn = origWarn;
+  }
+  const child = spawn(exe, [], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, NODE_OPTIONS: "--inspect=127.0.0.1:0" } });
+  let out = "", err = "";
+  child.stderr!.setEncoding("utf8").on("data", (c: string) => (err += c));
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.setEncoding("utf8").on("data", (c: string) => {
+      out += c;
+      if (out.includes("\n")) resolve();
+    });
+    child.once("exit", () => reject(new Error(`exited: ${out} ${err}`)));
+  });
+  try {
+    assert.deepEqual(JSON.parse(out), ["--disable-sigusr1"]);
+    process.kill(child.pid!, "SIGUSR1");
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(child.exitCode, null, "SIGUSR1 ignored, still running");
+    assert.doesNotMatch(err, /Debugger listening/);
+    const sockets = fs.readdirSync(`/proc/${child.pid}/fd`).map((fd) => { try { return fs.readlinkSync(`/proc/${child.pid}/fd/${fd}`); } catch { return ""; } }).filter((l) => l.startsWith("socket:"));
+    const listening = ["/proc/net/tcp", "/proc/net/tcp6"].flatMap((f) => fs.readFileSync(f, "utf8").split("\n").slice(1).map((l) => l.trim().split(/\s+/)).filter((c) => c[3] === "0A").map((c) => `socket:[${c[9]}]`));
+    assert.deepEqual(sockets.filter((s) => listening.includes(s)), [], "no listening TCP socket");
+  } finally {
+    child.kill("SIGKILL");
   }
 });

@@ -36,6 +36,7 @@ import { NOTHING_CHANGED, stopIfAborted } from "../../util/stop-if-aborted.ts";
 import { iscsiadmError, parseDiscoveredTargets, parseDiscoveryRecords, portalArg } from "./block/iscsiadm-output.ts";
 import { removeLeftoverRecordCopies, setRecordAuth } from "./block/iscsi-node-records.ts";
 import { iscsiSessions, sessionDisks } from "./block/iscsi-sysfs.ts";
+import { findNodeDatabase } from "./block/iscsi-node-db.ts";
 
 /** The mutual CHAP secret's name in `<state-dir>/iscsi`. */
 const MUTUAL_FILE = "mutual-chap-secret";
@@ -45,8 +46,10 @@ export interface LinuxIscsiHostOptions {
   stateDir: string;
   /** The iscsiadm program (default `iscsiadm` on the fixed system PATH). */
   iscsiadm?: string;
-  /** open-iscsi's node database (default /etc/iscsi/nodes). */
+  /** open-iscsi's node database, as given (tests); default: found from the installed open-iscsi (iscsi-node-db.ts). */
   nodesDir?: string;
+  /** `-iscsi-node-db`: the node database, overriding what the installed open-iscsi says. */
+  nodeDbOverride?: string;
   /** sysfs mount point (default /sys; tests use a fake tree). */
   sysDir?: string;
   /** Bound for one iscsiadm run (default 180 s: a login retries for up to 120 s by default). */
@@ -66,12 +69,17 @@ export class LinuxIscsiHost implements IscsiHostApi {
 
   constructor(options: LinuxIscsiHostOptions) {
     this.#iscsiadm = options.iscsiadm ?? "iscsiadm";
-    this.#nodesDir = path.resolve(options.nodesDir ?? "/etc/iscsi/nodes");
+    this.#nodesDir = path.resolve(options.nodesDir ?? findNodeDatabase({ override: options.nodeDbOverride }).dir);
     this.#sys = options.sysDir ?? "/sys";
     this.#timeoutMs = options.timeoutMs ?? 180_000;
     this.#stateDir = options.stateDir;
     this.#mutualFile = path.join(options.stateDir, "iscsi", "mutual-chap-secret");
     this.#stateRefusal = options.stateRefusal ?? null;
+  }
+
+  /** The node database in use (logged at start-up). */
+  get nodesDir(): string {
+    return this.#nodesDir;
   }
 
   /** The start-up sweep of node record copies a killed daemon left (iscsi-node-records.ts `removeLeftoverRecordCopies`). */
