@@ -5,6 +5,7 @@
  */
 import { readFile, realpath } from "node:fs/promises";
 import { tool } from "./block-tool-runner.ts";
+import { withWriterWatch, type WatchLog } from "./writer-watch.ts";
 import { callSignal } from "../../../util/call-scope.ts";
 import { stopIfAborted } from "../../../util/stop-if-aborted.ts";
 
@@ -38,18 +39,28 @@ async function syncPartitions(devPath: string): Promise<void> {
 }
 
 /** The partition table writes of this host (stateless). */
-export function createPartitioning(): Partitioning & PartitionResizing {
+export function createPartitioning(options: { log?: WatchLog } = {}): Partitioning & PartitionResizing {
   return {
     async createGptTable(devPath, onSpawn) {
       // Only ever called on a disk without partitions (the kernel shows none), so there is nothing to
-      // tell the kernel: sfdisk's own re-read (BLKRRPART, ~250 ms) is skipped.
-      await tool("sfdisk", [...SFDISK, ...NO_REREAD, devPath], { stdin: "label: gpt\n", step: "sfdisk", device: devPath, onSpawn });
+      // tell the kernel: sfdisk's own re-read (BLKRRPART, ~250 ms) is skipped. Another process writing
+      // the disk meanwhile makes the answer Aborted (writer-watch.ts).
+      const watched = { devPath, operation: "writing an empty GPT partition table", damage: "the partition table may be damaged" };
+      await withWriterWatch(watched, (watchSpawn) =>
+        tool("sfdisk", [...SFDISK, ...NO_REREAD, devPath], {
+          stdin: "label: gpt\n",
+          step: "sfdisk",
+          device: devPath,
+          onSpawn: (pid, exited) => (watchSpawn(pid), onSpawn?.(pid, exited)),
+        }),
+      options.log);
     },
 
     async appendPartition(devPath, typeId) {
       // The type is a constant chosen by the disk host, never request data. The kernel learns about
       // the new partition once, through partx (BLKPG), instead of sfdisk re-reading the whole table.
-      await tool("sfdisk", [...SFDISK, ...NO_REREAD, "--append", devPath], { stdin: `type=${typeId}\n`, step: "sfdisk", device: devPath });
+      const watched = { devPath, operation: "adding a partition to the partition table", damage: "the partition table may be damaged" };
+      await withWriterWatch(watched, (onSpawn) => tool("sfdisk", [...SFDISK, ...NO_REREAD, "--append", devPath], { stdin: `type=${typeId}\n`, step: "sfdisk", device: devPath, onSpawn }), options.log);
       stopIfAborted(callSignal(), {
         before: `telling the kernel about the new partition of ${devPath} (partx)`,
         done: `a partition was added to the partition table of ${devPath}; the kernel does not show it yet (a retry of PartitionDisk brings it online)`,
