@@ -5,7 +5,7 @@
 // partition is claimed exclusively (the call's own claim check or mkfs: after the call's openers
 // check), so every round races mkfs itself. Each write's time is reported, so a round counts only
 // when a write fell inside the call.
-import { after, describe, it } from "node:test";
+import { after, describe, it, type TestContext } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -33,6 +33,7 @@ const WRITER = `
 const fs = require("node:fs");
 const { execFileSync } = require("node:child_process");
 let [probe, target] = process.argv.slice(1);
+process.stdout.write("ready\\n");
 const pause = (ms) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 for (;;) {
   try { fs.closeSync(fs.openSync(probe, fs.constants.O_RDONLY | fs.constants.O_EXCL)); } catch (e) { if (e.code === "EBUSY") break; }
@@ -58,6 +59,8 @@ interface Writer {
   /** The pid the writes come from (unshare -m execs the writer in place). */
   pid: number;
   times: number[];
+  /** Settled once the writer runs (it then waits for the claim). */
+  ready: Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -75,17 +78,23 @@ function startWriter(probe: string, target: string, inNewMountNs: boolean): Writ
   const argv = [process.execPath, "-e", WRITER, probe, target];
   const child = inNewMountNs ? spawn("unshare", ["-m", ...argv], { stdio: ["ignore", "pipe", "inherit"] }) : spawn(argv[0], argv.slice(1), { stdio: ["ignore", "pipe", "inherit"] });
   const times: number[] = [];
+  let onReady!: () => void;
+  const ready = new Promise<void>((r) => (onReady = r));
   let rest = "";
   child.stdout!.on("data", (b: Buffer) => {
     const lines = (rest + b.toString()).split("\n");
     rest = lines.pop() ?? "";
-    for (const l of lines) if (!l.startsWith("loop ")) times.push(Number(l));
+    for (const l of lines) {
+      if (l === "ready") onReady();
+      else if (!l.startsWith("loop ")) times.push(Number(l));
+    }
   });
-  const closed = new Promise<void>((r) => child.once("close", () => r()));
+  const closed = new Promise<void>((r) => child.once("close", () => (onReady(), r()))); // a writer that died early: no round
   const w: Writer = {
     child,
     pid: child.pid!,
     times,
+    ready,
     stop: async () => {
       child.kill("SIGKILL");
       await closed;
@@ -121,12 +130,13 @@ describe("FormatVolume is not OK when another process wrote to the volume during
   };
 
   /** ROUNDS FormatVolume calls, each with a fresh writer; every round whose writer wrote during the call must not be OK. */
-  async function rounds(shape: "plain" | "mount namespace" | "stacked loop", inNewMountNs: boolean) {
+  async function rounds(t: TestContext, shape: "plain" | "mount namespace" | "stacked loop", inNewMountNs: boolean) {
     const { part, volume, volumeId, warnings } = await setup();
     const target = shape === "stacked loop" ? "stack" : part;
     let raced = 0;
     for (let i = 0; i < ROUNDS; i++) {
       const w = startWriter(part, target, inNewMountNs);
+      await w.ready;
       const start = performance.timeOrigin + performance.now();
       const answer = await volume.formatVolume({ volumeId }).then(
         () => null,
@@ -144,6 +154,7 @@ describe("FormatVolume is not OK when another process wrote to the volume during
       assert.match(answer.message ?? "", writer, "the answer names the writer");
       assert.match(answer.message ?? "", /the new filesystem may be damaged/);
     }
+    t.diagnostic(`${shape}: the writer wrote during ${raced} of ${ROUNDS} FormatVolume calls, each answered Aborted`);
     assert.ok(raced >= ROUNDS / 2, `${shape}: the writer wrote during FormatVolume in only ${raced} of ${ROUNDS} rounds`);
     assert.deepEqual(warnings, [], "fanotify was used");
   }
@@ -155,15 +166,15 @@ describe("FormatVolume is not OK when another process wrote to the volume during
     assert.deepEqual(warnings, [], "fanotify was used");
   });
 
-  it("a plain writer", async () => {
-    await rounds("plain", false);
+  it("a plain writer", async (t) => {
+    await rounds(t, "plain", false);
   });
 
-  it("a writer in another mount namespace (unshare -m)", async () => {
-    await rounds("mount namespace", true);
+  it("a writer in another mount namespace (unshare -m)", async (t) => {
+    await rounds(t, "mount namespace", true);
   });
 
-  it("a writer through a loop device stacked on the partition", async () => {
-    await rounds("stacked loop", false);
+  it("a writer through a loop device stacked on the partition", async (t) => {
+    await rounds(t, "stacked loop", false);
   });
 });
