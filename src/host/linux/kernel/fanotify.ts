@@ -15,10 +15,27 @@
  * queue (16 384 events by default) grows per writer, not per write. A full queue drops events and
  * queues one FAN_Q_OVERFLOW: reported as `overflowed`, never as "no writer".
  *
- * Needs CAP_SYS_ADMIN (fanotify_init); without it, or on a kernel without fanotify, {@link openFanotify}
- * rejects with the errno name (EPERM, ENOSYS, …) and the caller says what it watched instead.
+ * Needs CAP_SYS_ADMIN in effect: since Linux 5.13 an unprivileged group can be had (file identifiers,
+ * inode marks), but its events carry pid 0 for every other process, so the tool's own writes could
+ * not be told from anyone else's. Without it {@link openFanotify} rejects with code EPERM before
+ * asking the kernel; on a kernel without fanotify with the errno name (ENOSYS, …). The caller says
+ * what it watched instead.
  */
+import { readFileSync } from "node:fs";
 import { loadKoffi } from "../../../util/koffi-loader.ts";
+
+/** CAP_SYS_ADMIN's bit in /proc/self/status CapEff. */
+const CAP_SYS_ADMIN = 21n;
+
+/** Whether this process has CAP_SYS_ADMIN in effect (/proc/self/status; false when it cannot be read). */
+function hasSysAdmin(): boolean {
+  try {
+    const hex = /^CapEff:\s*([0-9a-f]+)$/m.exec(readFileSync("/proc/self/status", "latin1"))?.[1];
+    return hex !== undefined && ((BigInt(`0x${hex}`) >> CAP_SYS_ADMIN) & 1n) === 1n;
+  } catch {
+    return false;
+  }
+}
 
 const FAN_CLOEXEC = 0x1;
 const FAN_NONBLOCK = 0x2;
@@ -143,9 +160,10 @@ async function open(c: Calls, nodes: readonly string[], mask: number, fid: boole
 
 /**
  * A fanotify group watching `nodes` (device node paths) for `mask`. Rejects with the errno (`code`)
- * when fanotify cannot be had (EPERM without CAP_SYS_ADMIN, ENOSYS, EINVAL on old kernels).
+ * when fanotify cannot be had (EPERM without CAP_SYS_ADMIN in effect, ENOSYS, EINVAL on old kernels).
  */
 export async function openFanotify(nodes: readonly string[], mask: number = FAN_MODIFY | FAN_CLOSE_WRITE): Promise<FanotifyWatch> {
+  if (!hasSysAdmin()) throw Object.assign(new Error("fanotify: no CAP_SYS_ADMIN in effect (the kernel would not name other processes)"), { code: "EPERM" });
   const c = await calls();
   try {
     return await open(c, nodes, mask, true);
