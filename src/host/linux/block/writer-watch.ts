@@ -25,6 +25,7 @@ import { FAN_MODIFY, openFanotify, type FanotifyWatch } from "../kernel/fanotify
 import { decodeDev } from "./block-parsers.ts";
 import { scanDeviceOpeners } from "./device-openers.ts";
 import type { DevNumber } from "./block-types.ts";
+import { runInCall } from "../../../util/call-scope.ts";
 
 /** Milliseconds between two reads of the fanotify queue while the tool runs (each read copies what is queued, never waits). */
 export const POLL_MS = 20;
@@ -129,8 +130,15 @@ export async function withWriterWatch<T>(step: WatchedStep, run: (onSpawn: (pid:
     if (pid === process.pid || seen.has(pid) || ofTool(pid, toolPid)) return;
     seen.set(pid, { pid, command: commOf(pid), how });
   };
+  /** Set when reading the group failed: from then on the watch says nothing (the openers verdict still runs). */
+  let lost = "";
   const poll = () => {
-    for (const e of watch?.drain() ?? []) note(e.pid, e.mask & FAN_MODIFY ? "wrote to it" : "opened it for writing");
+    if (lost || !watch) return;
+    try {
+      for (const e of watch.drain()) note(e.pid, e.mask & FAN_MODIFY ? "wrote to it" : "opened it for writing");
+    } catch (err) {
+      lost = `; reading fanotify's events failed (${(err as Error).message}), so other writers may be unnamed`;
+    }
   };
   const timer = watch ? setInterval(poll, POLL_MS) : undefined;
   let result: T;
@@ -144,14 +152,16 @@ export async function withWriterWatch<T>(step: WatchedStep, run: (onSpawn: (pid:
   // Events of the tool's own pid are left out even once it has exited (its children only while /proc still shows them).
   if (toolPid !== undefined) seen.delete(toolPid);
   const nodes = [step.devPath, ...stackedBefore].map(devOf).filter((d): d is DevNumber => d !== null);
-  const openers = await scanDeviceOpeners(nodes).catch((err: Error) => {
+  // Outside the call's cancellation: the tool has changed the device, so a cancel must not be answered
+  // as "nothing was changed" by the scan; the scan is bounded by its own deadline (SCAN_DEADLINE_MS).
+  const openers = await runInCall(undefined, () => scanDeviceOpeners(nodes)).catch((err: Error) => {
     throw new CsiProxyError(Code.Unavailable, `${step.operation} on ${step.devPath} finished, but who else holds the device could not be told afterwards: ${err.message}`, { cause: err });
   });
   for (const o of openers) {
     if (o.access === "read-write" && o.pid !== toolPid && !seen.has(o.pid)) seen.set(o.pid, { pid: o.pid, command: o.command, how: "holds it open for writing" });
   }
   const stackedNow = dev ? loopsStackedOn(dev).filter((l) => !stackedBefore.includes(l)) : [];
-  const overflow = watch?.overflowed ? "; fanotify dropped events (its queue overflowed), so other writers may be unnamed" : "";
+  const overflow = (watch?.overflowed ? "; fanotify dropped events (its queue overflowed), so other writers may be unnamed" : "") + lost;
   if (seen.size === 0 && stackedNow.length === 0) {
     if (overflow) log.warning(`${step.operation} on ${step.devPath}${overflow}`);
     return result;
