@@ -4,7 +4,7 @@
 // open(O_RDWR) → write 4 KiB → fdatasync → close with 0–3 ms gaps; it starts writing only once the
 // partition is claimed exclusively (the call's own claim check or mkfs: after the call's openers
 // check), so every round races mkfs itself. Each write's time is reported, so a round counts only
-// when a write fell inside the call.
+// when a write fell inside the call. PartitionDisk: a writer of the whole disk during the GPT write.
 import { after, describe, it, type TestContext } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
@@ -13,6 +13,8 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { createLinuxBlockTools } from "./block/linux-block-tools.ts";
 import { LinuxVolumeHost } from "./volume.ts";
+import { LinuxDiskHost } from "./disk.ts";
+import { createDiskService } from "../../groups/disk/disk-service.ts";
 import { createVolumeService } from "../../groups/volume/volume-service.ts";
 import { createPathPolicy } from "../../policy/path-policy.ts";
 import { createKeyedMutex } from "../../util/keyed-mutex.ts";
@@ -105,7 +107,7 @@ function startWriter(probe: string, target: string, inNewMountNs: boolean): Writ
   return w;
 }
 
-describe("FormatVolume is not OK when another process wrote to the volume during it", { skip: skip ?? false }, () => {
+describe("FormatVolume (and PartitionDisk) is not OK when another process wrote to the device during it", { skip: skip ?? false }, () => {
   const dir = skip ? "" : mkdtempSync(path.join(tmpdir(), "csi-proxy-writer-race-"));
   const loops: LoopDevice[] = [];
   after(async () => {
@@ -176,5 +178,34 @@ describe("FormatVolume is not OK when another process wrote to the volume during
 
   it("a writer through a loop device stacked on the partition", async (t) => {
     await rounds(t, "stacked loop", false);
+  });
+
+  it("PartitionDisk: a writer of the disk during the GPT write makes it Aborted, naming the writer and the table", async () => {
+    let raced = 0;
+    for (let i = 0; i < 3; i++) {
+      const loop = createLoopDevice(dir, 64 * MiB, `p${loops.length}`);
+      loops.push(loop);
+      const warnings: string[] = [];
+      const tools = createLinuxBlockTools({ stateFile: path.join(dir, `pmarks-${loops.length}.json`), log: { info: () => {}, warning: (m) => warnings.push(m) } });
+      const disk = createDiskService({ host: new LinuxDiskHost(tools), policy: createPathPolicy({ platform: "linux", allowedDirs: [dir], resolve: async (p) => p }), locks: createKeyedMutex() });
+      const w = startWriter(loop.device, loop.device, false);
+      await w.ready;
+      const start = performance.timeOrigin + performance.now();
+      const answer = await disk.partitionDisk({ diskNumber: loop.diskNumber }).then(
+        () => null,
+        (e: { code?: Code; message?: string }) => e,
+      );
+      const end = performance.timeOrigin + performance.now();
+      await w.stop();
+      loop.cleanup();
+      assert.deepEqual(warnings, [], "fanotify was used");
+      if (!w.times.some((t) => t >= start && t <= end)) continue;
+      raced++;
+      assert.ok(answer, `round ${i}: PartitionDisk answered OK though pid ${w.pid} wrote during it`);
+      assert.equal(answer.code, Code.Aborted, `round ${i}: ${answer.message}`);
+      assert.match(answer.message ?? "", new RegExp(`pid ${w.pid} \\(`));
+      assert.match(answer.message ?? "", /the partition table may be damaged/);
+    }
+    assert.ok(raced >= 2, `the writer wrote during PartitionDisk in only ${raced} of 3 rounds`);
   });
 });
