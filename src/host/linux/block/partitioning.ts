@@ -74,7 +74,8 @@ export function createPartitioning(options: { log?: WatchLog } = {}): Partitioni
       // Only the backup header moves: the kernel's partitions stay as they are (without --no-tell-kernel
       // sfdisk re-reads and the kernel drops them until the next partx: a daemon killed in between left a
       // volume nobody could find again).
-      await tool("sfdisk", ["--quiet", ...NO_REREAD, "--relocate", "gpt-bak-std", diskDevPath], { step: "sfdisk", device: diskDevPath });
+      const watched = { devPath: diskDevPath, operation: "moving the GPT backup header", damage: "the partition table may be damaged" };
+      await withWriterWatch(watched, (onSpawn) => tool("sfdisk", ["--quiet", ...NO_REREAD, "--relocate", "gpt-bak-std", diskDevPath], { step: "sfdisk", device: diskDevPath, onSpawn }), options.log);
     },
 
     async resizePartition(diskDevPath, number, sizeSectors) {
@@ -83,11 +84,13 @@ export function createPartitioning(options: { log?: WatchLog } = {}): Partitioni
       const name = (await realpath(diskDevPath)).split("/").pop() ?? "";
       const lbs = BigInt((await readFile(`/sys/class/block/${name}/queue/logical_block_size`, "utf8").catch(() => "512")).trim() || "512");
       const size = (sizeSectors * 512n) / lbs;
-      await tool("sfdisk", ["--quiet", ...NO_REREAD, "--wipe", "never", "-N", String(number), diskDevPath], {
+      const watched = { devPath: diskDevPath, operation: `resizing partition ${number} in the partition table`, damage: "the partition table may be damaged" };
+      await withWriterWatch(watched, (onSpawn) => tool("sfdisk", ["--quiet", ...NO_REREAD, "--wipe", "never", "-N", String(number), diskDevPath], {
         stdin: `, ${size}\n`,
         step: "sfdisk",
         device: diskDevPath,
-      });
+        onSpawn,
+      }), options.log);
       stopIfAborted(callSignal(), {
         before: `telling the kernel the new size of partition ${number} of ${diskDevPath} (partx)`,
         done: `partition ${number} of ${diskDevPath} has its new size in the partition table; the kernel still shows its old size (a retry of ResizeVolume finishes it)`,
