@@ -10,6 +10,7 @@ import { numberField } from "./block-parsers.ts";
 import { LONG_TOOL_RUN, tool } from "./block-tool-runner.ts";
 import { fsError } from "../../fs-error.ts";
 import { internal } from "../../../errors.ts";
+import { withWriterWatch, type WatchLog } from "./writer-watch.ts";
 
 /** Filesystem size as the filesystem itself reports it, in bytes. */
 export interface FilesystemUsage {
@@ -37,14 +38,17 @@ export interface FilesystemTools {
 }
 
 /** The filesystem tools of this host (stateless). */
-export function createFilesystemTools(): FilesystemTools {
+export function createFilesystemTools(options: { log?: WatchLog } = {}): FilesystemTools {
   return {
     async makeFilesystem(devPath, fsType, replace = false) {
       // mke2fs (stdin not a terminal) checks only that the device is not mounted or busy; mkfs.xfs also
       // refuses an existing filesystem unless -f, which never overrides its mounted-device refusal.
-      const run = { ...LONG_TOOL_RUN, step: "mkfs", device: devPath } as const;
-      if (fsType === "ext4") await tool("mkfs.ext4", ["-q", devPath], run);
-      else await tool("mkfs.xfs", replace ? ["-q", "-f", devPath] : ["-q", devPath], run);
+      // Another process writing the device meanwhile makes the answer Aborted (writer-watch.ts).
+      const watched = { devPath, operation: `creating the ${fsType} filesystem`, damage: "the new filesystem may be damaged" };
+      await withWriterWatch(watched, (onSpawn) => {
+        const run = { ...LONG_TOOL_RUN, step: "mkfs", device: devPath, onSpawn } as const;
+        return fsType === "ext4" ? tool("mkfs.ext4", ["-q", devPath], run) : tool("mkfs.xfs", replace ? ["-q", "-f", devPath] : ["-q", devPath], run);
+      }, options.log);
     },
 
     async checkFilesystem(devPath, fsType) {
@@ -56,11 +60,14 @@ export function createFilesystemTools(): FilesystemTools {
     async growFilesystem(devPath, fsType, mountPoint) {
       // resize2fs of a mounted ext4 asks the kernel (online, crash-consistent: stoppable); of an
       // unmounted one rewrites the metadata itself (must-finish: never signalled, host-steps.ts).
-      if (fsType === "ext4") await tool("resize2fs", [devPath], { ...LONG_TOOL_RUN, step: mountPoint ? "resize2fs online" : "resize2fs offline", device: devPath });
-      else {
-        if (!mountPoint) throw internal("xfs_growfs needs a mount point");
-        await tool("xfs_growfs", ["-d", mountPoint], { ...LONG_TOOL_RUN, step: "xfs_growfs", device: devPath });
-      }
+      // Another process writing the device meanwhile makes the answer Aborted (writer-watch.ts).
+      if (fsType !== "ext4" && !mountPoint) throw internal("xfs_growfs needs a mount point");
+      const watched = { devPath, operation: `growing the ${fsType} filesystem`, damage: "the filesystem may be damaged" };
+      await withWriterWatch(watched, (onSpawn) =>
+        fsType === "ext4"
+          ? tool("resize2fs", [devPath], { ...LONG_TOOL_RUN, step: mountPoint ? "resize2fs online" : "resize2fs offline", device: devPath, onSpawn })
+          : tool("xfs_growfs", ["-d", mountPoint!], { ...LONG_TOOL_RUN, step: "xfs_growfs", device: devPath, onSpawn }),
+      options.log);
     },
 
     async statfs(mountPoint) {

@@ -5,6 +5,7 @@
  */
 import { readFile, realpath } from "node:fs/promises";
 import { tool } from "./block-tool-runner.ts";
+import { withWriterWatch, type WatchLog } from "./writer-watch.ts";
 import { callSignal } from "../../../util/call-scope.ts";
 import { stopIfAborted } from "../../../util/stop-if-aborted.ts";
 
@@ -38,18 +39,28 @@ async function syncPartitions(devPath: string): Promise<void> {
 }
 
 /** The partition table writes of this host (stateless). */
-export function createPartitioning(): Partitioning & PartitionResizing {
+export function createPartitioning(options: { log?: WatchLog } = {}): Partitioning & PartitionResizing {
   return {
     async createGptTable(devPath, onSpawn) {
       // Only ever called on a disk without partitions (the kernel shows none), so there is nothing to
-      // tell the kernel: sfdisk's own re-read (BLKRRPART, ~250 ms) is skipped.
-      await tool("sfdisk", [...SFDISK, ...NO_REREAD, devPath], { stdin: "label: gpt\n", step: "sfdisk", device: devPath, onSpawn });
+      // tell the kernel: sfdisk's own re-read (BLKRRPART, ~250 ms) is skipped. Another process writing
+      // the disk meanwhile makes the answer Aborted (writer-watch.ts).
+      const watched = { devPath, operation: "writing an empty GPT partition table", damage: "the partition table may be damaged" };
+      await withWriterWatch(watched, (watchSpawn) =>
+        tool("sfdisk", [...SFDISK, ...NO_REREAD, devPath], {
+          stdin: "label: gpt\n",
+          step: "sfdisk",
+          device: devPath,
+          onSpawn: (pid, exited) => (watchSpawn(pid), onSpawn?.(pid, exited)),
+        }),
+      options.log);
     },
 
     async appendPartition(devPath, typeId) {
       // The type is a constant chosen by the disk host, never request data. The kernel learns about
       // the new partition once, through partx (BLKPG), instead of sfdisk re-reading the whole table.
-      await tool("sfdisk", [...SFDISK, ...NO_REREAD, "--append", devPath], { stdin: `type=${typeId}\n`, step: "sfdisk", device: devPath });
+      const watched = { devPath, operation: "adding a partition to the partition table", damage: "the partition table may be damaged" };
+      await withWriterWatch(watched, (onSpawn) => tool("sfdisk", [...SFDISK, ...NO_REREAD, "--append", devPath], { stdin: `type=${typeId}\n`, step: "sfdisk", device: devPath, onSpawn }), options.log);
       stopIfAborted(callSignal(), {
         before: `telling the kernel about the new partition of ${devPath} (partx)`,
         done: `a partition was added to the partition table of ${devPath}; the kernel does not show it yet (a retry of PartitionDisk brings it online)`,
@@ -63,7 +74,8 @@ export function createPartitioning(): Partitioning & PartitionResizing {
       // Only the backup header moves: the kernel's partitions stay as they are (without --no-tell-kernel
       // sfdisk re-reads and the kernel drops them until the next partx: a daemon killed in between left a
       // volume nobody could find again).
-      await tool("sfdisk", ["--quiet", ...NO_REREAD, "--relocate", "gpt-bak-std", diskDevPath], { step: "sfdisk", device: diskDevPath });
+      const watched = { devPath: diskDevPath, operation: "moving the GPT backup header", damage: "the partition table may be damaged" };
+      await withWriterWatch(watched, (onSpawn) => tool("sfdisk", ["--quiet", ...NO_REREAD, "--relocate", "gpt-bak-std", diskDevPath], { step: "sfdisk", device: diskDevPath, onSpawn }), options.log);
     },
 
     async resizePartition(diskDevPath, number, sizeSectors) {
@@ -72,11 +84,13 @@ export function createPartitioning(): Partitioning & PartitionResizing {
       const name = (await realpath(diskDevPath)).split("/").pop() ?? "";
       const lbs = BigInt((await readFile(`/sys/class/block/${name}/queue/logical_block_size`, "utf8").catch(() => "512")).trim() || "512");
       const size = (sizeSectors * 512n) / lbs;
-      await tool("sfdisk", ["--quiet", ...NO_REREAD, "--wipe", "never", "-N", String(number), diskDevPath], {
+      const watched = { devPath: diskDevPath, operation: `resizing partition ${number} in the partition table`, damage: "the partition table may be damaged" };
+      await withWriterWatch(watched, (onSpawn) => tool("sfdisk", ["--quiet", ...NO_REREAD, "--wipe", "never", "-N", String(number), diskDevPath], {
         stdin: `, ${size}\n`,
         step: "sfdisk",
         device: diskDevPath,
-      });
+        onSpawn,
+      }), options.log);
       stopIfAborted(callSignal(), {
         before: `telling the kernel the new size of partition ${number} of ${diskDevPath} (partx)`,
         done: `partition ${number} of ${diskDevPath} has its new size in the partition table; the kernel still shows its old size (a retry of ResizeVolume finishes it)`,
