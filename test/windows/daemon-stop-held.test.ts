@@ -15,7 +15,7 @@ import { createFakePool } from "./fake-pool.ts";
 import { processAlive } from "../helpers/process-alive.ts";
 
 const FORMAT_MS = 1500;
-const FACTS = { fileSystemType: "0", accessPaths: "", offset: "1048576", size: "1073741824" };
+const FACTS = { fileSystemType: "0", accessPaths: "", diskNumber: "1", partitionNumber: "2", offset: "1048576", size: "1073741824", isOffline: "False" };
 
 test("the daemon's stop waits for a Format running in a PowerShell worker, logs it, and ends idle pools at once", async () => {
   const busy = createFakePool({ "volume.format": { result: null, delayMs: FORMAT_MS } }, { size: 1 });
