@@ -17,7 +17,7 @@
  * | pipeSddl | -pipe-sddl | string (unused in-process: no pipes) | unset |
  * | stateDir | -state-dir | absolute path | /var/lib/csi-proxy (Windows C:\ProgramData\csi-proxy) |
  * | allowedServices | -allowed-service | array of non-empty strings | [] |
- * | logger | — | { info(msg), warning(msg) } functions | one line per message on stderr |
+ * | logger | — | { info(msg), warning(msg) } functions | warnings one line each on stderr, information dropped |
  *
  * Absolute means absolute for the platform (`/…` on Linux; `C:\…` or `\\server\share\…` on
  * Windows); a path with a NUL character is refused. Strings are at most 32 767 characters (the
@@ -46,9 +46,13 @@ const invalid = (option: string, expected: string, got: unknown) =>
 /** The running platform as ProxyConfig names it. */
 export const runningPlatform = (): ProxyConfig["platform"] => (process.platform === "win32" ? "win32" : "linux");
 
-/** Writes each message as one line on stderr: the logger of a library user who gave none. */
+/**
+ * The logger of a library user who gave none: each warning one line on stderr; information (what
+ * the daemon logs at start, e.g. the iSCSI node database in use) is dropped, so a quiet library
+ * stays quiet on a program's stderr.
+ */
 export const stderrLogger: Logger = {
-  info: (msg) => process.stderr.write(`csi-proxy in-process: ${msg}\n`),
+  info: () => {},
   warning: (msg) => process.stderr.write(`csi-proxy in-process: warning: ${msg}\n`),
 };
 

@@ -41,12 +41,15 @@ describe("a ResizeVolume cut short on a slow disk leaves a filesystem fsck accep
   let rig: FaultRig;
   let c: Clients;
   let fuse: SlowFuse | undefined;
+  /** A slower mount for the cap's case: a step must outlast the 5 s cap even on a quiet machine. */
+  let slower: SlowFuse | undefined;
   const loops: { loop: string; bdi: string; saved: [string, string][] }[] = [];
   before(async () => {
     rig = await createFaultRig("slow-resize", ["-host-command-timeout", "5"]);
     await rig.start();
     c = await rig.clients();
     fuse = await startSlowFuse(path.join(rig.dir, "slow"), { writeDelayUs: 50_000, wrapper: rig.ns.enter, mountinfo: `/proc/${rig.ns.enter[2]}/mountinfo` });
+    slower = await startSlowFuse(path.join(rig.dir, "slower"), { writeDelayUs: 250_000, wrapper: rig.ns.enter, mountinfo: `/proc/${rig.ns.enter[2]}/mountinfo` });
   });
   after(async () => {
     c?.close();
@@ -57,17 +60,18 @@ describe("a ResizeVolume cut short on a slow disk leaves a filesystem fsck accep
       spawnSync("losetup", ["--detach", loop], { stdio: "ignore" });
     }
     fuse?.remove();
+    slower?.remove();
     await rig?.close();
   });
 
   /** A 256 MiB disk on the slow mount with a 24 MiB ext4 partition (made on the image directly, fast), as a slow loop device; its volume id. */
-  async function slowVolume(label: string): Promise<{ loop: string; volumeId: string }> {
-    const image = path.join(fuse!.source, label);
+  async function slowVolume(label: string, on: SlowFuse = fuse!): Promise<{ loop: string; volumeId: string }> {
+    const image = path.join(on.source, label);
     writeFileSync(image, "");
     execFileSync("truncate", ["-s", "256M", image]);
     execFileSync("sfdisk", ["-q", image], { input: "label: gpt\nstart=2048, size=49152, type=L\n", stdio: ["pipe", "ignore", "pipe"] });
     execFileSync("mkfs.ext4", ["-q", "-F", "-E", `offset=${MiB}`, image, "24M"], { stdio: "ignore" });
-    const loop = rig.exec("losetup", ["--find", "--show", "--partscan", path.join(fuse!.mountpoint, label)]).trim();
+    const loop = rig.exec("losetup", ["--find", "--show", "--partscan", path.join(on.mountpoint, label)]).trim();
     if (!existsSync(`${loop}p1`)) rig.exec("partx", ["-a", loop]);
     for (const t0 = Date.now(); !existsSync(`${loop}p1`) && Date.now() - t0 < 10_000; ) await sleep(20);
     const bdi = `/sys/class/bdi/${readFileSync(`/sys/block/${path.basename(loop)}/dev`, "utf8").trim()}`;
@@ -76,7 +80,7 @@ describe("a ResizeVolume cut short on a slow disk leaves a filesystem fsck accep
     writeFileSync(`${bdi}/strict_limit`, "1");
     writeFileSync(`${bdi}/max_bytes`, "4096");
     const { diskIDs } = await c.disk.listDiskIDs({});
-    const found = Object.entries(diskIDs as Record<string, { serialNumber: string }>).find(([, ids]) => ids.serialNumber === path.join(fuse!.mountpoint, label));
+    const found = Object.entries(diskIDs as Record<string, { serialNumber: string }>).find(([, ids]) => ids.serialNumber === path.join(on.mountpoint, label));
     assert.ok(found, `disk of ${loop}`);
     const volumeId = (await c.volume.listVolumesOnDisk({ diskNumber: Number(found[0]), partitionNumber: 0 })).volumeIds[0] as string;
     return { loop, volumeId };
@@ -118,7 +122,7 @@ describe("a ResizeVolume cut short on a slow disk leaves a filesystem fsck accep
   });
 
   it("-host-command-timeout 5 during the resize", async () => {
-    const { loop, volumeId } = await slowVolume("cap");
+    const { loop, volumeId } = await slowVolume("cap", slower);
     const t0 = Date.now();
     const err = await c.volume.resizeVolume({ volumeId, sizeBytes: TARGET }, { timeoutMs: 300_000 }).then(() => null, (e: unknown) => e);
     console.log(`cap: answered after ${Date.now() - t0} ms: ${String(err)}`);
