@@ -16,7 +16,7 @@ export interface Daemon {
   addresses: string[];
   /** The bound metrics address when -metrics-bind-address is set. */
   metricsAddress?: string;
-  /** Stops serving: listeners closed, connections ended, sockets removed; then the hosts' process-long resources released (compose.ts). Idempotent. */
+  /** Stops serving: listeners closed, connections ended, sockets removed; then the hosts' process-long resources released (compose.ts; on Windows this waits for a Format or Resize still running, at most 15 min). Idempotent. */
   stop(): Promise<void>;
 }
 
@@ -59,7 +59,7 @@ async function startServing(config: ProxyConfig, options: { logger: Logger; metr
     stop: async () => {
       // The metrics connections are closed at once, whatever their scrapers do; the endpoints let calls in flight answer.
       await Promise.all([metricsServer?.close(), serving.stop()]);
-      await releaseHostResources(config.platform);
+      await releaseHostResources(config.platform, logger);
     },
   };
 }

@@ -25,10 +25,16 @@ export async function createServices(config: ProxyConfig): Promise<Services> {
 
 /**
  * Releases what the hosts hold for the daemon's life once its calls have answered (Linux: the
- * kernel's task listing, kernel-task-listing.ts). Idempotent; a later call opens what it needs again.
+ * kernel's task listing, kernel-task-listing.ts; Windows: the PowerShell worker pools, waiting for a
+ * Format or Resize still running, at most 15 min, logged through `log`: daemon-pools.ts).
+ * Idempotent; a later call opens what it needs again (Windows: pools are closed for good).
  */
-export async function releaseHostResources(platform: ProxyConfig["platform"]): Promise<void> {
-  if (platform === "win32") return;
+export async function releaseHostResources(platform: ProxyConfig["platform"], log?: { warning(msg: string): void; info(msg: string): void }): Promise<void> {
+  if (platform === "win32") {
+    const { closeDaemonPools } = await import("../host/windows/powershell/daemon-pools.ts");
+    await closeDaemonPools(log ?? { warning: () => {}, info: () => {} });
+    return;
+  }
   await (await import("./linux.ts")).releaseLinuxResources();
 }
 

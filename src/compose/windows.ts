@@ -32,6 +32,7 @@ import { createLocalLookup } from "../host/windows/local-lookup.ts";
 import { DRIVE_FIXED } from "../win32/win32-constants.ts";
 import { createWindowsBlockServices } from "./windows-block-services.ts";
 import { PowerShellPool, powershellExe } from "../host/windows/powershell/powershell-pool.ts";
+import { stopsWithDaemon } from "../host/windows/powershell/daemon-pools.ts";
 import { powershellArgs } from "../host/windows/powershell/scripts/worker-script.ts";
 import { SMB_ISCSI_SYSTEM_OPS, SMB_ISCSI_SYSTEM_SCRIPT } from "../host/windows/powershell/scripts/worker-ops-smb-iscsi-system.ts";
 import { WindowsSmbHost } from "../host/windows/smb.ts";
@@ -39,11 +40,12 @@ import { WindowsIscsiHost } from "../host/windows/iscsi.ts";
 import { WindowsSystemHost } from "../host/windows/system.ts";
 
 /** The worker pool of the SMB, iSCSI and System hosts: its own constant script, its own workers. */
-export function createSmbIscsiSystemPool(options: { file?: string; size?: number } = {}): PowerShellPool {
+export function createSmbIscsiSystemPool(options: { file?: string; size?: number; log?: (msg: string) => void } = {}): PowerShellPool {
   return new PowerShellPool({
     command: { file: options.file ?? powershellExe(), args: powershellArgs(SMB_ISCSI_SYSTEM_SCRIPT) },
     ops: SMB_ISCSI_SYSTEM_OPS,
     size: options.size ?? 2,
+    ...(options.log ? { log: options.log } : {}),
   });
 }
 
@@ -64,8 +66,11 @@ export async function createWindowsServices(config: ProxyConfig): Promise<Servic
     resolve: gateLearningResolver(createFsResolver(fsPromises, "win32"), gate, keys),
   });
   const locks = nodeLocks(config, trust.smb);
-  const { disk, volume } = createWindowsBlockServices({ win32, locks });
-  const pool = createSmbIscsiSystemPool();
+  // Both pools are closed by the daemon's stop, which waits for a Format or Resize still running (daemon-pools.ts).
+  const log = config.logger ? (msg: string) => config.logger!.warning(msg) : undefined;
+  const { disk, volume, pool: storagePool } = createWindowsBlockServices({ win32, locks, ...(log ? { log } : {}) });
+  stopsWithDaemon(storagePool);
+  const pool = stopsWithDaemon(createSmbIscsiSystemPool(log ? { log } : {}));
   const smb = await createSmbGroup({
     host: new WindowsSmbHost(pool, win32),
     policy,

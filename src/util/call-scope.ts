@@ -69,6 +69,8 @@ export interface Outliving {
 
 interface Scope {
   readonly signal: AbortSignal | undefined;
+  /** The call's identity, the same in the scopes nested in it ({@link runCollectingOutliving}): {@link callKey}. */
+  readonly call: object;
   readonly outliving: Outliving[];
   /** Descriptors of the device locks the call holds (node-locks.ts), handed to the tools that write the device. */
   readonly lockFds?: readonly number[];
@@ -78,12 +80,21 @@ const scopes = new AsyncLocalStorage<Scope>();
 
 /** Runs `fn` in a scope of its own carrying `options.signal` (a nested call gets a new scope; its outliving work is its own). */
 export function runInCall<T>(options: CallOptions | undefined, fn: () => Promise<T>): Promise<T> {
-  return scopes.run({ signal: options?.signal, outliving: [] }, fn);
+  return scopes.run({ signal: options?.signal, call: {}, outliving: [] }, fn);
 }
 
 /** The signal of the call this code runs for, or undefined outside a call. */
 export function callSignal(): AbortSignal | undefined {
   return scopes.getStore()?.signal;
+}
+
+/**
+ * An object that stands for the call this code runs for (the same in scopes nested in it, e.g. under
+ * an operation lock), to key what a host keeps for one call only (a WeakMap lets it go with the
+ * call); undefined outside a call.
+ */
+export function callKey(): object | undefined {
+  return scopes.getStore()?.call;
 }
 
 /** Records work of the current call that goes on after its answer (nothing outside a scope). */
@@ -110,7 +121,7 @@ export function deviceLockFds(): readonly number[] {
  * left running. `lockFds`: device lock descriptors `fn` holds, added to those of the current scope.
  */
 export async function runCollectingOutliving<T>(fn: () => Promise<T>, lockFds: readonly number[] = []): Promise<{ outcome: PromiseSettledResult<T>; outliving: Outliving[] }> {
-  const scope: Scope = { signal: callSignal(), outliving: [], lockFds: [...deviceLockFds(), ...lockFds] };
+  const scope: Scope = { signal: callSignal(), call: callKey() ?? {}, outliving: [], lockFds: [...deviceLockFds(), ...lockFds] };
   const outcome = await scopes.run(scope, () => fn().then((value) => ({ status: "fulfilled" as const, value }), (reason: unknown) => ({ status: "rejected" as const, reason })));
   return { outcome, outliving: scope.outliving };
 }

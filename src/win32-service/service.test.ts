@@ -99,3 +99,25 @@ test("a failing stop still reports STOPPED, with exit code 1066 / 2", async () =
   await settle();
   assert.deepEqual(h.reports.at(-1), [ServiceState.STOPPED, 0, 1066, 2]);
 });
+
+test("a long stop (waiting for a Format) reports STOP_PENDING again every checkpoint interval until STOPPED", async () => {
+  const reports: number[] = [];
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  const controller = createServiceController(
+    { start: async () => {}, stop: () => held, log: () => {} },
+    { report: (state) => void reports.push(state) },
+    { checkpointMs: 20 },
+  );
+  await controller.main();
+  controller.control(ServiceControl.STOP);
+  await new Promise((r) => setTimeout(r, 110));
+  const pending = reports.filter((s) => s === ServiceState.STOP_PENDING).length;
+  release();
+  assert.ok(pending >= 3, `STOP_PENDING reported ${pending} times while the stop ran`);
+  while (controller.state !== ServiceState.STOPPED) await new Promise((r) => setTimeout(r, 5));
+  const after = reports.length;
+  await new Promise((r) => setTimeout(r, 60));
+  assert.equal(reports.length, after, "no report after STOPPED");
+  assert.equal(reports.at(-1), ServiceState.STOPPED);
+});

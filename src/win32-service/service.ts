@@ -43,10 +43,17 @@ export interface StatusReporter {
 }
 
 /**
- * The service's control logic (no FFI): ServiceMain → `main()`, HandlerEx → `control(code)`
- * (returns HandlerEx's return value). Exposed for unit tests.
+ * While a stop runs, STOP_PENDING is reported again this often (ms), each time with the next
+ * checkpoint, inside the 30 s wait hint: the SCM sees a stop that waits for a Format or Resize
+ * (at most 15 min, powershell/daemon-pools.ts) progressing, not hung.
  */
-export function createServiceController(hooks: ServiceHooks, reporter: StatusReporter) {
+export const STOP_CHECKPOINT_MS = 10_000;
+
+/**
+ * The service's control logic (no FFI): ServiceMain → `main()`, HandlerEx → `control(code)`
+ * (returns HandlerEx's return value). Exposed for unit tests (`checkpointMs`: {@link STOP_CHECKPOINT_MS}).
+ */
+export function createServiceController(hooks: ServiceHooks, reporter: StatusReporter, options: { checkpointMs?: number } = {}) {
   let state: number = ServiceState.STOPPED;
   let accepts = 0;
   let exitCode = { win32: NO_ERROR, specific: 0 };
@@ -60,11 +67,14 @@ export function createServiceController(hooks: ServiceHooks, reporter: StatusRep
   const stop = (reason: "stop" | "shutdown") => {
     stopping ??= (async () => {
       set(ServiceState.STOP_PENDING);
+      const checkpoints = setInterval(() => reporter.report(ServiceState.STOP_PENDING, 0, exitCode), options.checkpointMs ?? STOP_CHECKPOINT_MS);
       try {
         await hooks.stop(reason);
       } catch (err) {
         hooks.log(`stopping failed: ${(err as Error)?.message ?? err}`);
         exitCode = { win32: ERROR_SERVICE_SPECIFIC_ERROR, specific: 2 };
+      } finally {
+        clearInterval(checkpoints);
       }
       set(ServiceState.STOPPED);
     })();

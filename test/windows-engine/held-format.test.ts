@@ -20,13 +20,14 @@ const FORMAT_MS = 4000;
 
 const world: World = {
   instances: [
+    { id: "d1", ns: STORAGE, class: "MSFT_Disk", props: { Number: 1, Location: "", Path: "\\\\?\\scsi#disk#1", SerialNumber: "SN1", Size: "10737418240", IsOffline: false, PartitionStyle: 2 } },
     { id: "p1", ns: STORAGE, class: "MSFT_Partition", props: { DiskNumber: 1, PartitionNumber: 2, GptType: "{ebd0a0a2-b9e5-4433-87c0-68b6b72699c7}", MbrType: null, Size: "1073741824", Offset: "16777216", DriveLetter: 0, AccessPaths: [VOLUME] } },
     { id: "v1", ns: STORAGE, class: "MSFT_Volume", props: { UniqueId: VOLUME, FileSystemType: 0, FileSystem: "", Size: "1073741824", SizeRemaining: "0" } },
   ],
-  links: [["p1", "v1"]],
+  links: [["p1", "v1"], ["d1", "p1"]],
   results: { "MSFT_Volume.Format": { __sleepMs: FORMAT_MS } },
 };
-const expect = { fileSystemType: "0", accessPaths: "", offset: "16777216", size: "1073741824" };
+const expect = { fileSystemType: "0", accessPaths: "", diskNumber: "1", partitionNumber: "2", offset: "16777216", size: "1073741824", isOffline: "False" };
 
 describe("a Format handed to Windows is never cut short", { skip }, () => {
   const engine = createEngine();

@@ -73,9 +73,9 @@ for (const culture of ["de-DE", "tr-TR"]) {
 
     it("volume.format calls MSFT_Volume.Format with typed arguments and Force=false", async () => {
       const id = "\\\\?\\Volume{f}\\";
-      engine.setWorld({ instances: [partition(1, 1), volume(id, { FileSystemType: 0, FileSystem: "" })], links: [["p1.1", id]] });
+      engine.setWorld({ instances: [disk(1), partition(1, 1), volume(id, { FileSystemType: 0, FileSystem: "" })], links: [["p1.1", id], ["d1", "p1.1"]] });
       engine.resetCalls();
-      await pool.call("volume.format", { volumeId: id, expect: { fileSystemType: "0", accessPaths: "", offset: "1048576", size: "1048576" } });
+      await pool.call("volume.format", { volumeId: id, expect: { fileSystemType: "0", accessPaths: "", diskNumber: "1", partitionNumber: "1", offset: "1048576", size: "1048576", isOffline: "False" } });
       const format = engine.calls().find((c) => c.method === "Format") as { arguments: Record<string, { type: string; value: string }>; violation: string | null };
       assert.equal(format.violation, null);
       assert.deepEqual(format.arguments.Force, { type: "Boolean", value: "False" });

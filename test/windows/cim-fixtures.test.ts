@@ -5,6 +5,7 @@
  * reports them, STORAGE_DEVICE_ID_DESCRIPTOR buffers, Win32 error codes — and the Windows disk and
  * volume services' decisions (upstream master's, docs/upstream-behaviour.md: Disk, Volume) over them.
  */
+import { volumeFactsAnswer } from "./volume-facts-answer.ts";
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Code, CsiProxyError } from "../../src/errors.ts";
@@ -91,7 +92,7 @@ test("errors reported by the worker reach callers as coded errors, with the op a
   const e1 = await reject(disk.getDisk(9));
   assert.equal(e1.code, Code.NotFound);
   assert.equal(e1.message, "disk.get: Not found");
-  const e2 = await reject(vol.formatVolume("v", { fileSystemType: "0", accessPaths: "", offset: "0", size: "0" }));
+  const e2 = await reject(vol.formatVolume("v", { fileSystemType: "0", accessPaths: "", diskNumber: "1", partitionNumber: "2", offset: "0", size: "0", isOffline: "False" }));
   assert.equal(e2.code, Code.PermissionDenied);
   assert.match(e2.message, /MSFT_Volume.Format failed: code=40001/);
   const e3 = await reject(vol.getVolume("\\\\?\\Volume{nope}\\"));
@@ -306,6 +307,9 @@ function fakeWin32(state: { mounts: Map<string, string>; tags?: Map<string, numb
   return { w, calls };
 }
 
+/** A `volume.facts` answer: the volume, its partition, whether its disk is offline. */
+const facts = (volume: typeof VOL = VOL, partition: typeof DATA = DATA, isOffline = false) => volumeFactsAnswer(volume, partition, isOffline);
+
 function volumeService(fixtures: Record<string, unknown>, state: Parameters<typeof fakeWin32>[0]) {
   const p = pool(fixtures);
   const { w, calls } = fakeWin32(state);
@@ -317,7 +321,7 @@ function volumeService(fixtures: Record<string, unknown>, state: Parameters<type
 
 test("MountVolume: SetVolumeMountPoint with trailing backslashes; idempotent for the same volume; another volume is FailedPrecondition", async () => {
   const state = { mounts: new Map<string, string>() };
-  const { svc, calls } = volumeService({ "volume.get": { result: VOL }, "volume.partition": { result: DATA } }, state);
+  const { svc, calls } = volumeService({ "volume.facts": facts() }, state);
   const target = "C:\\var\\lib\\kubelet\\plugins\\pd\\globalmount";
   await svc.mountVolume({ volumeId: VOL.uniqueId, targetPath: target });
   await svc.mountVolume({ volumeId: VOL.uniqueId, targetPath: target + "\\" });
@@ -334,19 +338,19 @@ test("MountVolume: SetVolumeMountPoint with trailing backslashes; idempotent for
 test("UnmountVolume: flushes first, refuses another volume, is not idempotent", async () => {
   const target = "C:\\k\\m";
   const state = { mounts: new Map([[target + "\\", VOL.uniqueId]]) };
-  const { svc, p, calls } = volumeService({ "volume.get": { result: VOL }, "volume.partition": { result: DATA } }, state);
+  const { svc, p, calls } = volumeService({ "volume.facts": facts() }, state);
   assert.equal(codeOf(await reject(svc.unmountVolume({ volumeId: "\\\\?\\Volume{other}\\", targetPath: target }))), Code.FailedPrecondition);
   await svc.unmountVolume({ volumeId: VOL.uniqueId, targetPath: target });
   assert.deepEqual(calls, [`delete ${target}\\`]);
   // flushed once, before the mount point was deleted (the refused call flushes nothing)
-  assert.deepEqual(p.recorded().requests.map((r) => r.op).filter((op) => op !== "volume.partition"), ["volume.flush"]);
+  assert.deepEqual(p.recorded().requests.map((r) => r.op).filter((op) => op !== "volume.facts"), ["volume.flush"]);
   const again = await reject(svc.unmountVolume({ volumeId: VOL.uniqueId, targetPath: target }));
   assert.equal(again.code, Code.NotFound);
   assert.match(again.message, /is not a mount point/);
 });
 
 test("IsVolumeFormatted / FormatVolume: Unknown formats NTFS, an unused NTFS is formatted again, another file system is refused", async () => {
-  const { svc, p } = volumeService({ "volume.partition": { result: DATA }, "volume.get": [...[1, 2, 3].map(() => ({ result: { ...VOL, fileSystemType: 0, fileSystem: "" } })), { result: VOL }, { result: VOL }, { result: { ...VOL, fileSystemType: 15, fileSystem: "ReFS" } }] }, { mounts: new Map() });
+  const { svc, p } = volumeService({ "volume.facts": [facts({ ...VOL, fileSystemType: 0, fileSystem: "" }), facts({ ...VOL, fileSystemType: 0, fileSystem: "" }), facts(), facts({ ...VOL, fileSystemType: 15, fileSystem: "ReFS" })] }, { mounts: new Map() });
   assert.deepEqual(await svc.isVolumeFormatted({ volumeId: VOL.uniqueId }), { formatted: false });
   await svc.formatVolume({ volumeId: VOL.uniqueId });
   await svc.formatVolume({ volumeId: VOL.uniqueId });
@@ -354,12 +358,12 @@ test("IsVolumeFormatted / FormatVolume: Unknown formats NTFS, an unused NTFS is 
   assert.equal(e.code, Code.FailedPrecondition);
   assert.match(e.message, /already holds ReFS/);
   const formats = p.recorded().requests.filter((r) => r.op === "volume.format");
-  assert.deepEqual(formats.map((r) => r.args.expect), [0, 14].map((t) => ({ fileSystemType: String(t), accessPaths: "", offset: DATA.offset, size: DATA.size })), "the facts decided on, for the worker to compare");
+  assert.deepEqual(formats.map((r) => r.args.expect), [0, 14].map((t) => ({ fileSystemType: String(t), accessPaths: "", diskNumber: "1", partitionNumber: "2", offset: DATA.offset, size: DATA.size, isOffline: "False" })), "the facts decided on, for the worker to compare");
 });
 
 test("ResizeVolume: 0 = GetSupportedSize max, growth under 100 MiB and shrinking are no-ops, negative is InvalidArgument", async () => {
   const size = 10720641024n;
-  const { svc, p } = volumeService({ "volume.partition": { result: DATA }, "volume.get": { result: VOL }, "volume.supportedSize": { result: { sizeMin: "1000", sizeMax: "21474836480" } } }, { mounts: new Map() });
+  const { svc, p } = volumeService({ "volume.facts": facts(), "volume.supportedSize": { result: { sizeMin: "1000", sizeMax: "21474836480" } } }, { mounts: new Map() });
   await svc.resizeVolume({ volumeId: VOL.uniqueId, sizeBytes: 0n });
   await svc.resizeVolume({ volumeId: VOL.uniqueId, sizeBytes: size + MIN_GROWTH - 1n });
   await svc.resizeVolume({ volumeId: VOL.uniqueId, sizeBytes: size - 1n });
@@ -371,12 +375,12 @@ test("ResizeVolume: 0 = GetSupportedSize max, growth under 100 MiB and shrinking
 });
 
 test("GetVolumeStats, GetDiskNumberFromVolumeID, WriteVolumeCache, ListVolumesOnDisk", async () => {
-  const { svc, p } = volumeService({ "volume.get": { result: VOL }, "volume.partition": { result: DATA }, "volume.listOnDisk": { result: [] } }, { mounts: new Map() });
+  const { svc, p } = volumeService({ "volume.get": { result: VOL }, "volume.facts": facts(), "volume.listOnDisk": { result: [] } }, { mounts: new Map() });
   assert.deepEqual(await svc.getVolumeStats({ volumeId: VOL.uniqueId }), { totalBytes: 10720636928n, usedBytes: 10720636928n - 10654351360n });
   assert.deepEqual(await svc.getDiskNumberFromVolumeId({ volumeId: VOL.uniqueId }), { diskNumber: 1 });
   await svc.writeVolumeCache({ volumeId: VOL.uniqueId });
   assert.deepEqual(await svc.listVolumesOnDisk({ diskNumber: 4, partitionNumber: 0 }), { volumeIds: [] });
-  assert.deepEqual(p.recorded().requests.map((r) => r.op), ["volume.get", "volume.partition", "volume.flush", "volume.listOnDisk"]);
+  assert.deepEqual(p.recorded().requests.map((r) => r.op), ["volume.get", "volume.facts", "volume.flush", "volume.listOnDisk"]);
   for (const call of [() => svc.getVolumeStats({ volumeId: "" }), () => svc.writeVolumeCache({ volumeId: "" }), () => svc.formatVolume({ volumeId: "" })]) {
     const e = await reject(call());
     assert.equal(e.code, Code.InvalidArgument);

@@ -19,6 +19,7 @@ import { WORKER_SCRIPT } from "../../src/host/windows/powershell/scripts/worker-
 import { IO_REPARSE_TAG_MOUNT_POINT } from "../../src/win32/win32-constants.ts";
 import { Code, CsiProxyError } from "../../src/errors.ts";
 import { createFakePool } from "./fake-pool.ts";
+import { volumeFactsAnswer } from "./volume-facts-answer.ts";
 import { HOSTILE, requestRecorder, testHostileStringsReachWorkerAsData, type WorkerOperation } from "./injection-harness.ts";
 
 const volumeRecord = { uniqueId: "\\\\?\\Volume{1}\\", fileSystemType: 14, fileSystem: "NTFS", size: "1000", sizeRemaining: "400" };
@@ -29,7 +30,7 @@ const fixtures = {
   "disk.partitions": { result: [] },
   "volume.listOnDisk": { result: [] },
   "volume.get": { result: volumeRecord },
-  "volume.partition": { result: partitionRecord },
+  "volume.facts": volumeFactsAnswer(volumeRecord, partitionRecord),
   "volume.supportedSize": { result: { sizeMin: "1", sizeMax: "1000000000000" } },
 };
 
@@ -50,7 +51,7 @@ const disk = new WindowsDiskCim(fake.pool, noIoctls);
 const volume = new WindowsVolumeCim(fake.pool, {} as VolumeWin32);
 
 /** The facts a write was decided on travel as data too (expected-facts.ts): every field carries the hostile string. */
-const volumeFacts = (s: string) => ({ fileSystemType: s, accessPaths: s, offset: s, size: s });
+const volumeFacts = (s: string) => ({ fileSystemType: s, accessPaths: s, diskNumber: s, partitionNumber: s, offset: s, size: s, isOffline: s });
 const diskFacts = (s: string) => ({ path: s, size: s, isOffline: s, partitionStyle: s });
 
 /** Every worker operation of the Windows hosts: how to call it with `s` in each string field, and the args expected on the wire. */
@@ -66,9 +67,9 @@ const operations: WorkerOperation[] = [
   { name: "disk.setDiskOnline", op: "disk.setOnline", call: (s) => disk.setDiskOnline(7, false, diskFacts(s)), args: (s) => ({ diskNumber: 7, online: false, expect: diskFacts(s) }) },
   { name: "volume.listVolumesOnDisk", op: "volume.listOnDisk", call: () => volume.listVolumesOnDisk(7, 0), args: () => ({ diskNumber: 7, partitionNumber: 0 }) },
   { name: "volume.getVolume", op: "volume.get", call: (s) => volume.getVolume(s), args: (s) => ({ volumeId: s }) },
+  { name: "volume.getVolumeFacts", op: "volume.facts", call: (s) => volume.getVolumeFacts(s), args: (s) => ({ volumeId: s }) },
   { name: "volume.formatVolume", op: "volume.format", call: (s) => volume.formatVolume(s, volumeFacts(s)), args: (s) => ({ volumeId: s, expect: volumeFacts(s) }) },
   { name: "volume.flushVolume", op: "volume.flush", call: (s) => volume.flushVolume(s), args: (s) => ({ volumeId: s }) },
-  { name: "volume.getVolumePartition", op: "volume.partition", call: (s) => volume.getVolumePartition(s), args: (s) => ({ volumeId: s }) },
   { name: "volume.getPartitionSupportedSize", op: "volume.supportedSize", call: (s) => volume.getPartitionSupportedSize(s), args: (s) => ({ volumeId: s }) },
   { name: "volume.storageBusy", op: "volume.busy", call: (s) => volume.storageBusy(s), args: (s) => ({ volumeId: s }) },
   { name: "volume.resizePartition", op: "volume.resize", call: (s) => volume.resizePartition(s, 123456789012345678n, volumeFacts(s)), args: (s) => ({ volumeId: s, size: "123456789012345678", expect: volumeFacts(s) }) },

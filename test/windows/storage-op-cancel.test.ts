@@ -27,7 +27,7 @@ const requestsSeen = (f: ReturnType<typeof createFakePool>) => {
 
 const alive = processAlive;
 /** The facts a write was decided on (expected-facts.ts); the fake worker does not compare them. */
-const FACTS = { fileSystemType: "14", accessPaths: "", offset: "1048576", size: "1073741824" };
+const FACTS = { fileSystemType: "14", accessPaths: "", diskNumber: "1", partitionNumber: "2", offset: "1048576", size: "1073741824", isOffline: "False" };
 
 for (const [op, run] of [
   ["volume.format", (cim: WindowsVolumeCim) => cim.formatVolume("\\\\?\\Volume{1}\\", FACTS)],

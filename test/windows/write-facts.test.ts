@@ -3,8 +3,10 @@
  * a write and hand them to the service's check (policy/block-policy.ts), and the worker script gets
  * those facts as data (host/windows/expected-facts.ts) and refuses only when they changed. Checked
  * here: the script's only FailedPrecondition is `Unchanged`, every write op runs it on the same
- * facts the TypeScript side sends; the hosts obey whatever the check says; a fact that changed
- * between the service's look and the write is refused before the write's worker call.
+ * facts the TypeScript side sends, and those carry every fact the service's rule is given; the hosts
+ * obey whatever the check says; a FormatVolume is 2 worker calls (the call's one read, the Format).
+ * The worker's own refusal of a changed fact runs on the real engine
+ * (test/windows-engine/storage-ops.test.ts).
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -24,12 +26,14 @@ import { GPT_BASIC_DATA } from "../../src/host/windows/powershell/cim-types.ts";
 import { rejectsWithCode } from "../helpers/assert-coded.ts";
 import { runInCall } from "../../src/util/call-scope.ts";
 import { fakePoolsClosedAfter, type FakePool } from "./fake-pool.ts";
+import { volumeFactsAnswer } from "./volume-facts-answer.ts";
 
 const pool = fakePoolsClosedAfter();
 const ops = (p: FakePool) => p.recorded().requests.map((r) => r.op);
 
 const DATA = { diskNumber: 1, partitionNumber: 2, gptType: GPT_BASIC_DATA, mbrType: null, size: "10720641024", offset: "16794624", driveLetter: "\u0000", accessPaths: [] as string[] };
 const VOL = { uniqueId: "\\\\?\\Volume{3b9b4f61-1d2e-4c1b-9a3f-2d5c0b1f4c2a}\\", fileSystemType: 14, fileSystem: "NTFS", size: "10720636928", sizeRemaining: "10654351360" };
+const FACTS = (volume: typeof VOL = VOL, partition: typeof DATA = DATA, isOffline = false) => volumeFactsAnswer(volume, partition, isOffline);
 const DISK = { number: 1, location: "", path: "\\\\?\\scsi#disk&ven_google#1", serialNumber: null, size: "10737418240", isOffline: false, partitionStyle: 0 };
 
 // ---- the worker script ------------------------------------------------------------------------
@@ -46,7 +50,7 @@ function block(startMarker: string): string {
   assert.fail(`unbalanced ${startMarker}`);
 }
 /** The keys of the hashtable a facts function of the script returns. */
-const keysOf = (fn: string) => [...block(`function ${fn}(`).matchAll(/(\w+) = /g)].map((m) => m[1]).sort();
+const keysOf = (fn: string) => [...new Set([...block(`function ${fn}(`).matchAll(/(\w+) = /g)].map((m) => m[1]))].sort();
 
 test("the worker refuses only facts that changed: its one FailedPrecondition is Unchanged's, run by every write op before its CIM call", () => {
   const unchanged = block("function Unchanged(");
@@ -70,9 +74,9 @@ test("the worker refuses only facts that changed: its one FailedPrecondition is 
 
 test("the facts the worker compares are the ones the hosts send, spelled the same", () => {
   const partition = parsePartition("t", { ...DATA, driveLetter: "E", accessPaths: ["E:\\", "C:\\mnt\\x\\"] });
-  const volume = expectedVolumeFacts(partition, parseVolume("t", VOL));
+  const volume = expectedVolumeFacts(partition, parseVolume("t", VOL), true);
   assert.deepEqual(Object.keys(volume).sort(), keysOf("VolumeFacts"));
-  assert.deepEqual(volume, { fileSystemType: "14", accessPaths: "E:\\, C:\\mnt\\x\\", offset: "16794624", size: "10720641024" });
+  assert.deepEqual(volume, { fileSystemType: "14", accessPaths: "E:\\, C:\\mnt\\x\\", diskNumber: "1", partitionNumber: "2", offset: "16794624", size: "10720641024", isOffline: "True" });
   const disk = expectedDiskFacts(parseDisk("t", { ...DISK, isOffline: true }));
   assert.deepEqual(Object.keys(disk).sort(), keysOf("DiskFacts"));
   assert.deepEqual(disk, { path: DISK.path, size: "10737418240", isOffline: "True", partitionStyle: "0" }); // [string][bool] is True/False in PowerShell
@@ -81,7 +85,7 @@ test("the facts the worker compares are the ones the hosts send, spelled the sam
 // ---- the hosts --------------------------------------------------------------------------------
 
 test("volume host: the check gets the facts read right before the write; what it lets through is written with those facts as expect", async () => {
-  const p = pool({ "volume.partition": { result: { ...DATA, driveLetter: "E", accessPaths: ["E:\\"] } }, "volume.get": { result: { ...VOL, fileSystemType: 15, fileSystem: "ReFS" } } });
+  const p = pool({ "volume.facts": FACTS({ ...VOL, fileSystemType: 15, fileSystem: "ReFS" }, { ...DATA, driveLetter: "E", accessPaths: ["E:\\"] }) });
   const host = new WindowsVolumeHost(p.pool, {} as VolumeWin32);
   const seen: VolumeFacts[] = [];
   const passAll: WriteCheck = async (facts) => void seen.push(facts);
@@ -90,7 +94,7 @@ test("volume host: the check gets the facts read right before the write; what it
   assert.deepEqual(seen[0].location.accessPaths, ["E:\\"]);
   assert.equal(seen[0].content?.fileSystem, "ReFS");
   const format = p.recorded().requests.find((r) => r.op === "volume.format");
-  assert.deepEqual(format?.args, { volumeId: VOL.uniqueId, expect: { fileSystemType: "15", accessPaths: "E:\\", offset: DATA.offset, size: DATA.size } });
+  assert.deepEqual(format?.args, { volumeId: VOL.uniqueId, expect: { fileSystemType: "15", accessPaths: "E:\\", diskNumber: "1", partitionNumber: "2", offset: DATA.offset, size: DATA.size, isOffline: "False" } });
 
   const no: WriteCheck = async () => {
     throw new CsiProxyError(Code.FailedPrecondition, "the service says no");
@@ -101,12 +105,30 @@ test("volume host: the check gets the facts read right before the write; what it
   assert.ok(!ops(p).slice(before).some((op) => op === "volume.format" || op === "volume.resize"), "nothing written");
 });
 
-test("FormatVolume: a drive letter assigned between the service's look and the write is refused at the write, nothing written", async () => {
-  // The service's look: no access path; the write's own reading: E:.
-  const p = pool({ "volume.partition": [{ result: DATA }, { result: DATA }, { result: { ...DATA, driveLetter: "E", accessPaths: ["E:\\"] } }], "volume.get": { result: VOL } });
+test("FormatVolume is 2 worker calls: the call's one read of the volume, its partition and its disk, then the Format carrying those facts", async () => {
+  const p = pool({ "volume.facts": FACTS({ ...VOL, fileSystemType: 0, fileSystem: "" }) });
   const svc = createVolumeService({ host: new WindowsVolumeHost(p.pool, {} as VolumeWin32) });
-  await rejectsWithCode(svc.formatVolume({ volumeId: VOL.uniqueId }), Code.FailedPrecondition, /refusing to format volume .*: it is in use at E:\\/);
-  assert.deepEqual(ops(p), ["volume.partition", "volume.partition", "volume.get", "volume.partition", "volume.get"]);
+  await svc.formatVolume({ volumeId: VOL.uniqueId });
+  assert.deepEqual(ops(p), ["volume.facts", "volume.format"]);
+  assert.deepEqual(p.recorded().requests[1].args.expect, { fileSystemType: "0", accessPaths: "", diskNumber: "1", partitionNumber: "2", offset: DATA.offset, size: DATA.size, isOffline: "False" });
+  // each call reads again: a second FormatVolume does not reuse the first one's read
+  await svc.formatVolume({ volumeId: VOL.uniqueId });
+  assert.deepEqual(ops(p), ["volume.facts", "volume.format", "volume.facts", "volume.format"]);
+});
+
+test("FormatVolume keeps every refusal on the call's one read: a drive letter, an access path, foreign data, an offline disk; nothing written", async () => {
+  const cases: [ReturnType<typeof FACTS>, RegExp][] = [
+    [FACTS(VOL, { ...DATA, driveLetter: "E", accessPaths: ["E:\\"] }), /refusing to format volume .*: it is in use at E:\\/],
+    [FACTS(VOL, { ...DATA, accessPaths: ["C:\\mnt\\x\\"] }), /refusing to format volume .*: it is in use at C:\\mnt\\x\\/],
+    [FACTS({ ...VOL, fileSystemType: 15, fileSystem: "ReFS" }), /already holds ReFS/],
+    [FACTS(VOL, DATA, true), /offline/],
+  ];
+  for (const [read, message] of cases) {
+    const p = pool({ "volume.facts": read });
+    const svc = createVolumeService({ host: new WindowsVolumeHost(p.pool, {} as VolumeWin32) });
+    await rejectsWithCode(svc.formatVolume({ volumeId: VOL.uniqueId }), Code.FailedPrecondition, message);
+    assert.deepEqual(ops(p), ["volume.facts"], String(message));
+  }
 });
 
 test("disk host: the check gets the disk and its partitions read right before the write; the worker gets the disk's facts as expect", async () => {
@@ -127,7 +149,7 @@ test("PartitionDisk: another disk behind the number at the write is refused befo
 });
 
 test("a call aborted between a write's checks and its worker call: the write is never sent; the signal's code, saying nothing was changed", async () => {
-  const p = pool({ "volume.partition": { result: DATA }, "volume.get": { result: VOL }, "disk.get": { result: DISK }, "disk.partitions": { result: [] } });
+  const p = pool({ "volume.facts": FACTS(), "disk.get": { result: DISK }, "disk.partitions": { result: [] } });
   const volumes = new WindowsVolumeHost(p.pool, {} as VolumeWin32);
   const disks = new WindowsDiskHost(p.pool, {} as DiskIoctls);
   const writes = ["volume.format", "volume.resize", "disk.initialize", "disk.createPartition", "disk.setOnline"];

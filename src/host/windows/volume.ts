@@ -3,9 +3,18 @@
  * the PowerShell worker pool, volume mount points through Win32 ({@link WindowsVolumeCim}), reported
  * in the group's terms. Decisions are volume-service.ts's (upstream master's, docs/upstream-behaviour.md,
  * Volume). The uses of a volume are those of its partition (host/windows/disk.ts says which Windows
- * reports), plus its drive letter and access paths; whether its disk is online is not reported
- * with it. Before each write the host hands the facts it reads to the service's check, and the
- * worker call that writes gets them as `expect` and refuses only a change (expected-facts.ts).
+ * reports), plus its drive letter and access paths, and whether its disk is offline.
+ *
+ * One read per call: within one call of the service (util/call-scope.ts callKey) the volume's
+ * look-ups — where it is, what it holds, the facts a Format or Resize is decided on — are answered
+ * from one worker call (`volume.facts`: the volume, its partition and its disk's offline state),
+ * taken at the call's first look-up (before the disk's lock), so a FormatVolume is 2 worker round
+ * trips: that read and the Format. The write's own worker call gets those facts as `expect` and
+ * compares them with what it reads in the same PowerShell call, right before the CIM method
+ * (expected-facts.ts): a change since the read — by another call while this one waited for the
+ * lock, or outside csi-proxy — is refused there (FailedPrecondition, nothing written). A mount has
+ * no such same-call check (SetVolumeMountPointW is Win32), so it decides on a read of its own taken
+ * right before it. Every write ends the call's read: later look-ups read again.
  */
 import * as path from "node:path";
 import type { FilesystemGrowth, MountedVolume, VolumeContent, VolumeFacts, VolumeHostApi, VolumeLocation, VolumeUsage, WriteCheck } from "../../groups/volume/host-api.ts";
@@ -16,9 +25,9 @@ import type { PowerShellPool } from "./powershell/powershell-pool.ts";
 import { inspectDirectory } from "../inspect-directory.ts";
 import { WindowsVolumeCim, type VolumeWin32 } from "./powershell/volume-cim.ts";
 import { FileSystemType, type CimPartition, type CimVolume } from "./powershell/cim-types.ts";
-import { expectedVolumeFacts, type ExpectedVolumeFacts } from "./powershell/expected-facts.ts";
+import type { ExpectedVolumeFacts } from "./powershell/expected-facts.ts";
 import { partitionName, partitionUse, systemDriveLetter } from "./disk.ts";
-import { callSignal } from "../../util/call-scope.ts";
+import { callKey, callSignal } from "../../util/call-scope.ts";
 import { NOTHING_CHANGED, stopIfAborted } from "../../util/stop-if-aborted.ts";
 
 /** Between a write's checks (worker calls that read) and the write: an aborted call stops there, nothing changed (the pool would refuse the write's call anyway, without saying so). */
@@ -36,8 +45,13 @@ export interface WindowsVolumeHostOptions {
   systemDrive?: string;
 }
 
+/** One `volume.facts` read: the volume, its partition, whether the partition's disk is offline. */
+type VolumeRead = { volume: CimVolume; partition: CimPartition; diskOffline: boolean; facts: ExpectedVolumeFacts };
+
 export class WindowsVolumeHost implements VolumeHostApi {
   readonly cim: WindowsVolumeCim;
+  /** Per call (callKey), per volume id as asked: the call's one read; gone with the call. */
+  readonly #reads = new WeakMap<object, Map<string, Promise<VolumeRead>>>();
   readonly #systemDrive: string;
   /** MSFT_Volume.Format creates NTFS (upstream). */
   readonly defaultFileSystem = "NTFS";
@@ -57,12 +71,47 @@ export class WindowsVolumeHost implements VolumeHostApi {
     return this.cim.listVolumesOnDisk(diskNumber, partitionNumber);
   }
 
-  /** The volume's MSFT_Partition. The id is the one asked for (the worker matched it exactly, ignoring case). */
-  async locateVolume(volumeId: string): Promise<VolumeLocation> {
-    return this.#location(volumeId, await this.cim.getVolumePartition(volumeId));
+  /**
+   * The call's read of the volume (one `volume.facts` worker call per call and volume; a failed read
+   * is not kept); outside a call, a new read each time.
+   */
+  #read(volumeId: string): Promise<VolumeRead> {
+    const call = callKey();
+    if (!call) return this.cim.getVolumeFacts(volumeId);
+    let reads = this.#reads.get(call);
+    if (!reads) this.#reads.set(call, (reads = new Map()));
+    const kept = reads.get(volumeId);
+    if (kept) return kept;
+    const read = this.cim.getVolumeFacts(volumeId);
+    reads.set(volumeId, read);
+    read.catch(() => {
+      if (reads.get(volumeId) === read) reads.delete(volumeId);
+    });
+    return read;
   }
 
-  #location(volumeId: string, p: CimPartition): VolumeLocation {
+  /** A write runs (or ran): the call's later look-ups read again. */
+  #changed(): void {
+    const call = callKey();
+    if (call) this.#reads.delete(call);
+  }
+
+  async #write<T>(fn: () => Promise<T>): Promise<T> {
+    this.#changed();
+    try {
+      return await fn();
+    } finally {
+      this.#changed();
+    }
+  }
+
+  /** The volume's MSFT_Partition and its disk's state, from the call's read. The id is the one asked for (the worker matched it exactly, ignoring case). */
+  async locateVolume(volumeId: string): Promise<VolumeLocation> {
+    const r = await this.#read(volumeId);
+    return this.#location(volumeId, r.partition, r.diskOffline);
+  }
+
+  #location(volumeId: string, p: CimPartition, diskOffline: boolean): VolumeLocation {
     const name = partitionName(p);
     return {
       id: volumeId,
@@ -70,7 +119,7 @@ export class WindowsVolumeHost implements VolumeHostApi {
       partitionNumber: p.partitionNumber,
       sizeBytes: p.size,
       name,
-      diskOnline: null,
+      diskOnline: !diskOffline,
       devices: [{ name, use: partitionUse(p, this.#systemDrive) }],
       // The partition's place on its disk (MSFT_Partition DiskNumber, PartitionNumber, Offset, Size).
       identity: `disk ${p.diskNumber} partition ${p.partitionNumber} offset ${p.offset} size ${p.size}`,
@@ -80,19 +129,20 @@ export class WindowsVolumeHost implements VolumeHostApi {
 
   /** FileSystemType Unknown (0) is both "empty" and "a file system Windows cannot read": Windows cannot tell them apart. */
   async getVolumeContent(volumeId: string): Promise<VolumeContent> {
-    return contentOf(await this.cim.getVolume(volumeId));
+    return contentOf((await this.#read(volumeId)).volume);
   }
 
   /**
-   * The facts of a write, read right before it (the volume's partition and the volume), handed to the
-   * service's `check`; returns them as the worker expects them, for the write's own call to compare.
+   * The facts of a write (the call's read: the volume, its partition, its disk's state), handed to the
+   * service's `check`; returns them as the worker expects them, for the write's own call to compare
+   * with what it reads right before the CIM method. Every fact the check is given from the read is
+   * among them (expected-facts.ts).
    */
   async #verifyWrite(volumeId: string, check: WriteCheck): Promise<ExpectedVolumeFacts> {
-    const p = await this.cim.getVolumePartition(volumeId);
-    const v = await this.cim.getVolume(volumeId);
-    const facts: VolumeFacts = { location: this.#location(volumeId, p), content: contentOf(v) };
+    const { partition: p, volume: v, diskOffline, facts: expected } = await this.#read(volumeId);
+    const facts: VolumeFacts = { location: this.#location(volumeId, p, diskOffline), content: contentOf(v) };
     await check(facts);
-    return expectedVolumeFacts(p, v);
+    return expected;
   }
 
   async getVolumeUsage(volumeId: string): Promise<VolumeUsage> {
@@ -104,7 +154,7 @@ export class WindowsVolumeHost implements VolumeHostApi {
   async formatVolume(volumeId: string, check: WriteCheck): Promise<void> {
     const expected = await this.#verifyWrite(volumeId, check);
     beforeWrite(`formatting volume ${volumeId}`);
-    await this.cim.formatVolume(volumeId, expected);
+    await this.#write(() => this.cim.formatVolume(volumeId, expected));
   }
 
   flushVolume(volumeId: string): Promise<void> {
@@ -124,7 +174,7 @@ export class WindowsVolumeHost implements VolumeHostApi {
   async resizePartition(volumeId: string, sizeBytes: bigint, check: WriteCheck): Promise<void> {
     const expected = await this.#verifyWrite(volumeId, check);
     beforeWrite(`resizing the partition of volume ${volumeId}`);
-    await this.cim.resizePartition(volumeId, sizeBytes, expected);
+    await this.#write(() => this.cim.resizePartition(volumeId, sizeBytes, expected));
   }
 
   async growFilesystem(): Promise<void> {
@@ -196,16 +246,17 @@ export class WindowsVolumeHost implements VolumeHostApi {
     return inspectDirectory(p);
   }
 
-  /** The service's check on the volume's partition read right before, then SetVolumeMountPointW(path\, volume\). */
+  /** The service's check on the volume read right before (a read of its own: SetVolumeMountPointW checks nothing itself), then SetVolumeMountPointW(path\, volume\). */
   async mountVolume(volumeId: string, p: string, _fileSystem: string | null, check: WriteCheck): Promise<void> {
-    await check({ location: await this.locateVolume(volumeId) });
+    const r = await this.cim.getVolumeFacts(volumeId);
+    await check({ location: this.#location(volumeId, r.partition, r.diskOffline) });
     beforeWrite(`mounting volume ${volumeId} at ${p}`);
-    await this.cim.setVolumeMountPoint(withSlash(p), withSlash(volumeId));
+    await this.#write(() => this.cim.setVolumeMountPoint(withSlash(p), withSlash(volumeId)));
   }
 
   /** DeleteVolumeMountPointW(path\). */
   unmountVolume(p: string): Promise<void> {
-    return this.cim.deleteVolumeMountPoint(withSlash(p));
+    return this.#write(() => this.cim.deleteVolumeMountPoint(withSlash(p)));
   }
 }
 

@@ -6,6 +6,7 @@
  */
 import { internal } from "../../../errors.ts";
 import type { CimDisk, CimPartition, CimVolume } from "./cim-types.ts";
+import { expectedVolumeFacts, type ExpectedVolumeFacts } from "./expected-facts.ts";
 
 type Obj = Record<string, unknown>;
 
@@ -87,6 +88,24 @@ export function parseVolume(op: string, v: unknown): CimVolume {
     size: u64(op, o, "size"),
     sizeRemaining: u64(op, o, "sizeRemaining"),
   };
+}
+
+/**
+ * volume.facts: the volume, its partition, and the worker's own `VolumeFacts` of them (the facts a
+ * write's worker call compares, its disk's offline state included), read in one worker call. The
+ * facts must say exactly what the volume and partition say (expectedVolumeFacts): so the facts the
+ * service's rule is given and the facts the write's call compares are the same, or this is Internal.
+ */
+export function parseVolumeFacts(op: string, v: unknown): { volume: CimVolume; partition: CimPartition; diskOffline: boolean; facts: ExpectedVolumeFacts } {
+  const o = obj(op, v);
+  const volume = parseVolume(op, o.volume);
+  const partition = parsePartition(op, o.partition);
+  const f = obj(op, o.facts);
+  if (f.isOffline !== "True" && f.isOffline !== "False") bad(op, `facts.isOffline is not True or False: ${JSON.stringify(f.isOffline)}`);
+  const facts = expectedVolumeFacts(partition, volume, f.isOffline === "True");
+  const keys = Object.keys(f).sort();
+  if (keys.join() !== Object.keys(facts).sort().join() || keys.some((k) => f[k] !== facts[k as keyof ExpectedVolumeFacts])) bad(op, `facts ${JSON.stringify(f)} are not those of the volume and partition read with them (${JSON.stringify(facts)})`);
+  return { volume, partition, diskOffline: f.isOffline === "True", facts };
 }
 
 export function parseSupportedSize(op: string, v: unknown): { sizeMin: bigint; sizeMax: bigint } {

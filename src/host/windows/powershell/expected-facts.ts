@@ -9,13 +9,22 @@
  */
 import type { CimDisk, CimPartition, CimVolume } from "./cim-types.ts";
 
-/** A volume's facts: its file system type, where it is reachable, its partition's place on the disk. */
+/**
+ * A volume's facts: every fact the service's rule reads of it (policy/block-policy.ts, through
+ * host/windows/volume.ts): its file system type, where it is reachable (the drive letter, which also
+ * says whether it is the system volume, and folder access paths), its partition's place (disk,
+ * partition, offset, size: the identity) and whether its disk is offline.
+ */
 export type ExpectedVolumeFacts = {
   fileSystemType: string;
   /** The partition's drive letter and folder access paths, `, `-separated, as the worker lists them. */
   accessPaths: string;
+  diskNumber: string;
+  partitionNumber: string;
   offset: string;
   size: string;
+  /** PowerShell's spelling of a boolean: `True` / `False`. */
+  isOffline: string;
 };
 
 /** A disk's facts: the physical disk behind the number, its size, whether it is offline, its partition style. */
@@ -27,11 +36,14 @@ export type ExpectedDiskFacts = {
   partitionStyle: string;
 };
 
-export const expectedVolumeFacts = (p: CimPartition, v: CimVolume): ExpectedVolumeFacts => ({
+export const expectedVolumeFacts = (p: CimPartition, v: CimVolume, diskOffline: boolean): ExpectedVolumeFacts => ({
   fileSystemType: String(v.fileSystemType),
   accessPaths: p.accessPaths.join(", "),
+  diskNumber: String(p.diskNumber),
+  partitionNumber: String(p.partitionNumber),
   offset: p.offset.toString(),
   size: p.size.toString(),
+  isOffline: diskOffline ? "True" : "False",
 });
 
 export const expectedDiskFacts = (d: CimDisk): ExpectedDiskFacts => ({

@@ -119,6 +119,11 @@ export class PowerShellPool implements WorkerOwner {
     return this.#started;
   }
 
+  /** "pid N (op)" of each worker running a held op (Format/Resize), its caller answered or not: what close() waits for. */
+  get holding(): string[] {
+    return [...this.#workers].filter((w) => w.current?.hold && !w.dead).map((w) => `pid ${w.child.pid} (${w.current!.op})`);
+  }
+
   log(msg: string) {
     this.#options.log?.(msg);
   }

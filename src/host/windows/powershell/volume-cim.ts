@@ -17,7 +17,7 @@ export interface VolumeCimOptions {
   /** How long to wait for it at most; the volume is then taken as idle. Default {@link STORAGE_OP_TIMEOUT_MS}. */
   idleBoundMs?: number;
 }
-import { parsePartition, parseStringList, parseSupportedSize, parseVolume } from "./cim-output.ts";
+import { parseStringList, parseSupportedSize, parseVolume, parseVolumeFacts } from "./cim-output.ts";
 
 /** The Win32 calls the volume host needs (a {@link Win32}, or a fake in tests). */
 export type VolumeWin32 = Awaitable<Pick<Win32, "setVolumeMountPoint" | "deleteVolumeMountPoint" | "getVolumePathName" | "getVolumeNameForVolumeMountPoint" | "reparseTag">>;
@@ -94,6 +94,11 @@ export class WindowsVolumeCim {
     return parseStringList("volume.listOnDisk", await this.#pool.call("volume.listOnDisk", { diskNumber, partitionNumber }));
   }
 
+  /** The volume, its MSFT_Partition, whether that partition's MSFT_Disk is offline, and the facts a write compares (expected-facts.ts), in one worker call (NotFound when any is missing). */
+  async getVolumeFacts(volumeId: string): Promise<{ volume: CimVolume; partition: CimPartition; diskOffline: boolean; facts: ExpectedVolumeFacts }> {
+    return parseVolumeFacts("volume.facts", await this.#pool.call("volume.facts", { volumeId }));
+  }
+
   /** The MSFT_Volume with this UniqueId, exact (case-insensitive) match (NotFound). */
   async getVolume(volumeId: string): Promise<CimVolume> {
     return parseVolume("volume.get", await this.#pool.call("volume.get", { volumeId }));
@@ -115,10 +120,6 @@ export class WindowsVolumeCim {
     await this.#pool.call("volume.flush", { volumeId });
   }
 
-  /** The volume's MSFT_Partition (MSFT_PartitionToVolume; NotFound when none). */
-  async getVolumePartition(volumeId: string): Promise<CimPartition> {
-    return parsePartition("volume.partition", await this.#pool.call("volume.partition", { volumeId }));
-  }
 
   /** MSFT_Partition.GetSupportedSize() of the volume's partition. */
   async getPartitionSupportedSize(volumeId: string): Promise<{ sizeMin: bigint; sizeMax: bigint }> {

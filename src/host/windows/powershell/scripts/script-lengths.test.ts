@@ -27,6 +27,13 @@ it(`each worker's command line leaves at least ${HEADROOM} of CreateProcess's ${
     console.log(`${name}: script ${script.length} characters, command line ${length} characters, ${CREATE_PROCESS_MAX - length} left`);
     assert.ok(CREATE_PROCESS_MAX - length >= HEADROOM, `${name} worker: command line ${length} characters leaves ${CREATE_PROCESS_MAX - length} (< ${HEADROOM})`);
   }
+  // dropping indentation (unindented) keeps the script's meaning only without multi-line string literals
+  for (const script of [WORKER_SCRIPT, SMB_ISCSI_SYSTEM_SCRIPT]) {
+    for (const line of script.split("\n")) {
+      const quotes = line.replace(/''/g, "");
+      assert.ok((quotes.match(/'/g) ?? []).length % 2 === 0 && (quotes.match(/"/g) ?? []).length % 2 === 0 && !/@['"]\s*$/.test(line), `a string literal spans lines at: ${line}`);
+    }
+  }
   // the two scripts as one would not fit: the reason there are two pools
   assert.ok(commandLine(WORKER_SCRIPT + SMB_ISCSI_SYSTEM_SCRIPT) > CREATE_PROCESS_MAX);
 });

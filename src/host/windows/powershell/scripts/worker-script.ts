@@ -122,7 +122,14 @@ while ($null -ne ($line = $stdin.ReadLine())) {
 }
 `;
 
-export const WORKER_SCRIPT = WORKER_PRELUDE + String.raw`function Disk($a) {
+/**
+ * The text a worker is sent: each line's leading indentation dropped, which PowerShell ignores outside
+ * multi-line strings (the scripts have none: script-lengths.test.ts checks), to spare command-line
+ * characters (-EncodedCommand costs 8/3 per script character).
+ */
+export const unindented = (script: string): string => script.replace(/^[ \t]+/gm, "");
+
+export const WORKER_SCRIPT = unindented(WORKER_PRELUDE + String.raw`function Disk($a) {
   $n = [uint32]$a.diskNumber
   $d = @(Get-CimInstance -Namespace $ns -ClassName MSFT_Disk | Where-Object { $_.Number -eq $n })
   if ($d.Count -eq 0) { Fail 'NotFound' ('disk ' + $n + ' not found') }
@@ -150,8 +157,11 @@ function AccessPaths($p) {
 function PartitionInfo($p) {
   @{ diskNumber = [int64]$p.DiskNumber; partitionNumber = [int64]$p.PartitionNumber; gptType = [string]$p.GptType; mbrType = $p.MbrType; size = [string]$p.Size; offset = [string]$p.Offset; driveLetter = [string]$p.DriveLetter; accessPaths = @(AccessPaths $p) }
 }
+function VolumeInfo($v) {
+  @{ uniqueId = [string]$v.UniqueId; fileSystemType = [int]$v.FileSystemType; fileSystem = [string]$v.FileSystem; size = [string]$v.Size; sizeRemaining = [string]$v.SizeRemaining }
+}
 function VolumeFacts($v, $p) {
-  @{ fileSystemType = [string][int]$v.FileSystemType; accessPaths = (@(AccessPaths $p) -join ', '); offset = [string]$p.Offset; size = [string]$p.Size }
+  @{ fileSystemType = [string][int]$v.FileSystemType; accessPaths = (@(AccessPaths $p) -join ', '); diskNumber = [string]$p.DiskNumber; partitionNumber = [string]$p.PartitionNumber; offset = [string]$p.Offset; size = [string]$p.Size; isOffline = [string][bool](Disk @{ diskNumber = $p.DiskNumber }).IsOffline }
 }
 function DiskFacts($d) {
   @{ path = [string]$d.Path; size = [string]$d.Size; isOffline = [string][bool]$d.IsOffline; partitionStyle = [string][int]$d.PartitionStyle }
@@ -191,13 +201,12 @@ $ops = @{
   'volume.listOnDisk' = { param($a) $n = [uint32]$a.diskNumber; $pn = [uint32]$a.partitionNumber
     @(Get-CimInstance -Namespace $ns -ClassName MSFT_Partition | Where-Object { $_.DiskNumber -eq $n -and ($pn -eq 0 -or $_.PartitionNumber -eq $pn) } |
       ForEach-Object { Get-CimAssociatedInstance -InputObject $_ -ResultClassName MSFT_Volume } | ForEach-Object { [string]$_.UniqueId }) }
-  'volume.get' = { param($a) $v = Volume $a
-    @{ uniqueId = [string]$v.UniqueId; fileSystemType = [int]$v.FileSystemType; fileSystem = [string]$v.FileSystem; size = [string]$v.Size; sizeRemaining = [string]$v.SizeRemaining } }
+  'volume.get' = { param($a) VolumeInfo (Volume $a) }
+  'volume.facts' = { param($a) $v = Volume $a; $p = VolumePartition $v; @{ volume = VolumeInfo $v; partition = PartitionInfo $p; facts = VolumeFacts $v $p } }
   'volume.format' = { param($a) $v = Volume $a; $p = VolumePartition $v
     Unchanged ('format volume ' + [string]$v.UniqueId) $a.expect (VolumeFacts $v $p)
     $null = Call $v 'Format' @{ FileSystem = 'NTFS'; FileSystemLabel = ''; Full = $false; Force = $false }; $null }
   'volume.flush' = { param($a) $null = Call (Volume $a) 'Flush'; $null }
-  'volume.partition' = { param($a) PartitionInfo (VolumePartition (Volume $a)) }
   'volume.supportedSize' = { param($a) $r = Call (VolumePartition (Volume $a)) 'GetSupportedSize'; @{ sizeMin = [string]$r.SizeMin; sizeMax = [string]$r.SizeMax } }
   'volume.resize' = { param($a) $v = Volume $a; $p = VolumePartition $v
     Unchanged ('resize volume ' + [string]$v.UniqueId) $a.expect (VolumeFacts $v $p)
@@ -207,7 +216,7 @@ $ops = @{
     $j = @(Get-CimInstance -Namespace $ns -ClassName MSFT_StorageJob | Where-Object { [int]$_.JobState -ge 2 -and [int]$_.JobState -le 4 })
     @{ runningJobs = [int]$j.Count } }
 }
-` + WORKER_LOOP;
+` + WORKER_LOOP);
 
 /** Every op the worker script defines (the pool refuses any other name before sending). */
 export const WORKER_OPS = [
@@ -223,9 +232,9 @@ export const WORKER_OPS = [
   "partition.online",
   "volume.listOnDisk",
   "volume.get",
+  "volume.facts",
   "volume.format",
   "volume.flush",
-  "volume.partition",
   "volume.supportedSize",
   "volume.resize",
   "volume.busy",
