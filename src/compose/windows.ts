@@ -63,7 +63,7 @@ export async function createWindowsServices(config: ProxyConfig): Promise<Servic
     allowedDirs: [...config.workingDirs, config.kubeletPath],
     resolve: gateLearningResolver(createFsResolver(fsPromises, "win32"), gate, keys),
   });
-  const locks = nodeLocks(config, trust.smb);
+  const locks = await nodeLocks(config, trust.smb); // throws when the lock directory is refused (fails closed)
   const { disk, volume } = createWindowsBlockServices({ win32, locks });
   const pool = createSmbIscsiSystemPool();
   const smb = await createSmbGroup({

@@ -5,7 +5,7 @@
 // Without a logger, warnings go to stderr.
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { InProcessCsiProxyClient } from "../../src/in-process/in-process-client.ts";
@@ -37,6 +37,7 @@ const WRONG: Record<string, unknown[]> = {
   defaultFsType: ["btrfs", "EXT4", "ntfs", "", 5, null, ["ext4"], {}, true],
   pipeSddl: [5, {}, null, true, [], "D:\0"],
   stateDir: ["state", "", "./state", "~/state", 5, null, true, [], {}, "/var/\0lib"],
+  lockDir: ["locks", "", "./locks", 5, null, true, [], {}, "/run/\0locks"],
   allowedServices: ["svc", "", 5, null, {}, true, [""], [5], [null], [{}], ["ok", 7], ["x".repeat(300)]],
   logger: [{}, { info() {} }, { warning() {} }, { info: 1, warning: 2 }, 5, "stderr", null, true, []],
 };
@@ -129,20 +130,20 @@ describe("in-process config: checked like flags", () => {
       platform: process.platform === "win32" ? "win32" : "linux",
       kubeletPath: process.platform === "win32" ? "C:\\var\\lib\\kubelet" : "/var/lib/kubelet",
       workingDirs: [], socketDir: "", requirePrivacy: true, defaultFsType: "ext4",
-      stateDir: process.platform === "win32" ? "C:\\ProgramData\\csi-proxy" : "/var/lib/csi-proxy", allowedServices: [], logger: undefined,
+      stateDir: process.platform === "win32" ? "C:\\ProgramData\\csi-proxy" : "/var/lib/csi-proxy",
+      lockDir: process.platform === "win32" ? path.win32.join(process.env.ProgramData || "C:\\ProgramData", "csi-proxy", "locks") : "/run/csi-proxy-locks",
+      allowedServices: [], logger: undefined,
     });
     assert.equal(filled.logger, stderrLogger);
-    // A state dir that cannot be used (under a regular file) makes the set-up warn that node-wide locks are off.
-    const file = path.join(root, "a-file");
-    writeFileSync(file, "");
+    // A lock directory no daemon marked (a pod without the hostPath mount) makes the set-up warn, on stderr.
     const written: string[] = [];
     const write = process.stderr.write.bind(process.stderr);
     process.stderr.write = ((chunk: string | Uint8Array) => (written.push(String(chunk)), true)) as typeof process.stderr.write;
     try {
-      await createInProcessApi({ kubeletPath: kubelet, stateDir: path.join(file, "state") });
+      await createInProcessApi({ kubeletPath: kubelet, stateDir, lockDir: path.join(root, "unmarked-locks") });
     } finally {
       process.stderr.write = write;
     }
-    assert.ok(written.some((line) => line.startsWith("csi-proxy in-process: warning: node-wide locks are off") && line.endsWith("\n")), JSON.stringify(written));
+    assert.ok(written.some((line) => line.startsWith(`csi-proxy in-process: warning: lock directory ${path.join(root, "unmarked-locks")} has no mark of a csi-proxy daemon`) && line.endsWith("\n")), JSON.stringify(written));
   });
 });
