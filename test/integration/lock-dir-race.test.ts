@@ -41,7 +41,7 @@ function mkfsRuns(trace: string): { pid: number; start: number; end: number }[] 
     if (!m) continue;
     const pid = Number(m[1]), t = Number(m[2]), rest = m[3];
     const exec = /^execve\("([^"]+)"/.exec(rest);
-    if (exec && /^mkfs/.test(path.basename(exec[1])) && !/= -1 /.test(rest) && !starts.has(pid)) starts.set(pid, t);
+    if (exec && path.basename(exec[1]).startsWith("mkfs") && !/= -1 /.test(rest) && !starts.has(pid)) starts.set(pid, t);
     if (/^\+\+\+ (exited|killed)/.test(rest) && starts.has(pid)) {
       runs.push({ pid, start: starts.get(pid)!, end: t });
       starts.delete(pid);
