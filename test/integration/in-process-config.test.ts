@@ -5,7 +5,7 @@
 // Without a logger, warnings go to stderr.
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { InProcessCsiProxyClient } from "../../src/in-process/in-process-client.ts";
@@ -122,6 +122,21 @@ describe("in-process config: checked like flags", () => {
       });
     }
     assert.equal((await api.filesystem.v1.pathExists({ path: kubelet }, { signal: AbortSignal.timeout(10_000) })).exists, true);
+  });
+
+  it("a lock directory others could write fails every call with a coded error naming the fix: no call runs without node-wide locks", async () => {
+    if (process.platform !== "linux") return;
+    const lockDir = path.join(root, "open-locks");
+    mkdirSync(lockDir);
+    chmodSync(lockDir, 0o777);
+    const client = InProcessCsiProxyClient({ kubeletPath: kubelet, stateDir, lockDir, logger: quiet });
+    for (const [group, method, request] of [["filesystem", "PathExists", { path: kubelet }], ["disk", "ListDiskLocations", {}]] as const) {
+      const err = await client.executeRPC(group, method, request).then(() => null, (e: Error & { code: number; details: string }) => e);
+      assert.ok(err, `${group} ${method} failed`);
+      assert.equal(err.code, Code.Unavailable);
+      assert.match(err.details, new RegExp(`^csi-proxy in-process set-up failed \\(FailedPrecondition\\): lock directory ${lockDir} \\(-lock-dir\\) is group- or world-writable .*\\(fix: chmod 0700 ${lockDir}\\)`));
+    }
+    await assert.rejects(client.ready, { code: Code.Unavailable });
   });
 
   it("fills the flags' defaults and, without a logger, writes warnings to stderr", async () => {
