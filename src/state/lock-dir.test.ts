@@ -10,7 +10,7 @@ import { Code, CsiProxyError } from "../errors.ts";
 import { markLockDir, privateLockDirWarning, secureLinuxLockDir } from "./lock-dir.ts";
 import { nodeLocks } from "./node-locks-for.ts";
 import { createNodeLocks } from "./node-locks.ts";
-import { runInCall } from "../util/call-scope.ts";
+import { noteOutliving, runInCall } from "../util/call-scope.ts";
 import { runCommand } from "../host/exec/run-command.ts";
 
 const linux = process.platform === "linux";
@@ -115,6 +115,37 @@ test("the daemon marks the lock directory; a user that finds no mark warns that 
     assert.equal(privateLockDirWarning(lockDir), null);
     await nodeLocks({ platform: "linux", stateDir: path.join(top, "state"), lockDir, logger }, null);
     assert.equal(warnings.length, 1, "no warning once marked");
+  } finally {
+    rmSync(top, { recursive: true, force: true });
+  }
+});
+
+test("work left running after its answer keeps both locks: the same process refuses (Aborted), another process's lock set waits", { skip: !linux && "Linux" }, async () => {
+  const top = mkdtempSync(path.join(tmpdir(), "csi-proxy-lockdir-"));
+  try {
+    const lockDir = path.join(top, "locks"), stateDir = path.join(top, "state");
+    mkdirSync(stateDir, { mode: 0o700 });
+    const locks = await nodeLocks({ platform: "linux", stateDir, lockDir, logger: { info() {}, warning() {} } }, null);
+    let endWork!: () => void;
+    const ended = new Promise<void>((r) => (endWork = r));
+    const answered = await runInCall({}, () =>
+      locks.run("disk:3", async () => {
+        noteOutliving({ description: "mkfs.ext4 -q /dev/sdz1 (pid 4242)", ended });
+        throw new Error("deadline exceeded");
+      }, { what: "FormatVolume of volume v" }),
+    ).catch((e: Error) => e.message);
+    assert.equal(answered, "deadline exceeded");
+    const again = await locks.run("disk:3", async () => "ran", { what: "ResizeVolume of volume v" }).catch((e: CsiProxyError) => e);
+    assert.ok(again instanceof CsiProxyError && again.code === Code.Aborted, String(again));
+    for (const dir of [lockDir, path.join(stateDir, "locks")]) {
+      const ac = new AbortController();
+      const waiting = runInCall({ signal: ac.signal }, () => createNodeLocks({ dir, platform: "linux" }).run("disk:3", async () => "ran")).catch((e: CsiProxyError) => e.code);
+      setTimeout(() => ac.abort(), 200);
+      assert.equal(await waiting, Code.Canceled, `${dir}: held while the work goes on`);
+    }
+    endWork();
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(await createNodeLocks({ dir: lockDir, platform: "linux" }).run("disk:3", async () => "free"), "free");
   } finally {
     rmSync(top, { recursive: true, force: true });
   }

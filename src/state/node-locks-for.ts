@@ -16,6 +16,7 @@
 import * as path from "node:path";
 import type { ProxyConfig } from "../proxy-config.ts";
 import type { KeyedMutex } from "../util/keyed-mutex.ts";
+import { noteOutliving, runCollectingOutliving, type Outliving } from "../util/call-scope.ts";
 import { createNodeLocks } from "./node-locks.ts";
 import { defaultLockDir, privateLockDirWarning, secureLinuxLockDir } from "./lock-dir.ts";
 
@@ -31,9 +32,35 @@ export async function secureLockDir(dir: string, platform: "linux" | "win32", lo
   if (trust.smb) throw trust.smb;
 }
 
-/** Both sets taken, `first` then `second` (see module doc). */
+/**
+ * Both sets taken, `first` then `second` (see module doc). Work `fn` leaves running after its answer
+ * (call-scope.ts Outliving) is noted in both sets' scopes: a set keeps its keys (and refuses later
+ * calls, Aborted) until that work ended, and the in-process queue of `second` does not pass it on.
+ */
 export function bothLocks(first: KeyedMutex, second: KeyedMutex): KeyedMutex {
-  const runAll: KeyedMutex["runAll"] = (keys, fn, options) => first.runAll(keys, () => second.runAll(keys, fn, options), options);
+  const runAll: KeyedMutex["runAll"] = (keys, fn, options) =>
+    first.runAll(
+      keys,
+      async () => {
+        let outliving: Outliving[] = [];
+        try {
+          return await second.runAll(
+            keys,
+            async () => {
+              const r = await runCollectingOutliving(fn);
+              outliving = r.outliving;
+              for (const w of outliving) noteOutliving(w);
+              if (r.outcome.status === "rejected") throw r.outcome.reason;
+              return r.outcome.value;
+            },
+            options,
+          );
+        } finally {
+          for (const w of outliving) noteOutliving(w);
+        }
+      },
+      options,
+    );
   return {
     run: (key, fn, options) => runAll([key], fn, options),
     runAll,
