@@ -20,6 +20,11 @@ export interface ProxyConfig {
    * /var/lib/csi-proxy/intents, state/intent-records.ts): persistent, root-owned, writable by nobody else.
    */
   intentDir?: string;
+  /**
+   * `-lock-dir`: the node-wide lock directory shared by every csi-proxy on the node (state/lock-dir.ts);
+   * unset, /run/csi-proxy-locks (Windows %ProgramData%\csi-proxy\locks). Tests give their own.
+   */
+  lockDir?: string;
   /** Services System StartService/StopService may act on (-allowed-service); "*" allows any. */
   allowedServices: string[];
   /** Where services report what they do on their own (SMB start-up reconciliation, sweeps). */

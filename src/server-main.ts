@@ -24,6 +24,8 @@ import { blockedHostOperations, runningHostOperations } from "./host/mount-gate.
 import { exitWithoutHandlers } from "./host/linux/kernel/libc.ts";
 import { setSigusr1Action } from "./boot/no-inspector.ts";
 import { secureSocketDir } from "./api/socket-dir.ts";
+import { markLockDir } from "./state/lock-dir.ts";
+import { secureLockDir } from "./state/node-locks-for.ts";
 import { CsiProxyError } from "./errors.ts";
 import { checkServerFlags } from "./cli/server-config-check.ts";
 
@@ -96,6 +98,7 @@ export async function runServer(argv: string[], hooks: RunHooks = {}): Promise<n
       pipeSddl: (flags["pipe-sddl"] as string) || undefined,
       stateDir: flags["state-dir"] as string,
       intentDir: flags["intent-dir"] as string,
+      lockDir: flags["lock-dir"] as string,
       allowedServices: flags["allowed-service"] as string[],
       ...(flags["iscsi-node-db"] ? { iscsiNodeDb: flags["iscsi-node-db"] as string } : {}),
       logger,
@@ -109,6 +112,15 @@ export async function runServer(argv: string[], hooks: RunHooks = {}): Promise<n
         logger.error(err.message);
         return 2;
       }
+    }
+    // The node-wide lock directory: refused → no start (never "locks off"); marked as the daemon's.
+    try {
+      await secureLockDir(config.lockDir, config.platform, logger);
+      markLockDir(config.lockDir);
+    } catch (err) {
+      if (!(err instanceof CsiProxyError)) throw err;
+      logger.error(err.message);
+      return 2;
     }
     // A graceful stop ends the stoppable host commands still running (SIGTERM, SIGKILL after the
     // grace) once the endpoints are closed, and waits for the must-finish ones (never signalled,

@@ -36,6 +36,7 @@ export function checkServerFlags(flags: Record<string, unknown>, platform: NodeJ
     if (!isAbs(dir)) errors.push(`-working-dir ${JSON.stringify(dir)} must be an absolute path`);
   }
   if (!isAbs(flags["state-dir"] as string)) errors.push(`-state-dir ${JSON.stringify(flags["state-dir"])} must be an absolute path`);
+  if (typeof flags["lock-dir"] === "string" && !isAbs(flags["lock-dir"])) errors.push(`-lock-dir ${JSON.stringify(flags["lock-dir"])} must be an absolute path`);
   const timeout = flags["host-command-timeout"] as number;
   if (timeout < 0) errors.push(`-host-command-timeout must be 0 or a number of seconds, not ${timeout}`);
   const fsType = flags["default-fs-type"] as string;

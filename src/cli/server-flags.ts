@@ -1,4 +1,5 @@
 import type { FlagSpec } from "./go-flags.ts";
+import { defaultLockDir } from "../state/lock-dir.ts";
 
 /** klog flags upstream accepts that we take for compatibility but do not act on. */
 export const ignoredKlogFlags: FlagSpec[] = [
@@ -45,6 +46,12 @@ export function serverFlags(platform: NodeJS.Platform, defaultSocketDir: string)
       usage: "Windows: DACL in SDDL form applied to every named pipe, e.g. D:P(A;;GA;;;SY)(A;;GA;;;BA); empty keeps the default pipe DACL",
     },
     { name: "metrics-bind-address", kind: "string", default: "", usage: "host:port to serve Prometheus metrics on at /metrics; empty disables metrics" },
+    {
+      name: "lock-dir",
+      kind: "string",
+      default: defaultLockDir(platform === "win32" ? "win32" : "linux"),
+      usage: "Node-wide lock directory shared by every csi-proxy on the node (daemon and in-process users), whatever their -state-dir; only for tests",
+    },
     { name: "socket-dir", kind: "string", default: defaultSocketDir, usage: "Linux: directory of the endpoints' Unix sockets" },
     {
       name: "iscsi-node-db",

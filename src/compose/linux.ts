@@ -56,7 +56,7 @@ export async function createLinuxServices(config: ProxyConfig): Promise<Services
     resolve: gateResolver(createFsResolver(fsPromises, "linux"), gate),
     bindSources: cachedBindSources(mountTable),
   });
-  const locks = nodeLocks(config, trust.smb ?? trust.iscsi);
+  const locks = await nodeLocks(config, trust.smb ?? trust.iscsi); // throws when the lock directory is refused (fails closed)
   const smbHost = new LinuxSmbHost(config);
   if (!trust.smb) {
     const removed = await smbHost.removeLeftoverCredentials().catch(() => 0);

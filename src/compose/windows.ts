@@ -65,7 +65,7 @@ export async function createWindowsServices(config: ProxyConfig): Promise<Servic
     allowedDirs: [...config.workingDirs, config.kubeletPath],
     resolve: gateLearningResolver(createFsResolver(fsPromises, "win32"), gate, keys),
   });
-  const locks = nodeLocks(config, trust.smb);
+  const locks = await nodeLocks(config, trust.smb); // throws when the lock directory is refused (fails closed)
   // Both pools are closed by the daemon's stop, which waits for a Format or Resize still running (daemon-pools.ts).
   const log = config.logger ? (msg: string) => config.logger!.warning(msg) : undefined;
   const { disk, volume, pool: storagePool } = createWindowsBlockServices({ win32, locks, ...(log ? { log } : {}) });

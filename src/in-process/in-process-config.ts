@@ -16,6 +16,7 @@
  * | defaultFsType | -default-fs-type | "ext4" or "xfs" | "ext4" |
  * | pipeSddl | -pipe-sddl | string (unused in-process: no pipes) | unset |
  * | stateDir | -state-dir | absolute path | /var/lib/csi-proxy (Windows C:\ProgramData\csi-proxy) |
+ * | lockDir | -lock-dir | absolute path: the node-wide lock directory, shared with the daemon (a pod mounts it, hostPath) | /run/csi-proxy-locks (Windows %ProgramData%\csi-proxy\locks) |
  * | allowedServices | -allowed-service | array of non-empty strings | [] |
  * | logger | — | { info(msg), warning(msg) } functions | warnings one line each on stderr, information dropped |
  *
@@ -27,6 +28,7 @@ import * as path from "node:path";
 import { CsiProxyError, Code } from "../errors.ts";
 import type { ProxyConfig } from "../proxy-config.ts";
 import { describeValue } from "./describe-value.ts";
+import { defaultLockDir } from "../state/lock-dir.ts";
 
 /** What a library user passes: every option of ProxyConfig, each optional (flag defaults). */
 export type InProcessConfig = Partial<ProxyConfig>;
@@ -38,7 +40,7 @@ const MAX_STRING = 32_767;
 /** Most entries of an array option. */
 const MAX_ENTRIES = 1000;
 
-const KNOWN = ["platform", "kubeletPath", "workingDirs", "socketDir", "requirePrivacy", "defaultFsType", "pipeSddl", "stateDir", "allowedServices", "logger"] as const;
+const KNOWN = ["platform", "kubeletPath", "workingDirs", "socketDir", "requirePrivacy", "defaultFsType", "pipeSddl", "stateDir", "lockDir", "allowedServices", "logger"] as const;
 
 const invalid = (option: string, expected: string, got: unknown) =>
   new CsiProxyError(Code.InvalidArgument, `config.${option}: expected ${expected}, got ${describeValue(got)}`);
@@ -145,13 +147,14 @@ function checkConfig(value: unknown): ProxyConfig {
   const pipeSddl = get("pipeSddl");
   if (pipeSddl !== undefined && (typeof pipeSddl !== "string" || pipeSddl.length > MAX_STRING || pipeSddl.includes("\0"))) throw invalid("pipeSddl", "an SDDL string", pipeSddl);
   const stateDir = absolutePath("stateDir", or(get("stateDir"), win ? "C:\\ProgramData\\csi-proxy" : "/var/lib/csi-proxy"), platform);
+  const lockDir = absolutePath("lockDir", or(get("lockDir"), defaultLockDir(platform)), platform);
   const allowedServices = stringArray("allowedServices", or(get("allowedServices"), []), (name, item) => {
     if (typeof item !== "string" || item === "" || item.length > 256 || item.includes("\0")) throw invalid(name, "a service name (a non-empty string)", item);
     return item;
   });
   const given = get("logger");
   return {
-    platform, kubeletPath, workingDirs, socketDir, requirePrivacy, defaultFsType, stateDir, allowedServices,
+    platform, kubeletPath, workingDirs, socketDir, requirePrivacy, defaultFsType, stateDir, lockDir, allowedServices,
     ...(pipeSddl === undefined ? {} : { pipeSddl: pipeSddl as string }),
     logger: given === undefined ? stderrLogger : logger(given),
   };

@@ -9,7 +9,7 @@
  * (one per disk number ever used: bounded by the node's devices), so a device held by a long step
  * locks no other disk. Any other key maps to `<dir>/<namespace>.<stripe>.lock`, the stripe being a
  * hash of the name modulo {@link STRIPES} (a key without a name has one file): at most STRIPES
- * files per namespace. Files are created on first use (0600 on Linux; inheriting the state
+ * files per namespace. Files are created on first use (0600 on Linux; inheriting the lock
  * directory's protected DACL on Windows) and never deleted (deleting a lock file races with its next
  * user). Two keys of one stripe serialise each other, in-process and across processes.
  *

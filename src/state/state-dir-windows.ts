@@ -65,17 +65,23 @@ export interface SecureWindowsStateDirOptions {
   log?: StateDirLog;
   /** Creates the missing parents of the state directory (default: fs.mkdir recursive). */
   mkdirParents?: (dir: string) => Promise<void>;
+  /** What the directory is called in messages (default "state directory"; the lock directory reuses these checks). */
+  noun?: string;
+  /** What a refusal stops, ending its message (default: the SMB calls). */
+  consequence?: string;
 }
 
 const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 export async function secureWindowsStateDir(dir: string, api: StateDirSecurityApi, options: SecureWindowsStateDirOptions = {}): Promise<StateDirTrust> {
   const log = options.log ?? { info() {}, warning() {} };
+  const noun = options.noun ?? "state directory";
+  const consequence = options.consequence ?? "SMB calls are refused until this is fixed (csi-proxy keeps its SMB reference counts there)";
   let self: string | null = null;
   try {
     self = await api.tokenUserSid();
   } catch (err) {
-    log.warning(`state directory: cannot read csi-proxy's own account (${message(err)}); only SYSTEM and Administrators are trusted owners`);
+    log.warning(`${noun}: cannot read csi-proxy's own account (${message(err)}); only SYSTEM and Administrators are trusted owners`);
   }
   const trusted = (sid: string) => sid === SYSTEM_SID || sid === ADMINISTRATORS_SID || (self !== null && sid === self);
   const describe = async (sid: string) => {
@@ -89,7 +95,7 @@ export async function secureWindowsStateDir(dir: string, api: StateDirSecurityAp
   };
   const trustedList = self && self !== SYSTEM_SID && self !== ADMINISTRATORS_SID ? `SYSTEM, Administrators or csi-proxy's own account ${await describe(self)}` : "SYSTEM or Administrators";
   const refuse = (what: string): StateDirTrust => {
-    const error = new StateDirRefusal(`${what}; SMB calls are refused until this is fixed (csi-proxy keeps its SMB reference counts there)`);
+    const error = new StateDirRefusal(`${what}; ${consequence}`);
     log.warning(error.message);
     return { dir, smb: error, iscsi: null };
   };
@@ -98,10 +104,10 @@ export async function secureWindowsStateDir(dir: string, api: StateDirSecurityAp
   try {
     if ((await api.getFileAttributes(dir)) === null) {
       await (options.mkdirParents ?? defaultMkdirParents)(path.win32.dirname(dir));
-      if (await api.createDirectoryWithSecurity(dir, STATE_DIR_DACL)) log.info(`state directory ${dir} created with DACL ${STATE_DIR_DACL}`);
+      if (await api.createDirectoryWithSecurity(dir, STATE_DIR_DACL)) log.info(`${noun} ${dir} created with DACL ${STATE_DIR_DACL}`);
     }
   } catch (err) {
-    return refuse(`state directory ${dir} cannot be examined or created: ${message(err)}`);
+    return refuse(`${noun} ${dir} cannot be examined or created: ${message(err)}`);
   }
 
   // 2. what is there
@@ -109,11 +115,11 @@ export async function secureWindowsStateDir(dir: string, api: StateDirSecurityAp
   try {
     attrs = await api.getFileAttributes(dir);
   } catch (err) {
-    return refuse(`state directory ${dir} cannot be examined: ${message(err)}`);
+    return refuse(`${noun} ${dir} cannot be examined: ${message(err)}`);
   }
-  if (attrs === null) return refuse(`state directory ${dir} does not exist`);
-  if (attrs & FILE_ATTRIBUTE_REPARSE_POINT) return refuse(`state directory ${dir} is a junction or symbolic link, which csi-proxy does not follow for its state: replace it with a plain directory`);
-  if (!(attrs & FILE_ATTRIBUTE_DIRECTORY)) return refuse(`state directory ${dir} is not a directory`);
+  if (attrs === null) return refuse(`${noun} ${dir} does not exist`);
+  if (attrs & FILE_ATTRIBUTE_REPARSE_POINT) return refuse(`${noun} ${dir} is a junction or symbolic link, which csi-proxy does not follow for its state: replace it with a plain directory`);
+  if (!(attrs & FILE_ATTRIBUTE_DIRECTORY)) return refuse(`${noun} ${dir} is not a directory`);
 
   // 3. owner Administrators + protected DACL
   try {
@@ -122,18 +128,18 @@ export async function secureWindowsStateDir(dir: string, api: StateDirSecurityAp
     try {
       await api.setFileSecurity(dir, STATE_DIR_DACL, DACL_SECURITY_INFORMATION);
     } catch (err) {
-      return refuse(`state directory ${dir}: its DACL cannot be set to ${STATE_DIR_DACL}: ${message(err)}`);
+      return refuse(`${noun} ${dir}: its DACL cannot be set to ${STATE_DIR_DACL}: ${message(err)}`);
     }
     let owner: string;
     try {
       owner = (await api.fileSecurity(dir)).ownerSid;
     } catch (err) {
-      return refuse(`state directory ${dir}: its owner cannot be read: ${message(err)}`);
+      return refuse(`${noun} ${dir}: its owner cannot be read: ${message(err)}`);
     }
     if (!trusted(owner)) {
-      return refuse(`state directory ${dir} is owned by ${await describe(owner)} and Administrators cannot be made its owner (${message(ownerErr)}): an owner can always change its DACL, so its state is not trusted; make Administrators the owner (icacls "${dir}" /setowner Administrators)`);
+      return refuse(`${noun} ${dir} is owned by ${await describe(owner)} and Administrators cannot be made its owner (${message(ownerErr)}): an owner can always change its DACL, so its state is not trusted; make Administrators the owner (icacls "${dir}" /setowner Administrators)`);
     }
-    log.warning(`state directory ${dir}: Administrators cannot be made its owner (${message(ownerErr)}); it stays owned by ${await describe(owner)}`);
+    log.warning(`${noun} ${dir}: Administrators cannot be made its owner (${message(ownerErr)}); it stays owned by ${await describe(owner)}`);
   }
 
   // 4. read back
@@ -141,12 +147,12 @@ export async function secureWindowsStateDir(dir: string, api: StateDirSecurityAp
   try {
     security = await api.fileSecurity(dir);
   } catch (err) {
-    return refuse(`state directory ${dir}: its security cannot be read back: ${message(err)}`);
+    return refuse(`${noun} ${dir}: its security cannot be read back: ${message(err)}`);
   }
   if (!trusted(security.ownerSid)) {
-    return refuse(`state directory ${dir} is owned by ${await describe(security.ownerSid)}, not by ${trustedList}, even after setting the owner: its state is not trusted`);
+    return refuse(`${noun} ${dir} is owned by ${await describe(security.ownerSid)}, not by ${trustedList}, even after setting the owner: its state is not trusted`);
   }
-  log.info(`state directory ${dir}: ${security.sddl}`);
+  log.info(`${noun} ${dir}: ${security.sddl}`);
 
   // 5. the state files
   for (const name of STATE_FILES.win32) {

@@ -5,7 +5,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { nodeBinary, repoRoot, startDaemonProcess } from "../helpers/daemon-process.ts";
@@ -67,6 +67,18 @@ describe("csi-proxy command line, as its peers", () => {
       assert.equal(r.stderr.trim().split("\n").length, 1, `one line: ${r.stderr}`);
     }
     assert.ok(!existsSync(path.join(repoRoot, "rel-sockets")), "a relative socket dir is not created under the working directory");
+  });
+
+  it("a lock directory others could write is refused with the fix, exit 2: the daemon does not start without node-wide locks", () => {
+    using s = scratch();
+    const lockDir = path.join(s.dir, "locks");
+    mkdirSync(lockDir);
+    chmodSync(lockDir, 0o777);
+    const r = run(["-socket-dir", path.join(s.dir, "sockets"), "-kubelet-path", s.dir, "-state-dir", path.join(s.dir, "state"), "-lock-dir", lockDir]);
+    assert.equal(r.status, 2, r.stderr);
+    assert.match(r.stderr, new RegExp(`lock directory ${lockDir} \\(-lock-dir\\) is group- or world-writable \\(mode 0777\\).*\\(fix: chmod 0700 ${lockDir}\\)`));
+    assert.equal(r.stderr.trim().split("\n").length, 1, `one line: ${r.stderr}`);
+    assert.ok(!existsSync(path.join(lockDir, ".csi-proxy-daemon")), "not marked");
   });
 
   it("a socket directory on a read-only filesystem is refused naming EROFS, exit 2", () => {

@@ -5,7 +5,7 @@
 // Without a logger, warnings go to stderr.
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { InProcessCsiProxyClient } from "../../src/in-process/in-process-client.ts";
@@ -37,6 +37,7 @@ const WRONG: Record<string, unknown[]> = {
   defaultFsType: ["btrfs", "EXT4", "ntfs", "", 5, null, ["ext4"], {}, true],
   pipeSddl: [5, {}, null, true, [], "D:\0"],
   stateDir: ["state", "", "./state", "~/state", 5, null, true, [], {}, "/var/\0lib"],
+  lockDir: ["locks", "", "./locks", 5, null, true, [], {}, "/run/\0locks"],
   allowedServices: ["svc", "", 5, null, {}, true, [""], [5], [null], [{}], ["ok", 7], ["x".repeat(300)]],
   logger: [{}, { info() {} }, { warning() {} }, { info: 1, warning: 2 }, 5, "stderr", null, true, []],
 };
@@ -123,26 +124,41 @@ describe("in-process config: checked like flags", () => {
     assert.equal((await api.filesystem.v1.pathExists({ path: kubelet }, { signal: AbortSignal.timeout(10_000) })).exists, true);
   });
 
+  it("a lock directory others could write fails every call with a coded error naming the fix: no call runs without node-wide locks", async () => {
+    if (process.platform !== "linux") return;
+    const lockDir = path.join(root, "open-locks");
+    mkdirSync(lockDir);
+    chmodSync(lockDir, 0o777);
+    const client = InProcessCsiProxyClient({ kubeletPath: kubelet, stateDir, lockDir, logger: quiet });
+    for (const [group, method, request] of [["filesystem", "PathExists", { path: kubelet }], ["disk", "ListDiskLocations", {}]] as const) {
+      const err = await client.executeRPC(group, method, request).then(() => null, (e: Error & { code: number; details: string }) => e);
+      assert.ok(err, `${group} ${method} failed`);
+      assert.equal(err.code, Code.Unavailable);
+      assert.match(err.details, new RegExp(`^csi-proxy in-process set-up failed \\(FailedPrecondition\\): lock directory ${lockDir} \\(-lock-dir\\) is group- or world-writable .*\\(fix: chmod 0700 ${lockDir}\\)`));
+    }
+    await assert.rejects(client.ready, { code: Code.Unavailable });
+  });
+
   it("fills the flags' defaults and, without a logger, writes warnings to stderr", async () => {
     const filled = checkInProcessConfig({});
     assert.deepEqual({ ...filled, logger: undefined }, {
       platform: process.platform === "win32" ? "win32" : "linux",
       kubeletPath: process.platform === "win32" ? "C:\\var\\lib\\kubelet" : "/var/lib/kubelet",
       workingDirs: [], socketDir: "", requirePrivacy: true, defaultFsType: "ext4",
-      stateDir: process.platform === "win32" ? "C:\\ProgramData\\csi-proxy" : "/var/lib/csi-proxy", allowedServices: [], logger: undefined,
+      stateDir: process.platform === "win32" ? "C:\\ProgramData\\csi-proxy" : "/var/lib/csi-proxy",
+      lockDir: process.platform === "win32" ? path.win32.join(process.env.ProgramData || "C:\\ProgramData", "csi-proxy", "locks") : "/run/csi-proxy-locks",
+      allowedServices: [], logger: undefined,
     });
     assert.equal(filled.logger, stderrLogger);
-    // A state dir that cannot be used (under a regular file) makes the set-up warn that node-wide locks are off.
-    const file = path.join(root, "a-file");
-    writeFileSync(file, "");
+    // A lock directory no daemon marked (a pod without the hostPath mount) makes the set-up warn, on stderr.
     const written: string[] = [];
     const write = process.stderr.write.bind(process.stderr);
     process.stderr.write = ((chunk: string | Uint8Array) => (written.push(String(chunk)), true)) as typeof process.stderr.write;
     try {
-      await createInProcessApi({ kubeletPath: kubelet, stateDir: path.join(file, "state") });
+      await createInProcessApi({ kubeletPath: kubelet, stateDir, lockDir: path.join(root, "unmarked-locks") });
     } finally {
       process.stderr.write = write;
     }
-    assert.ok(written.some((line) => line.startsWith("csi-proxy in-process: warning: node-wide locks are off") && line.endsWith("\n")), JSON.stringify(written));
+    assert.ok(written.some((line) => line.startsWith(`csi-proxy in-process: warning: lock directory ${path.join(root, "unmarked-locks")} has no mark of a csi-proxy daemon`) && line.endsWith("\n")), JSON.stringify(written));
   });
 });

@@ -46,6 +46,24 @@ test("two processes: read-increment-write turns on one file are never lost", asy
   }
 });
 
+test("two processes with state directories of their own: the one lock directory makes their turns exclusive, none lost", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "csi-proxy-locks-"));
+  try {
+    const counter = path.join(dir, "counter");
+    writeFileSync(counter, "0");
+    const n = 150;
+    const runs = [run(["counter", dir, counter, String(n), "nodewide"]), run(["counter", dir, counter, String(n), "nodewide"])];
+    await new Promise((r) => setTimeout(r, 1500));
+    writeFileSync(path.join(dir, "go"), "");
+    for (const r of await Promise.all(runs)) assert.equal(r.code, 0, r.err);
+    assert.equal(Number(readFileSync(counter, "utf8")), 2 * n);
+    assert.deepEqual(readdirSync(path.join(dir, "nodewide")), [lockFileName("counter:one")]);
+    assert.equal(readdirSync(dir).filter((f) => f.startsWith("state-")).length, 2, "two state directories, each with its own old-layout locks");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test("two processes: SMB uses of one share root are all counted, the mapping made once and removed once", async () => {
   const dir = mkdtempSync(path.join(tmpdir(), "csi-proxy-locks-smb-"));
   try {

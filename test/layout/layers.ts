@@ -84,10 +84,11 @@ export const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   rpc: [...BASE, "log", "api", "metrics"],
   boot: [...BASE, "log", "win32", "src/rpc/call-activity.ts"],
   compose: [...BASE, "log", "api", "policy", "state", "group-contracts", "groups", "host-shared", "linux-kernel", "linux-paths", "linux-mounts", "linux-block", "linux-hosts", "windows-powershell", "windows-hosts", "win32", "win32-service", "rpc", "boot"],
-  "in-process": [...BASE, "api", "group-contracts", "groups", "rpc", "compose"],
+  // The lock directory's default is a flag's and an option's default (state/lock-dir.ts defaultLockDir).
+  "in-process": [...BASE, "api", "group-contracts", "groups", "rpc", "compose", "src/state/lock-dir.ts"],
   client: [...BASE, "api"],
   // `csi-proxyctl status` prints the daemon's late-step status file (its reader is the file's module).
-  cli: [...BASE, "log", "api", "boot", "client", "src/host/exec/late-steps-file.ts"],
+  cli: [...BASE, "log", "api", "boot", "client", "src/host/exec/late-steps-file.ts", "src/state/lock-dir.ts"],
   top: ROOMS.map((r) => r.room),
 };
 

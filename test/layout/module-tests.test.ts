@@ -26,7 +26,6 @@ export const exempt: Record<string, string> = {
   "src/in-process/in-process-engine.ts": "under both in-process clients in test/integration/in-process-differential.test.ts and in-process-api.test.ts",
   "src/in-process/index.ts": "re-exports only; test/package/consumer.test.ts imports csi-proxy-ts/in-process from the packed package",
   "src/in-process/strict-message.ts": "through createInProcessApi in test/integration/in-process-api.test.ts (every malformed request case)",
-  "src/state/node-locks-for.ts": "picked by src/compose/linux.ts and src/compose/windows.ts; the differential tests share one state dir between the daemon and the in-process client",
 };
 
 it("every src/ module has a direct test or a stated exemption, and no exemption is stale", () => {

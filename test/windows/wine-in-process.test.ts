@@ -89,6 +89,23 @@ test("two node.exe processes take turns through LockFileEx: no read-increment-wr
   assert.ok(fs.readdirSync(path.join(dir, "locks")).length === 1);
 });
 
+test("two node.exe processes with state directories of their own exclude each other through the lock directory (DACL set at creation, LockFileEx)", { skip }, async () => {
+  const dir = path.join(w.work.linux, "locks-nodewide");
+  fs.rmSync(dir, { recursive: true, force: true });
+  fs.mkdirSync(dir);
+  const counter = path.join(dir, "counter");
+  fs.writeFileSync(counter, "0");
+  const n = 60;
+  const env = { ...w, env: { ...w.env, KOFFI_DIR: w.koffiDirWin } };
+  const runs = [0, 1].map(() => runWine(env, [w.nodeWin, winPath(lockChild, w.driveC), "counter", winPath(dir, w.driveC), winPath(counter, w.driveC), String(n), "nodewide"], 300_000));
+  await new Promise((r) => setTimeout(r, 8000));
+  fs.writeFileSync(path.join(dir, "go"), "");
+  for (const r of await Promise.all(runs)) assert.equal(r.code, 0, r.stdout);
+  assert.equal(Number(fs.readFileSync(counter, "utf8")), 2 * n);
+  assert.equal(fs.readdirSync(path.join(dir, "nodewide")).filter((f) => f.endsWith(".lock")).length, 1);
+  assert.equal(fs.readdirSync(dir).filter((f) => f.startsWith("state-")).length, 2);
+});
+
 /** Target forms a driver might try for a named pipe. */
 function targets(group: string, version: string): string[] {
   const pipe = pipePath(group, version); // \\.\pipe\csi-proxy-filesystem-v1
