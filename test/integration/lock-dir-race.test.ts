@@ -11,7 +11,7 @@ import * as path from "node:path";
 import { repoRoot } from "../helpers/daemon-process.ts";
 import { createLoopDevice, loopDeviceSkipReason } from "../helpers/loop-device.ts";
 
-const ROUNDS = 30;
+const ROUNDS = 50;
 const child = path.join(repoRoot, "test/helpers/lock-race-child.ts");
 
 function straceSkipReason(): string | null {
