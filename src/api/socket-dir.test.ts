@@ -66,7 +66,7 @@ describe("secureSocketDir", () => {
     mkdirSync(real, { mode: 0o700 });
     const link = path.join(root, "link");
     symlinkSync(real, link);
-    refused(link, /link is a symbolic link to \S+real: .*fix: rm \S+link, or pass the real directory as -socket-dir\)$/);
+    refused(link, /link is a symbolic link to \S+real: .*fix: rm \S+link \(csi-proxy creates it\), or pass the real directory as -socket-dir\)$/);
     // a parent that is a link (as /var/run → /run): fine
     secureSocketDir(path.join(link, "sockets"), uid);
     assert.equal(mode(path.join(real, "sockets")), 0o700);

@@ -27,6 +27,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { Code, CsiProxyError } from "../errors.ts";
+import { securePrivateDir } from "../util/private-dir.ts";
 
 /** The daemon's mark in the lock directory (its pid and start time, one line). */
 export const LOCK_DIR_MARKER = ".csi-proxy-daemon";
@@ -37,8 +38,6 @@ export function defaultLockDir(platform: "linux" | "win32"): string {
   return "/run/csi-proxy-locks";
 }
 
-const modeText = (mode: number) => `0${(mode & 0o7777).toString(8).padStart(3, "0")}`;
-
 /** FailedPrecondition naming the lock directory, what is wrong, and the fix. */
 export const lockDirRefusal = (dir: string, what: string, fix: string) =>
   new CsiProxyError(Code.FailedPrecondition, `lock directory ${dir} (-lock-dir) ${what}: others could take or hold csi-proxy's node-wide locks; refusing it, no disk, volume, SMB or iSCSI call runs (fix: ${fix})`);
@@ -46,27 +45,7 @@ export const lockDirRefusal = (dir: string, what: string, fix: string) =>
 /** Checks (and when missing, creates) the Linux lock directory `dir`; throws a CsiProxyError. */
 export function secureLinuxLockDir(dir: string, uid: number = process.getuid?.() ?? 0): void {
   if (!path.isAbsolute(dir)) throw new CsiProxyError(Code.InvalidArgument, `lock directory ${JSON.stringify(dir)} (-lock-dir) must be an absolute path`);
-  const missing: string[] = [];
-  for (let p = dir; !fs.existsSync(p) && p !== path.dirname(p); p = path.dirname(p)) missing.unshift(p);
-  for (const p of missing) {
-    try {
-      fs.mkdirSync(p, { mode: p === dir ? 0o700 : 0o755 });
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "EEXIST") continue;
-      throw new CsiProxyError(Code.FailedPrecondition, `lock directory ${dir} (-lock-dir): cannot create ${p}: ${(err as Error).message}`, { cause: err });
-    }
-  }
-  const st = fs.lstatSync(dir);
-  if (st.isSymbolicLink()) throw lockDirRefusal(dir, `is a symbolic link to ${fs.readlinkSync(dir)}`, `rm ${dir} (csi-proxy creates it), or pass the real directory as -lock-dir`);
-  if (!st.isDirectory()) throw lockDirRefusal(dir, "is not a directory", `rm ${dir} (csi-proxy creates it)`);
-  if (st.uid !== uid) throw lockDirRefusal(dir, `is owned by uid ${st.uid}, not csi-proxy's uid ${uid}`, `chown ${uid} ${dir} && chmod 0700 ${dir}`);
-  if ((st.mode & 0o022) !== 0) throw lockDirRefusal(dir, `is group- or world-writable (mode ${modeText(st.mode)})`, `chmod 0700 ${dir}`);
-  for (let p = fs.realpathSync(path.dirname(dir)); ; p = path.dirname(p)) {
-    const ps = fs.statSync(p);
-    if (ps.uid !== 0 && ps.uid !== uid) throw lockDirRefusal(dir, `has a parent ${p} owned by uid ${ps.uid}`, `chown 0 ${p}, or choose a -lock-dir under directories only root owns`);
-    if ((ps.mode & 0o022) !== 0 && (ps.mode & 0o1000) === 0) throw lockDirRefusal(dir, `has a parent ${p} writable by others without the sticky bit (mode ${modeText(ps.mode)})`, `chmod go-w ${p}`);
-    if (p === path.dirname(p)) break;
-  }
+  securePrivateDir(dir, { label: `lock directory ${dir} (-lock-dir)`, flag: "-lock-dir", owner: "csi-proxy's", refuse: (what, fix) => lockDirRefusal(dir, what, fix) }, uid);
 }
 
 /** The daemon's start: writes the marker (0600) in the secured lock directory. */
