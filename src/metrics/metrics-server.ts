@@ -2,6 +2,7 @@ import * as net from "node:net";
 import type { Registry } from "prom-client";
 import { createExpositionSnapshot } from "./exposition-snapshot.ts";
 import { metricsLimits, type MetricsLimits } from "./metrics-limits.ts";
+import { RateBucket } from "../util/rate-bucket.ts";
 
 export interface MetricsServer {
   /** The bound `host:port`. */
@@ -283,27 +284,21 @@ function parseHead(text: string): RequestHead | undefined {
 
 /** A token bucket of answers per second, with one timer that serves waiting requests as tokens come. */
 class AnswerPace {
-  private tokens: number;
-  private last = performance.now();
   private timer?: NodeJS.Timeout;
-  private readonly perMs: number;
-  private readonly burst: number;
+  private readonly bucket: RateBucket;
+  /** Milliseconds between two tokens. */
+  private readonly everyMs: number;
   /** Serves waiting requests; true while some still wait. */
   private readonly serve: () => boolean;
 
   constructor(perSecond: number, burst: number, serve: () => boolean) {
-    this.perMs = perSecond / 1000;
-    this.tokens = this.burst = burst;
+    this.bucket = new RateBucket(burst, perSecond);
+    this.everyMs = Math.max(1, Math.ceil(1000 / perSecond));
     this.serve = serve;
   }
 
   take(): boolean {
-    const now = performance.now();
-    this.tokens = Math.min(this.burst, this.tokens + (now - this.last) * this.perMs);
-    this.last = now;
-    if (this.tokens < 1) return false;
-    this.tokens -= 1;
-    return true;
+    return this.bucket.take();
   }
 
   /** Serves the waiting requests once a token is due (one timer at a time). */
@@ -312,7 +307,7 @@ class AnswerPace {
     this.timer = setTimeout(() => {
       this.timer = undefined;
       if (this.serve()) this.schedule();
-    }, Math.max(1, Math.ceil(1 / this.perMs)));
+    }, this.everyMs);
     this.timer.unref();
   }
 

@@ -1,6 +1,6 @@
 import { ENHANCE_YOUR_CALM } from "./http2-frames.ts";
 import { Http2ConnectionError } from "./http2-connection-error.ts";
-import { RateBucket } from "./rate-bucket.ts";
+import { RateBucket } from "../util/rate-bucket.ts";
 import { WINDOW_UPDATE_CREDIT_MAX, WINDOW_UPDATE_CREDIT_PER_SEND, WINDOW_UPDATE_CREDIT_START, type TransportLimits } from "./transport-limits.ts";
 
 /**

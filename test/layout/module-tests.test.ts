@@ -22,7 +22,7 @@ export const exempt: Record<string, string> = {
   "src/rpc/grpc-status-trailers.ts": "through GrpcConnection in test/rpc/*.test.ts",
   "src/rpc/grpc-timeout.ts": "through GrpcConnection in test/rpc/*.test.ts",
   "src/rpc/open-file-limit.ts": "through the connection cap in test/redteam/transport-attacks.test.ts",
-  "src/rpc/rate-bucket.ts": "through GrpcConnection in test/rpc/transport-limits.test.ts",
+  "src/util/rate-bucket.ts": "through GrpcConnection in test/rpc/transport-limits.test.ts and the metrics listener in src/metrics/metrics-server-floods.test.ts",
   "src/in-process/in-process-engine.ts": "under both in-process clients in test/integration/in-process-differential.test.ts and in-process-api.test.ts",
   "src/in-process/index.ts": "re-exports only; test/package/consumer.test.ts imports csi-proxy-ts/in-process from the packed package",
   "src/in-process/strict-message.ts": "through createInProcessApi in test/integration/in-process-api.test.ts (every malformed request case)",
