@@ -7,7 +7,7 @@ import { chmodSync, chownSync, mkdirSync, mkdtempSync, readlinkSync, rmSync, sta
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { Code, CsiProxyError } from "../errors.ts";
-import { markLockDir, privateLockDirWarning, secureLinuxLockDir } from "./lock-dir.ts";
+import { defaultLockDir, markLockDir, privateLockDirWarning, secureLinuxLockDir } from "./lock-dir.ts";
 import { nodeLocks } from "./node-locks-for.ts";
 import { createNodeLocks } from "./node-locks.ts";
 import { noteOutliving, runInCall } from "../util/call-scope.ts";
@@ -148,5 +148,19 @@ test("work left running after its answer keeps both locks: the same process refu
     assert.equal(await createNodeLocks({ dir: lockDir, platform: "linux" }).run("disk:3", async () => "free"), "free");
   } finally {
     rmSync(top, { recursive: true, force: true });
+  }
+});
+
+test("the default lock directory: /run/csi-proxy-locks for root, a directory of its own for another user", () => {
+  assert.equal(defaultLockDir("linux", 0), "/run/csi-proxy-locks");
+  const saved = process.env.XDG_RUNTIME_DIR;
+  try {
+    delete process.env.XDG_RUNTIME_DIR;
+    assert.equal(defaultLockDir("linux", 1000), "/tmp/csi-proxy-locks-1000");
+    process.env.XDG_RUNTIME_DIR = "/run/user/1000";
+    assert.equal(defaultLockDir("linux", 1000), "/run/user/1000/csi-proxy-locks");
+  } finally {
+    if (saved === undefined) delete process.env.XDG_RUNTIME_DIR;
+    else process.env.XDG_RUNTIME_DIR = saved;
   }
 });

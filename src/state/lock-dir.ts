@@ -32,10 +32,16 @@ import { securePrivateDir } from "../util/private-dir.ts";
 /** The daemon's mark in the lock directory (its pid and start time, one line). */
 export const LOCK_DIR_MARKER = ".csi-proxy-daemon";
 
-/** The node-wide lock directory of `platform` when none is given. */
-export function defaultLockDir(platform: "linux" | "win32"): string {
+/**
+ * The node-wide lock directory of `platform` when none is given: /run/csi-proxy-locks for root; a
+ * daemon of another user (which can do no disk work) uses its own, beside its default socket
+ * directory: $XDG_RUNTIME_DIR/csi-proxy-locks, else /tmp/csi-proxy-locks-<uid>.
+ */
+export function defaultLockDir(platform: "linux" | "win32", uid: number = process.getuid?.() ?? 0): string {
   if (platform === "win32") return path.win32.join(process.env.ProgramData || "C:\\ProgramData", "csi-proxy", "locks");
-  return "/run/csi-proxy-locks";
+  if (uid === 0) return "/run/csi-proxy-locks";
+  const runtime = process.env.XDG_RUNTIME_DIR;
+  return runtime ? path.join(runtime, "csi-proxy-locks") : `/tmp/csi-proxy-locks-${uid}`;
 }
 
 /** FailedPrecondition naming the lock directory, what is wrong, and the fix. */
